@@ -1,0 +1,573 @@
+// Package step frames and unframes STEP messages, the tag=value envelope
+// (FIX-like, fields separated by SOH, 0x01) in which the Shanghai Stock
+// Exchange sends its FAST Level-2 records.
+//
+// A STEP message looks like this (| stands for SOH):
+//
+//	8=STEP.1.0.0|9=<body length>|35=UA3201|49=VDE|56=VSS|34=<seq>|52=<time>|
+//	10142=<category>|10072=<per-category seq>|95=<n>|96=<n FAST bytes>|10=<checksum>|
+//
+// The body length (9) counts the bytes after the SOH that ends field 9 up to
+// and including the SOH before "10=". The checksum (10) is the sum of every
+// byte before "10=", modulo 256, written as three digits. Field 96 is raw
+// data: it may contain SOH bytes, so its length comes from field 95.
+//
+// A Parser takes a TCP byte stream in chunks of any size and yields complete,
+// verified messages without allocating:
+//
+//	p := step.NewParser(step.Config{})
+//	for chunk := range chunks {
+//		p.Feed(chunk)
+//		for {
+//			m, err := p.Next()
+//			if err != nil {
+//				log.Print(err) // counted in p.Stats(); the parser resynchronises by itself
+//				continue
+//			}
+//			if m == nil {
+//				break // needs the next chunk
+//			}
+//			use(m.Payload)
+//		}
+//	}
+//
+// AppendMessage is the matching encoder, for feed generators and tests.
+package step
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+)
+
+// SOH separates STEP fields.
+const SOH = 0x01
+
+// BeginString is the value of field 8 that AppendMessage writes.
+const BeginString = "STEP.1.0.0"
+
+// syncMarker starts every STEP message; the parser resynchronises on it.
+const syncMarker = "8=STEP"
+
+// Tags the parser understands. Other tags are skipped.
+const (
+	TagBeginString   = 8
+	TagBodyLength    = 9
+	TagCheckSum      = 10
+	TagMsgSeqNum     = 34
+	TagMsgType       = 35
+	TagSenderCompID  = 49
+	TagSendingTime   = 52
+	TagTargetCompID  = 56
+	TagRawDataLength = 95
+	TagRawData       = 96
+	TagCategory      = 10142
+	TagCategorySeq   = 10072
+)
+
+// DefaultMaxMessageSize is the default bound on one whole STEP message,
+// header and checksum included. SSE messages carry one FAST message of a few
+// kilobytes at most.
+const DefaultMaxMessageSize = 64 << 10
+
+// DefaultMaxCategories is the default number of distinct categories (10142)
+// whose sequence numbers are tracked for gap detection.
+const DefaultMaxCategories = 64
+
+// maxHeaderLen bounds "8=<begin string>|9=<digits>|". A begin string longer
+// than 24 bytes or a body length with more than 9 digits is a framing error.
+const (
+	maxBeginStringLen = 24
+	maxBodyLenDigits  = 9
+	maxHeaderLen      = 2 + maxBeginStringLen + 1 + 2 + maxBodyLenDigits + 1
+	trailerLen        = len("10=000") + 1
+)
+
+// Sentinel errors, wrapped in *Error.
+var (
+	// ErrGarbage: bytes that do not start a STEP message. The parser skips
+	// to the next "8=STEP".
+	ErrGarbage = errors.New("step: garbage before message start")
+	// ErrFraming: the header or trailer is malformed (bad body length, no
+	// "10=" where the body length says). The parser resynchronises.
+	ErrFraming = errors.New("step: malformed framing")
+	// ErrTooLarge: the body length makes the message longer than
+	// Config.MaxMessageSize. The parser resynchronises.
+	ErrTooLarge = errors.New("step: message too large")
+	// ErrChecksum: the checksum does not match. The message is skipped.
+	ErrChecksum = errors.New("step: checksum mismatch")
+	// ErrField: a field inside a correctly framed message is malformed
+	// (no '=', a non-numeric value in a numeric field, 96 without 95, raw
+	// data running past the body). The message is skipped.
+	ErrField = errors.New("step: malformed field")
+)
+
+// Error describes a STEP stream error. Offset is the stream offset (bytes
+// fed since the parser was created or Reset) of the message or garbage run.
+type Error struct {
+	Offset int64
+	Tag    int // the offending tag for ErrField, 0 otherwise
+	Err    error
+}
+
+func (e *Error) Error() string {
+	if e.Tag != 0 {
+		return fmt.Sprintf("%v: tag %d at stream offset %d", e.Err, e.Tag, e.Offset)
+	}
+	return fmt.Sprintf("%v at stream offset %d", e.Err, e.Offset)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Config bounds a Parser. The zero value selects the defaults.
+type Config struct {
+	// MaxMessageSize bounds one STEP message in bytes; it is also the
+	// size of the parser's internal buffer. Default DefaultMaxMessageSize.
+	MaxMessageSize int
+	// MaxCategories bounds how many categories are tracked for gap
+	// detection; messages of further categories are counted in
+	// Stats.UntrackedCategories and never reported as gaps.
+	// Default DefaultMaxCategories.
+	MaxCategories int
+}
+
+// Message is one verified STEP message. Its byte slices alias the parser's
+// input or internal buffer: they are valid until the next call to Next, Feed
+// or Reset on the parser that returned it.
+type Message struct {
+	// Raw is the whole message, "8=" through the checksum's SOH.
+	Raw []byte
+	// Offset is the stream offset of Raw[0].
+	Offset int64
+
+	MsgType      []byte // 35, e.g. "UA3201"
+	SenderCompID []byte // 49
+	TargetCompID []byte // 56
+	SendingTime  []byte // 52, e.g. "20260105-09:30:00.000" as sent
+	SeqNum       uint64 // 34; 0 when absent
+	// Category is field 10142; HasCategory says whether it was present.
+	Category    uint32
+	HasCategory bool
+	// CategorySeq is field 10072, the per-category sequence number.
+	CategorySeq    uint64
+	HasCategorySeq bool
+	// Payload is the raw data of field 96 (length from 95): for SSE, one
+	// FAST message holding one or more records. Empty when absent.
+	Payload []byte
+
+	// Gap reports a break in the per-category sequence: this message
+	// should have carried ExpectedSeq. Only set when both 10142 and 10072
+	// are present and an earlier message of the same category was seen.
+	// A lower number than expected (a replay or a restart) is a gap too.
+	Gap         bool
+	ExpectedSeq uint64
+}
+
+// Stats counts what a Parser has seen. Every bound hit is counted here.
+type Stats struct {
+	Messages            uint64 // verified messages returned by Next
+	Bytes               uint64 // bytes of those messages
+	SkippedBytes        uint64 // bytes dropped while resynchronising or in rejected messages
+	Resyncs             uint64 // garbage runs and framing errors
+	TooLarge            uint64 // messages over MaxMessageSize
+	ChecksumErrors      uint64
+	FieldErrors         uint64
+	Gaps                uint64 // messages with Gap set
+	UntrackedCategories uint64 // messages whose category did not fit MaxCategories
+}
+
+type categorySeq struct {
+	category uint32
+	last     uint64
+}
+
+// Parser splits a STEP byte stream into messages. It does NOT take ownership
+// of the chunks passed to Feed: it reads them until Next returns (nil, nil)
+// and copies only the unfinished tail of a chunk into its bounded internal
+// buffer (Config.MaxMessageSize bytes, allocated once by NewParser).
+//
+// A Parser is not safe for concurrent use.
+type Parser struct {
+	cfg   Config
+	buf   []byte // the start of an unfinished message; precedes in in the stream
+	in    []byte // the rest of the chunk passed to Feed
+	inOff int64  // stream offset of in[0]
+	drop  int    // bytes of buf to drop on the next call (the last message returned)
+
+	resyncing bool
+	msg       Message
+	cats      []categorySeq
+	stats     Stats
+}
+
+// NewParser returns a parser with the bounds in cfg.
+func NewParser(cfg Config) *Parser {
+	if cfg.MaxMessageSize <= 0 {
+		cfg.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if cfg.MaxMessageSize < maxHeaderLen+trailerLen {
+		cfg.MaxMessageSize = maxHeaderLen + trailerLen
+	}
+	if cfg.MaxCategories <= 0 {
+		cfg.MaxCategories = DefaultMaxCategories
+	}
+	return &Parser{
+		cfg:  cfg,
+		buf:  make([]byte, 0, cfg.MaxMessageSize),
+		cats: make([]categorySeq, 0, cfg.MaxCategories),
+	}
+}
+
+// Feed hands the parser the next chunk of the stream. The parser does NOT
+// take ownership of chunk, but reads it until Next returns (nil, nil); call
+// Feed again only then. Bytes of an earlier chunk not yet consumed are lost
+// if Feed is called early (they are counted as skipped).
+func (p *Parser) Feed(chunk []byte) {
+	p.dropReturned()
+	if len(p.in) > 0 {
+		p.stats.SkippedBytes += uint64(len(p.in))
+	}
+	p.inOff += int64(len(p.in))
+	p.in = chunk
+}
+
+// Discontinuity tells the parser that bytes are missing from the stream
+// before the next chunk (a TCP gap): the unfinished message is dropped and
+// the parser resynchronises on the next "8=STEP". Sequence tracking is kept,
+// so the next message reports the gap. skipped is the number of missing
+// bytes, used only to keep stream offsets right.
+func (p *Parser) Discontinuity(skipped int64) {
+	p.dropReturned()
+	p.stats.SkippedBytes += uint64(len(p.buf) + len(p.in))
+	p.inOff += int64(len(p.in)) + skipped
+	p.buf = p.buf[:0]
+	p.in = nil
+	p.resyncing = true
+}
+
+// Reset forgets all state (buffered bytes, sequence numbers, stream offset)
+// but keeps the counters.
+func (p *Parser) Reset() {
+	p.buf = p.buf[:0]
+	p.in = nil
+	p.inOff = 0
+	p.drop = 0
+	p.resyncing = false
+	p.cats = p.cats[:0]
+}
+
+// Buffered returns the number of bytes of an unfinished message held in the
+// internal buffer.
+func (p *Parser) Buffered() int { return len(p.buf) }
+
+// Stats returns the counters.
+func (p *Parser) Stats() Stats { return p.stats }
+
+func (p *Parser) dropReturned() {
+	if p.drop > 0 {
+		p.buf = p.buf[:copy(p.buf, p.buf[p.drop:])]
+		p.drop = 0
+	}
+}
+
+// Next returns the next complete message, (nil, nil) when the parser needs
+// another chunk, or (nil, err) for a rejected message or a garbage run, after
+// which the caller keeps calling Next: the parser has already skipped the bad
+// bytes. The returned message is valid until the next call to Next, Feed or
+// Reset.
+func (p *Parser) Next() (*Message, error) {
+	p.dropReturned()
+	for {
+		if len(p.buf) == 0 {
+			if len(p.in) == 0 {
+				return nil, nil
+			}
+			total, skip, err := frame(p.in, p.cfg.MaxMessageSize)
+			if skip > 0 {
+				off := p.inOff
+				p.in = p.in[skip:]
+				p.inOff += int64(skip)
+				if e := p.skipped(skip, off, err); e != nil {
+					return nil, e
+				}
+				continue
+			}
+			if total == 0 || total > len(p.in) {
+				// Unfinished: fits the buffer because frame checked
+				// total (or the header length) against the bound.
+				p.buf = append(p.buf, p.in...)
+				p.inOff += int64(len(p.in))
+				p.in = nil
+				return nil, nil
+			}
+			raw := p.in[:total]
+			off := p.inOff
+			p.in = p.in[total:]
+			p.inOff += int64(total)
+			return p.finish(raw, off)
+		}
+
+		total, skip, err := frame(p.buf, p.cfg.MaxMessageSize)
+		bufOff := p.inOff - int64(len(p.buf))
+		if skip > 0 {
+			p.buf = p.buf[:copy(p.buf, p.buf[skip:])]
+			if e := p.skipped(skip, bufOff, err); e != nil {
+				return nil, e
+			}
+			continue
+		}
+		if total > 0 && total <= len(p.buf) {
+			p.drop = total
+			return p.finish(p.buf[:total], bufOff)
+		}
+		if len(p.in) == 0 {
+			return nil, nil
+		}
+		want := maxHeaderLen - len(p.buf) // header still unknown
+		if total > 0 {
+			want = total - len(p.buf)
+		}
+		want = max(min(want, len(p.in)), 1)
+		p.buf = append(p.buf, p.in[:want]...)
+		p.in = p.in[want:]
+		p.inOff += int64(want)
+	}
+}
+
+// skipped accounts for skip dropped bytes and returns the error to report,
+// or nil while an already reported resynchronisation continues.
+func (p *Parser) skipped(skip int, off int64, err error) error {
+	p.stats.SkippedBytes += uint64(skip)
+	switch err {
+	case ErrChecksum:
+		p.stats.ChecksumErrors++
+		p.resyncing = false
+		return &Error{Offset: off, Err: err}
+	case ErrTooLarge:
+		p.stats.TooLarge++
+	}
+	if p.resyncing {
+		return nil
+	}
+	p.resyncing = true
+	p.stats.Resyncs++
+	return &Error{Offset: off, Err: err}
+}
+
+// frame examines the start of v. It returns the total length of the message
+// at v[0] once the header is known (0 while it is not), or skip > 0 with the
+// reason when v[:skip] must be dropped. A message is only accepted (total
+// > 0, skip == 0, total <= len(v)) when its trailer is well formed and its
+// checksum matches.
+func frame(v []byte, maxSize int) (total, skip int, err error) {
+	if !bytes.HasPrefix(v, []byte(syncMarker)) {
+		if len(v) < len(syncMarker) && bytes.HasPrefix([]byte(syncMarker), v) {
+			return 0, 0, nil
+		}
+		return 0, garbageLen(v), ErrGarbage
+	}
+	// "8=STEP...|"
+	i := 2
+	for i < len(v) && v[i] != SOH {
+		i++
+		if i-2 > maxBeginStringLen {
+			return 0, 1, ErrFraming
+		}
+	}
+	if i >= len(v) {
+		return 0, 0, nil
+	}
+	i++
+	// "9=digits|"
+	if len(v) < i+2 {
+		if bytes.HasPrefix([]byte("9="), v[i:]) {
+			return 0, 0, nil
+		}
+		return 0, 1, ErrFraming
+	}
+	if v[i] != '9' || v[i+1] != '=' {
+		return 0, 1, ErrFraming
+	}
+	i += 2
+	bodyLen, digits := 0, 0
+	for ; i < len(v) && v[i] != SOH; i++ {
+		c := v[i]
+		if c < '0' || c > '9' || digits == maxBodyLenDigits {
+			return 0, 1, ErrFraming
+		}
+		bodyLen = bodyLen*10 + int(c-'0')
+		digits++
+	}
+	if i >= len(v) {
+		return 0, 0, nil
+	}
+	if digits == 0 {
+		return 0, 1, ErrFraming
+	}
+	i++
+	total = i + bodyLen + trailerLen
+	if total > maxSize {
+		return 0, 1, ErrTooLarge
+	}
+	if total > len(v) {
+		return total, 0, nil
+	}
+	t := v[total-trailerLen : total]
+	if t[0] != '1' || t[1] != '0' || t[2] != '=' || t[6] != SOH ||
+		!isDigit(t[3]) || !isDigit(t[4]) || !isDigit(t[5]) {
+		return 0, 1, ErrFraming
+	}
+	want := int(t[3]-'0')*100 + int(t[4]-'0')*10 + int(t[5]-'0')
+	if Checksum(v[:total-trailerLen]) != want {
+		return 0, total, ErrChecksum
+	}
+	return total, 0, nil
+}
+
+// garbageLen returns how many leading bytes of v cannot start a message:
+// up to the next "8=STEP", or up to a tail that may be the start of one.
+func garbageLen(v []byte) int {
+	if i := bytes.Index(v[1:], []byte(syncMarker)); i >= 0 {
+		return i + 1
+	}
+	for k := min(len(syncMarker)-1, len(v)-1); k > 0; k-- {
+		if bytes.HasPrefix([]byte(syncMarker), v[len(v)-k:]) {
+			return len(v) - k
+		}
+	}
+	return len(v)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// Checksum returns the STEP/FIX checksum of b: the sum of its bytes modulo 256.
+func Checksum(b []byte) int {
+	var s0, s1, s2, s3 uint32
+	for len(b) >= 4 {
+		s0 += uint32(b[0])
+		s1 += uint32(b[1])
+		s2 += uint32(b[2])
+		s3 += uint32(b[3])
+		b = b[4:]
+	}
+	for _, c := range b {
+		s0 += uint32(c)
+	}
+	return int((s0 + s1 + s2 + s3) & 0xff)
+}
+
+// finish parses the fields of a framed, checksummed message.
+func (p *Parser) finish(raw []byte, off int64) (*Message, error) {
+	m := &p.msg
+	*m = Message{Raw: raw, Offset: off}
+	// Skip "8=...|9=...|"; the trailer is already verified.
+	i := bytes.IndexByte(raw, SOH) + 1
+	i += bytes.IndexByte(raw[i:], SOH) + 1
+	end := len(raw) - trailerLen
+	rawLen := -1
+	for i < end {
+		tag := 0
+		j := i
+		for ; j < end && isDigit(raw[j]) && j-i < 9; j++ {
+			tag = tag*10 + int(raw[j]-'0')
+		}
+		if j == i || j >= end || raw[j] != '=' {
+			return p.fieldError(off, tag)
+		}
+		j++
+		if tag == TagRawData {
+			if rawLen < 0 || j+rawLen >= end || raw[j+rawLen] != SOH {
+				return p.fieldError(off, tag)
+			}
+			m.Payload = raw[j : j+rawLen]
+			i = j + rawLen + 1
+			continue
+		}
+		k := bytes.IndexByte(raw[j:end], SOH)
+		if k < 0 {
+			return p.fieldError(off, tag)
+		}
+		val := raw[j : j+k]
+		i = j + k + 1
+		var ok bool
+		switch tag {
+		case TagMsgType:
+			m.MsgType, ok = val, true
+		case TagSenderCompID:
+			m.SenderCompID, ok = val, true
+		case TagTargetCompID:
+			m.TargetCompID, ok = val, true
+		case TagSendingTime:
+			m.SendingTime, ok = val, true
+		case TagMsgSeqNum:
+			m.SeqNum, ok = parseUint(val)
+		case TagCategory:
+			var c uint64
+			c, ok = parseUint(val)
+			ok = ok && c <= 0xffffffff
+			m.Category, m.HasCategory = uint32(c), true
+		case TagCategorySeq:
+			m.CategorySeq, ok = parseUint(val)
+			m.HasCategorySeq = true
+		case TagRawDataLength:
+			var n uint64
+			n, ok = parseUint(val)
+			ok = ok && n < uint64(len(raw))
+			rawLen = int(n)
+		default:
+			ok = true
+		}
+		if !ok {
+			return p.fieldError(off, tag)
+		}
+	}
+	p.resyncing = false
+	p.trackGap(m)
+	p.stats.Messages++
+	p.stats.Bytes += uint64(len(raw))
+	return m, nil
+}
+
+func (p *Parser) fieldError(off int64, tag int) (*Message, error) {
+	p.stats.FieldErrors++
+	p.stats.SkippedBytes += uint64(len(p.msg.Raw))
+	p.msg = Message{}
+	p.resyncing = false
+	return nil, &Error{Offset: off, Tag: tag, Err: ErrField}
+}
+
+func (p *Parser) trackGap(m *Message) {
+	if !m.HasCategory || !m.HasCategorySeq {
+		return
+	}
+	for i := range p.cats {
+		c := &p.cats[i]
+		if c.category == m.Category {
+			if m.CategorySeq != c.last+1 {
+				m.Gap, m.ExpectedSeq = true, c.last+1
+				p.stats.Gaps++
+			}
+			c.last = m.CategorySeq
+			return
+		}
+	}
+	if len(p.cats) == cap(p.cats) {
+		p.stats.UntrackedCategories++
+		return
+	}
+	p.cats = append(p.cats, categorySeq{category: m.Category, last: m.CategorySeq})
+}
+
+func parseUint(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if !isDigit(c) {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, true
+}
