@@ -30,7 +30,7 @@ func TestReadUintVectors(t *testing.T) {
 		{"ff", 127, true, nil},
 		{"0180", 128, true, nil},
 		{"39419a", 942234, true, nil},
-		{"0000000081", 1, true, nil},  // overlong is accepted (R-class)
+		{"0000000081", 1, true, nil}, // overlong is accepted (R-class)
 		{"0f7f7f7fff", math.MaxUint32, true, nil},
 		{"1000000080", 0, true, ErrOverflow}, // MaxUint32+1
 		{"017f7f7f7f7f7f7f7f7fff", 0, false, ErrOverflow},
