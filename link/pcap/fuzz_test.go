@@ -1,0 +1,52 @@
+package pcap
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/tickwire/tickwire/link/frame"
+)
+
+// FuzzReader feeds arbitrary bytes to the reader: it must return frames or
+// a typed error, never panic, hang or allocate beyond the input's size.
+func FuzzReader(f *testing.F) {
+	frames := makeFrames(3)
+	f.Add(encodeClassic(frames, binary.LittleEndian, false))
+	f.Add(encodeClassic(frames, binary.BigEndian, true))
+	f.Add(encodeNG(f, frames))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := NewReader(bytes.NewReader(data))
+		if err != nil {
+			var he *HeaderError
+			if !errors.As(err, &he) {
+				t.Fatalf("header: %T %v", err, err)
+			}
+			return
+		}
+		batch := frame.NewBatch(2, 512)
+		for i := 0; ; i++ {
+			n, err := r.ReadFrames(batch)
+			for _, fr := range batch[:n] {
+				if fr.N > len(fr.Buf) || fr.WireLen < fr.N {
+					t.Fatalf("frame N %d WireLen %d slot %d", fr.N, fr.WireLen, len(fr.Buf))
+				}
+			}
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				var re *RecordError
+				if !errors.As(err, &re) || re.Record < 1 {
+					t.Fatalf("record: %T %v", err, err)
+				}
+				return
+			}
+			if i > len(data) {
+				t.Fatalf("more batches (%d) than input bytes", i)
+			}
+		}
+	})
+}
