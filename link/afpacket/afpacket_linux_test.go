@@ -1,0 +1,487 @@
+//go:build linux
+
+package afpacket_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tickwire/tickwire/link/afpacket"
+	"github.com/tickwire/tickwire/link/frame"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("AF_PACKET capture needs root; skipping")
+	}
+}
+
+func run(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// testName returns a name with the twa prefix, unique per test process and
+// call, short enough for an interface name (15 bytes) with a suffix.
+var nameSeq struct {
+	sync.Mutex
+	n int
+}
+
+func testName() string {
+	nameSeq.Lock()
+	defer nameSeq.Unlock()
+	nameSeq.n++
+	return fmt.Sprintf("twa%d%04d", nameSeq.n%10, os.Getpid()%10000)
+}
+
+// vethPair creates a veth pair whose two ends stay in the root namespace,
+// without addresses and with IPv6 off, so nothing but the frames a test
+// injects crosses it. It returns the two names.
+func vethPair(t *testing.T) (a, b string) {
+	t.Helper()
+	base := testName()
+	a, b = base+"a", base+"b"
+	run(t, "ip", "link", "add", a, "type", "veth", "peer", "name", b)
+	t.Cleanup(func() { exec.Command("ip", "link", "del", a).Run() })
+	for _, n := range []string{a, b} {
+		os.WriteFile("/proc/sys/net/ipv6/conf/"+n+"/disable_ipv6", []byte("1"), 0)
+		run(t, "ip", "link", "set", n, "up")
+	}
+	return a, b
+}
+
+// injector sends raw Ethernet frames out of an interface.
+type injector struct {
+	fd int
+	sa unix.SockaddrLinklayer
+}
+
+func newInjector(t *testing.T, iface string) *injector {
+	t.Helper()
+	ifi, err := net.InterfaceByName(iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return &injector{fd: fd, sa: unix.SockaddrLinklayer{Ifindex: ifi.Index}}
+}
+
+// send sends a frame with EtherType 0x88b5 (local experimental) whose
+// payload starts with seq, padded to size bytes.
+func (in *injector) send(t *testing.T, seq uint32, size int) {
+	t.Helper()
+	f := make([]byte, size)
+	copy(f[0:6], []byte{0x02, 0, 0, 0, 0, 2})
+	copy(f[6:12], []byte{0x02, 0, 0, 0, 0, 1})
+	binary.BigEndian.PutUint16(f[12:], 0x88b5)
+	binary.BigEndian.PutUint32(f[14:], seq)
+	if err := unix.Sendto(in.fd, f, 0, &in.sa); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func isInjected(f []byte) bool {
+	return len(f) >= 18 && binary.BigEndian.Uint16(f[12:]) == 0x88b5
+}
+
+func TestNewErrors(t *testing.T) {
+	_, err := afpacket.New("twa-no-such", afpacket.Config{})
+	var e *afpacket.Error
+	if !errors.As(err, &e) || e.Interface != "twa-no-such" || e.Op != "open" {
+		t.Fatalf("New(no such interface) = %v, want *afpacket.Error for it", err)
+	}
+	if !strings.HasPrefix(err.Error(), "afpacket: open twa-no-such: ") {
+		t.Errorf("message %q lacks the package prefix and context", err)
+	}
+	for _, cfg := range []afpacket.Config{
+		{FrameSize: 100},
+		{FrameSize: 2050},
+		{RingFrames: -1},
+		{FrameSize: 1 << 20, RingFrames: 4096},
+		{ReadTimeout: -time.Second},
+	} {
+		if _, err := afpacket.New("lo", cfg); err == nil {
+			t.Errorf("New(lo, %+v) succeeded, want a config error", cfg)
+		}
+	}
+}
+
+func TestBatchOrderTimestampsAndAllocs(t *testing.T) {
+	needRoot(t)
+	a, b := vethPair(t)
+	src, err := afpacket.New(a, afpacket.Config{RingFrames: 512, ReadTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	in := newInjector(t, b)
+
+	const total = 300
+	start := time.Now()
+	for i := range total {
+		in.send(t, uint32(i), 60+i%1400)
+	}
+	batch := frame.NewBatch(64, 2048)
+	// Preallocated so that recording frames inside AllocsPerRun does not
+	// allocate.
+	seen := make([]uint32, 0, 4*total)
+	stamps := make([]int64, 0, 4*total)
+	maxBatch := 0
+	readInjected := func(frames []frame.Frame) {
+		n, err := src.ReadFrames(frames)
+		if err != nil {
+			t.Fatalf("ReadFrames after %d frames: %v", len(seen), err)
+		}
+		maxBatch = max(maxBatch, n)
+		for _, f := range frames[:n] {
+			if !isInjected(f.Data()) {
+				continue
+			}
+			seen = append(seen, binary.BigEndian.Uint32(f.Data()[14:]))
+			stamps = append(stamps, f.Time)
+			if want := 60 + int(seen[len(seen)-1])%1400; f.N != want || f.WireLen != want {
+				t.Fatalf("frame %d: N %d WireLen %d, want %d", seen[len(seen)-1], f.N, f.WireLen, want)
+			}
+		}
+	}
+	for len(seen) < 100 {
+		readInjected(batch)
+	}
+	// The rest are already in the ring: reading them one at a time must
+	// not allocate.
+	time.Sleep(50 * time.Millisecond)
+	allocs := testing.AllocsPerRun(100, func() { readInjected(batch[:1]) })
+	if allocs != 0 {
+		t.Errorf("ReadFrames: %v allocs per call, want 0", allocs)
+	}
+	for len(seen) < total {
+		readInjected(batch)
+	}
+	if maxBatch < 2 {
+		t.Errorf("largest batch %d: frames already in the ring were not batched", maxBatch)
+	}
+	for i, s := range seen {
+		if s != uint32(i) {
+			t.Fatalf("frame %d carries sequence %d: order lost", i, s)
+		}
+	}
+	var subMicro bool
+	for i, ts := range stamps {
+		if ts < start.Add(-time.Second).UnixNano() || ts > time.Now().UnixNano() {
+			t.Fatalf("frame %d timestamp %v outside the test's run", i, time.Unix(0, ts))
+		}
+		if i > 0 && ts < stamps[i-1] {
+			t.Fatalf("frame %d timestamp goes back in time", i)
+		}
+		subMicro = subMicro || ts%1000 != 0
+	}
+	if !subMicro {
+		t.Error("all timestamps are whole microseconds: nanosecond resolution lost")
+	}
+	st := src.Stats()
+	if st.Frames < total || st.Truncated != 0 {
+		t.Errorf("Stats = %+v, want Frames >= %d and no truncation", st, total)
+	}
+}
+
+func TestTruncationCounted(t *testing.T) {
+	needRoot(t)
+	a, b := vethPair(t)
+	src, err := afpacket.New(a, afpacket.Config{RingFrames: 64, ReadTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	newInjector(t, b).send(t, 7, 1000)
+	batch := frame.NewBatch(1, 100) // smaller than the frame
+	for {
+		n, err := src.ReadFrames(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 && isInjected(batch[0].Data()) {
+			break
+		}
+	}
+	if f := batch[0]; f.N != 100 || f.WireLen != 1000 || !f.Truncated() {
+		t.Errorf("N %d WireLen %d, want 100 of 1000", f.N, f.WireLen)
+	}
+	if st := src.Stats(); st.Truncated != 1 {
+		t.Errorf("Stats.Truncated = %d, want 1", st.Truncated)
+	}
+}
+
+func TestReadTimeoutAndClose(t *testing.T) {
+	needRoot(t)
+	a, _ := vethPair(t)
+	src, err := afpacket.New(a, afpacket.Config{RingFrames: 64, ReadTimeout: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := frame.NewBatch(4, 2048)
+	if n, err := src.ReadFrames(batch); n != 0 || err != afpacket.ErrTimeout {
+		t.Fatalf("ReadFrames on a silent link = %d, %v; want 0, ErrTimeout", n, err)
+	}
+	src.Close()
+	if n, err := src.ReadFrames(batch); n != 0 || err != io.EOF {
+		t.Fatalf("ReadFrames after Close = %d, %v; want 0, io.EOF", n, err)
+	}
+
+	// Without a timeout, a blocked ReadFrames returns io.EOF when another
+	// goroutine calls Close.
+	src, err = afpacket.New(a, afpacket.Config{RingFrames: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := src.ReadFrames(batch)
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != io.EOF {
+			t.Fatalf("blocked ReadFrames returned %v after Close, want io.EOF", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not wake a blocked ReadFrames")
+	}
+	if err := src.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	_ = src.Stats() // safe after Close
+}
+
+// netnsPeer creates a network namespace holding one end of a veth pair and
+// returns the root-side interface name, the root-side address and the
+// namespace-side address. Offloads that would merge segments into
+// super-frames are turned off (gso_max_segs 1), as on a real mirror port.
+func netnsPeer(t *testing.T) (ns, rootIf string, rootIP, nsIP net.IP) {
+	t.Helper()
+	base := testName()
+	ns, rootIf, nsIf := base, base+"r", base+"n"
+	run(t, "ip", "netns", "add", ns)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	run(t, "ip", "link", "add", rootIf, "gso_max_segs", "1", "type", "veth", "peer", "name", nsIf, "netns", ns, "gso_max_segs", "1")
+	t.Cleanup(func() { exec.Command("ip", "link", "del", rootIf).Run() })
+	// A /30 out of 10.201.0.0/16 that depends on the process, so parallel
+	// test binaries do not route over each other's links.
+	sub := (os.Getpid()*4 + nameSeq.n*4) % 65536 & ^3
+	rootIP = net.IPv4(10, 201, byte(sub>>8), byte(sub|1)).To4()
+	nsIP = net.IPv4(10, 201, byte(sub>>8), byte(sub|2)).To4()
+	run(t, "ip", "addr", "add", rootIP.String()+"/30", "dev", rootIf)
+	run(t, "ip", "link", "set", rootIf, "up")
+	run(t, "ip", "-n", ns, "addr", "add", nsIP.String()+"/30", "dev", nsIf)
+	run(t, "ip", "-n", ns, "link", "set", nsIf, "up")
+	run(t, "ip", "-n", ns, "link", "set", "lo", "up")
+	return ns, rootIf, rootIP, nsIP
+}
+
+// inNetns runs f on an OS thread that has entered the named network
+// namespace. The thread is never unlocked, so Go discards it afterwards
+// instead of reusing it in the wrong namespace.
+func inNetns(ns string, f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		fd, err := unix.Open("/var/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer unix.Close(fd)
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("setns: %w", err)
+			return
+		}
+		errc <- f()
+	}()
+	return <-errc
+}
+
+// TestLiveCapture sends real kernel TCP traffic from a namespace to a
+// listener on the root side and checks that the captured segments carry
+// exactly the bytes sent.
+func TestLiveCapture(t *testing.T) {
+	needRoot(t)
+	ns, rootIf, rootIP, _ := netnsPeer(t)
+	src, err := afpacket.New(rootIf, afpacket.Config{ReadTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+
+	ln, err := net.Listen("tcp4", rootIP.String()+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+
+	// Capture until told to stop, keeping a copy of every frame.
+	var captured [][]byte
+	stop := make(chan struct{})
+	capDone := make(chan error, 1)
+	go func() {
+		batch := frame.NewBatch(32, 2048)
+		for {
+			n, err := src.ReadFrames(batch)
+			for _, f := range batch[:n] {
+				if f.Truncated() {
+					capDone <- fmt.Errorf("frame of %d bytes truncated to %d", f.WireLen, f.N)
+					return
+				}
+				captured = append(captured, bytes.Clone(f.Data()))
+			}
+			select {
+			case <-stop:
+				capDone <- nil
+				return
+			default:
+			}
+			if err != nil && err != afpacket.ErrTimeout {
+				capDone <- err
+				return
+			}
+		}
+	}()
+
+	sent := make([]byte, 300_000)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range sent {
+		sent[i] = byte(rng.Uint32())
+	}
+	received := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			received <- nil
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		received <- b
+	}()
+	err = inNetns(ns, func() error {
+		c, err := net.DialTimeout("tcp4", net.JoinHostPort(rootIP.String(), fmt.Sprint(port)), 5*time.Second)
+		if err != nil {
+			return err
+		}
+		for off := 0; off < len(sent); off += 7000 {
+			if _, err := c.Write(sent[off:min(off+7000, len(sent))]); err != nil {
+				return err
+			}
+		}
+		return c.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-received:
+		if !bytes.Equal(got, sent) {
+			t.Fatalf("listener received %d bytes, want the %d sent", len(got), len(sent))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("listener did not receive the data")
+	}
+	time.Sleep(100 * time.Millisecond) // let the last ACKs and FINs reach the ring
+	close(stop)
+	if err := <-capDone; err != nil {
+		t.Fatal(err)
+	}
+
+	stream, segments := clientStream(t, captured, port)
+	if !bytes.Equal(stream, sent) {
+		t.Fatalf("captured stream: %d bytes, want the %d sent (first difference at %d)", len(stream), len(sent), firstDiff(stream, sent))
+	}
+	if segments < len(sent)/1500 {
+		t.Errorf("%d data segments for %d bytes: super-frames, not wire segments", segments, len(sent))
+	}
+	t.Logf("captured %d frames, %d client data segments", len(captured), segments)
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// clientStream rebuilds the bytes sent to port from the captured frames
+// (untagged Ethernet, IPv4, TCP), placing each payload at its offset from
+// the client's SYN.
+func clientStream(t *testing.T, frames [][]byte, port uint16) (stream []byte, segments int) {
+	t.Helper()
+	var isn uint32
+	haveSYN := false
+	type seg struct {
+		seq  uint32
+		data []byte
+	}
+	var segs []seg
+	for _, f := range frames {
+		if len(f) < 14+20 || binary.BigEndian.Uint16(f[12:]) != 0x0800 {
+			continue
+		}
+		ip := f[14:]
+		ihl := int(ip[0]&0x0f) * 4
+		total := int(binary.BigEndian.Uint16(ip[2:]))
+		if ip[9] != 6 || total > len(ip) || ihl < 20 || total < ihl+20 {
+			continue
+		}
+		tcp := ip[ihl:total]
+		if binary.BigEndian.Uint16(tcp[2:]) != port {
+			continue
+		}
+		seq := binary.BigEndian.Uint32(tcp[4:])
+		flags := tcp[13]
+		if flags&0x02 != 0 { // SYN
+			isn, haveSYN = seq, true
+			continue
+		}
+		payload := tcp[int(tcp[12]>>4)*4:]
+		if len(payload) > 0 {
+			segs = append(segs, seg{seq, payload})
+		}
+	}
+	if !haveSYN {
+		t.Fatal("client SYN not captured")
+	}
+	for _, s := range segs {
+		off := int(s.seq - isn - 1)
+		if end := off + len(s.data); end > len(stream) {
+			stream = append(stream, make([]byte, end-len(stream))...)
+		}
+		copy(stream[off:], s.data)
+	}
+	return stream, len(segs)
+}
