@@ -1,0 +1,214 @@
+package tickwire
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+)
+
+// Defaults applied by New to zero Config fields: the figures of the hardware
+// TCP offload engine tickwire models.
+const (
+	DefaultMTU            = 1500
+	DefaultMSS            = 1408 // 22 x 64 bytes: full segments land 64-byte aligned
+	DefaultSendBuffer     = 32 << 10
+	DefaultReceiveBuffer  = 32 << 10
+	DefaultCongestion     = "reno"
+	DefaultMaxConnections = 64
+	DefaultARPEntries     = 128
+	DefaultARPTimeout     = 500 * time.Millisecond
+)
+
+// Limits enforced by New.
+const (
+	// MaxMaxConnections is the largest MaxConnections New accepts.
+	MaxMaxConnections = 1 << 20
+	// MaxARPEntries is the largest ARPEntries New accepts: netstack's own
+	// neighbor table holds 512 entries per interface.
+	MaxARPEntries = gstack.NeighborCacheSize
+	minMTU        = 576 // the IPv4 minimum reassembly size (RFC 791)
+	maxMTU        = 65535
+	minARPTimeout = 3 * time.Millisecond // three probes, netstack's 1 ms minimum apart
+	maxARPTimeout = time.Minute
+)
+
+// Config configures a Stack. The zero value of every field except Link and
+// Addr means its default.
+type Config struct {
+	// Link is the link the stack sends and receives Ethernet frames on
+	// (link/pipe, link/tap, ...). It must deliver frames with the Ethernet
+	// header parsed (stack.LinkEndpoint.ParseHeader done, protocol = the
+	// EtherType), as gVisor's Ethernet links do. The Stack owns it from New
+	// on: Close closes it. Required.
+	Link gstack.LinkEndpoint
+	// MAC is the stack's link address. Default: Link.LinkAddress(); required
+	// when that is empty. Must be a 6-byte unicast address.
+	MAC net.HardwareAddr
+	// Addr is the stack's IPv4 address and netmask, e.g. 10.0.0.2/24. The
+	// prefix is the on-link subnet. Required.
+	Addr netip.Prefix
+	// Gateway, when valid, is the next hop of the default route. It must lie
+	// in Addr's subnet.
+	Gateway netip.Addr
+
+	// MTU is the largest IPv4 packet sent, excluding the Ethernet header.
+	// Default 1500; at least 576 and MSS+40, at most Link.MTU().
+	MTU int
+	// MSS is the TCP maximum segment size, advertised in SYN and SYN-ACK and
+	// the exact payload of every full segment sent (the peer's MSS option is
+	// clamped to it, and TCP timestamps are not negotiated, so no option
+	// bytes are taken from the payload). Default 1408. With SACK enabled,
+	// netstack reserves 36 bytes of option space per segment and full
+	// segments carry MSS-36 bytes; a connection established through a SYN
+	// cookie (under a SYN flood) uses the cookie's coarser MSS (1300 for
+	// 1408).
+	MSS int
+
+	// SendBuffer and ReceiveBuffer are the per-connection TCP buffer sizes
+	// in bytes (SO_SNDBUF and SO_RCVBUF). netstack, like Linux, advertises
+	// half of the receive buffer as window and keeps the rest for overhead.
+	// Default 32 KiB each; 4 KiB to 4 MiB.
+	SendBuffer    int
+	ReceiveBuffer int
+	// DisableNoDelay turns Nagle's algorithm on. By default TCP_NODELAY is
+	// set: a segment leaves as soon as it is written.
+	DisableNoDelay bool
+	// Congestion is the TCP congestion control: "reno" (default: slow start,
+	// congestion avoidance, fast retransmit and recovery) or "cubic". The
+	// initial congestion window is 10 segments (netstack's tcp.InitialCwnd).
+	Congestion string
+	// SACK enables selective acknowledgements. Off by default, as in the
+	// modelled offload engine, so full segments carry exactly MSS bytes.
+	SACK bool
+
+	// MaxConnections bounds the established TCP connections, accepted plus
+	// dialed, not yet closed by the program. An accept beyond it is reset
+	// and a dial fails with ErrTooManyConnections; both count in
+	// Stats.ConnsRefused. Half-open connections do not count. Default 64; at
+	// most MaxMaxConnections.
+	MaxConnections int
+
+	// ARPEntries bounds the dynamic ARP table. An ARP packet from an
+	// unknown host that finds the table full is dropped (Stats.ARPTableFull)
+	// and the oldest entry evicted (Stats.ARPEvictions), so the host gets in
+	// on its next try; entries netstack creates to resolve an outgoing packet
+	// are trimmed the same way right after. Static entries do not count.
+	// Default 128; at most MaxARPEntries.
+	ARPEntries int
+	// ARPTimeout is how long an unanswered ARP request is retried (three
+	// requests, ARPTimeout/3 apart) before the address is declared
+	// unreachable and waiting connections fail with EHOSTUNREACH. Default
+	// 500 ms; 3 ms to 1 minute.
+	ARPTimeout time.Duration
+	// StaticARP lists permanent IPv4-to-MAC entries, each in Addr's subnet.
+	StaticARP map[netip.Addr]net.HardwareAddr
+}
+
+// withDefaults returns c with defaults applied and validated.
+func (c Config) withDefaults() (Config, error) {
+	if c.Link == nil {
+		return c, configErrorf("Link", "missing")
+	}
+	if len(c.MAC) == 0 {
+		c.MAC = net.HardwareAddr(c.Link.LinkAddress())
+	}
+	if err := checkMAC("MAC", c.MAC); err != nil {
+		return c, err
+	}
+	if !c.Addr.IsValid() || !c.Addr.Addr().Is4() {
+		return c, configErrorf("Addr", "%v is not an IPv4 prefix such as 10.0.0.2/24", c.Addr)
+	}
+	if a := c.Addr.Addr(); a.IsUnspecified() || a.IsMulticast() || a.IsLoopback() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+		return c, configErrorf("Addr", "%v is not a unicast host address", a)
+	}
+	if c.Gateway.IsValid() {
+		if !c.Gateway.Is4() || !c.Addr.Masked().Contains(c.Gateway) || c.Gateway == c.Addr.Addr() {
+			return c, configErrorf("Gateway", "%v is not another IPv4 address in %v", c.Gateway, c.Addr.Masked())
+		}
+	}
+
+	if c.MTU == 0 {
+		c.MTU = DefaultMTU
+	}
+	if c.MSS == 0 {
+		c.MSS = DefaultMSS
+	}
+	linkMTU := int(c.Link.MTU())
+	if c.MTU < minMTU || c.MTU > maxMTU {
+		return c, configErrorf("MTU", "%d out of range [%d, %d]", c.MTU, minMTU, maxMTU)
+	}
+	if linkMTU != 0 && c.MTU > linkMTU {
+		return c, configErrorf("MTU", "%d exceeds the link's MTU %d", c.MTU, linkMTU)
+	}
+	if maxMSS := c.MTU - header.IPv4MinimumSize - header.TCPMinimumSize; c.MSS < header.TCPMinimumMSS || c.MSS > maxMSS {
+		return c, configErrorf("MSS", "%d out of range [%d, %d] (MTU %d)", c.MSS, header.TCPMinimumMSS, maxMSS, c.MTU)
+	}
+
+	for _, b := range []struct {
+		name string
+		v    *int
+		def  int
+	}{{"SendBuffer", &c.SendBuffer, DefaultSendBuffer}, {"ReceiveBuffer", &c.ReceiveBuffer, DefaultReceiveBuffer}} {
+		if *b.v == 0 {
+			*b.v = b.def
+		}
+		if *b.v < tcp.MinBufferSize || *b.v > tcp.MaxBufferSize {
+			return c, configErrorf(b.name, "%d out of range [%d, %d]", *b.v, tcp.MinBufferSize, tcp.MaxBufferSize)
+		}
+	}
+
+	switch c.Congestion {
+	case "":
+		c.Congestion = DefaultCongestion
+	case "reno", "cubic":
+	default:
+		return c, configErrorf("Congestion", "%q is neither \"reno\" nor \"cubic\"", c.Congestion)
+	}
+
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.MaxConnections < 1 || c.MaxConnections > MaxMaxConnections {
+		return c, configErrorf("MaxConnections", "%d out of range [1, %d]", c.MaxConnections, MaxMaxConnections)
+	}
+	if c.ARPEntries == 0 {
+		c.ARPEntries = DefaultARPEntries
+	}
+	if c.ARPEntries < 1 || c.ARPEntries > MaxARPEntries {
+		return c, configErrorf("ARPEntries", "%d out of range [1, %d]", c.ARPEntries, MaxARPEntries)
+	}
+	if c.ARPTimeout == 0 {
+		c.ARPTimeout = DefaultARPTimeout
+	}
+	if c.ARPTimeout < minARPTimeout || c.ARPTimeout > maxARPTimeout {
+		return c, configErrorf("ARPTimeout", "%v out of range [%v, %v]", c.ARPTimeout, minARPTimeout, maxARPTimeout)
+	}
+	if len(c.StaticARP) > MaxARPEntries {
+		return c, configErrorf("StaticARP", "%d entries, at most %d", len(c.StaticARP), MaxARPEntries)
+	}
+	for ip, mac := range c.StaticARP {
+		field := fmt.Sprintf("StaticARP[%v]", ip)
+		if !ip.Is4() || !c.Addr.Masked().Contains(ip) {
+			return c, configErrorf(field, "address is not in %v", c.Addr.Masked())
+		}
+		if err := checkMAC(field, mac); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+func checkMAC(field string, mac net.HardwareAddr) error {
+	if len(mac) != header.EthernetAddressSize {
+		return configErrorf(field, "%q is not a 6-byte MAC address", mac.String())
+	}
+	if mac[0]&1 != 0 {
+		return configErrorf(field, "%v is a multicast address", mac)
+	}
+	return nil
+}

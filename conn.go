@@ -1,0 +1,119 @@
+package tickwire
+
+import (
+	"net"
+	"sync"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+	"gvisor.dev/gvisor/pkg/waiter"
+)
+
+// tcpListener is the net.Listener of ListenTCP.
+type tcpListener struct {
+	s    *Stack
+	ep   tcpip.Endpoint
+	wq   *waiter.Queue
+	addr *net.TCPAddr
+
+	closeOnce sync.Once
+	done      chan struct{}
+}
+
+// Accept waits for the next connection. A connection beyond
+// Config.MaxConnections is reset and counted, and Accept keeps waiting.
+// After Close it returns an error wrapping net.ErrClosed.
+func (l *tcpListener) Accept() (net.Conn, error) {
+	entry, notify := waiter.NewChannelEntry(waiter.ReadableEvents)
+	l.wq.EventRegister(&entry)
+	defer l.wq.EventUnregister(&entry)
+	for {
+		n, wq, err := l.ep.Accept(nil)
+		if _, ok := err.(*tcpip.ErrWouldBlock); ok {
+			select {
+			case <-notify:
+				continue
+			case <-l.done:
+				return nil, opError("accept", "tcp", nil, l.addr, net.ErrClosed)
+			}
+		}
+		if err != nil {
+			if l.isClosed() || l.s.closed.Load() {
+				return nil, opError("accept", "tcp", nil, l.addr, net.ErrClosed)
+			}
+			return nil, opError("accept", "tcp", nil, l.addr, convertError(err))
+		}
+		if !l.s.conns.acquire() {
+			n.Abort() // sends a RST; the established connections are untouched
+			continue
+		}
+		l.s.conns.accepted.Add(1)
+		return l.s.newTCPConn(wq, n), nil
+	}
+}
+
+func (l *tcpListener) isClosed() bool {
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close stops listening; connections in the accept queue are reset.
+func (l *tcpListener) Close() error {
+	l.closeOnce.Do(func() {
+		close(l.done)
+		l.ep.Close()
+	})
+	return nil
+}
+
+// Addr returns the listening address.
+func (l *tcpListener) Addr() net.Addr { return l.addr }
+
+// tcpConn is the net.Conn of DialTCP and Accept. It holds one
+// MaxConnections slot until Close.
+type tcpConn struct {
+	*gonet.TCPConn
+	s       *Stack
+	release sync.Once
+}
+
+func (s *Stack) newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *tcpConn {
+	return &tcpConn{TCPConn: gonet.NewTCPConn(wq, ep), s: s}
+}
+
+// Close closes the connection and frees its MaxConnections slot.
+func (c *tcpConn) Close() error {
+	err := c.TCPConn.Close()
+	c.release.Do(c.s.conns.release)
+	return err
+}
+
+// udpEndpoint opens a UDP socket bound to local and, when remote is not nil,
+// connected to it.
+func (s *Stack) udpEndpoint(local tcpip.FullAddress, remote *tcpip.FullAddress) (*gonet.UDPConn, error) {
+	if s.closed.Load() {
+		return nil, net.ErrClosed
+	}
+	wq := new(waiter.Queue)
+	ep, err := s.st.NewEndpoint(udp.ProtocolNumber, ipv4.ProtocolNumber, wq)
+	if err != nil {
+		return nil, convertError(err)
+	}
+	if err := ep.Bind(local); err != nil {
+		ep.Close()
+		return nil, convertError(err)
+	}
+	if remote != nil {
+		if err := ep.Connect(*remote); err != nil {
+			ep.Close()
+			return nil, convertError(err)
+		}
+	}
+	return gonet.NewUDPConn(wq, ep), nil
+}

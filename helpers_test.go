@@ -1,0 +1,59 @@
+package tickwire_test
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/link/pipe"
+)
+
+var (
+	addrA = netip.MustParsePrefix("10.0.0.1/24")
+	addrB = netip.MustParsePrefix("10.0.0.2/24")
+)
+
+// pair is two stacks joined by a pipe: A on pa, B on pb.
+type pair struct {
+	a, b   *tickwire.Stack
+	pa, pb *pipe.Endpoint
+}
+
+// newPair builds two stacks over a pipe; tweak, when not nil, edits each
+// Config before New. Both stacks are closed at the end of the test.
+func newPair(t testing.TB, tweak func(*tickwire.Config)) *pair {
+	t.Helper()
+	pa, pb := pipe.New(pipe.Options{})
+	ca := tickwire.Config{Link: pa, MAC: pa.MAC(), Addr: addrA}
+	cb := tickwire.Config{Link: pb, MAC: pb.MAC(), Addr: addrB}
+	if tweak != nil {
+		tweak(&ca)
+		tweak(&cb)
+	}
+	a, err := tickwire.New(ca)
+	if err != nil {
+		t.Fatalf("New(A): %v", err)
+	}
+	b, err := tickwire.New(cb)
+	if err != nil {
+		a.Close()
+		t.Fatalf("New(B): %v", err)
+	}
+	t.Cleanup(func() {
+		a.Close()
+		b.Close()
+	})
+	return &pair{a: a, b: b, pa: pa, pb: pb}
+}
+
+func ctxTimeout(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func addrPort(p netip.Prefix, port uint16) netip.AddrPort {
+	return netip.AddrPortFrom(p.Addr(), port)
+}

@@ -1,0 +1,155 @@
+package tickwire
+
+import (
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/link/nested"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// wire sits between netstack and the user's link. It counts frames, drops
+// what tickwire does not speak, verifies IPv4 header checksums, keeps the ARP
+// table bounded and rewrites TCP SYN options (see the package doc). It adds
+// no goroutine and no lock of its own on the data path: it runs on the
+// caller's goroutine in both directions.
+type wire struct {
+	nested.Endpoint
+	mtu      uint32
+	mss      uint16
+	addr     tcpip.Address // our IPv4 address
+	arp      *arpTable
+	counters wireCounters
+}
+
+var (
+	_ gstack.LinkEndpoint      = (*wire)(nil)
+	_ gstack.NetworkDispatcher = (*wire)(nil)
+)
+
+func newWire(child gstack.LinkEndpoint, mtu, mss int, addr tcpip.Address, arp *arpTable) *wire {
+	w := &wire{mtu: uint32(mtu), mss: uint16(mss), addr: addr, arp: arp}
+	w.Endpoint.Init(child, w)
+	return w
+}
+
+// MTU implements stack.LinkEndpoint.MTU: Config.MTU, which New checked
+// against the link's.
+func (w *wire) MTU() uint32 { return w.mtu }
+
+// DeliverNetworkPacket implements stack.NetworkDispatcher.DeliverNetworkPacket
+// for frames coming up from the link, Ethernet header parsed.
+func (w *wire) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer) {
+	size := pkt.Size()
+	w.counters.ethRx.add(size)
+	switch proto {
+	case header.ARPProtocolNumber:
+		w.counters.arpRx.add(size)
+		if b, ok := pkt.Data().PullUp(header.ARPSize); ok && !w.arp.admit(header.ARP(b), w.addr) {
+			return
+		}
+	case header.IPv4ProtocolNumber:
+		w.counters.ipRx.add(size)
+		if !w.inboundIPv4(pkt, size) {
+			return
+		}
+		if w.inboundSYN(proto, pkt) {
+			return
+		}
+	default:
+		w.counters.dropEtherType.Add(1)
+		return
+	}
+	w.Endpoint.DeliverNetworkPacket(proto, pkt)
+}
+
+// inboundIPv4 counts an IPv4 packet by protocol and reports whether it may go
+// on: false when its header checksum is wrong. Other malformations are left
+// to netstack, which counts them.
+func (w *wire) inboundIPv4(pkt *gstack.PacketBuffer, size int) bool {
+	b, ok := pkt.Data().PullUp(header.IPv4MinimumSize)
+	if !ok {
+		return true
+	}
+	if c := w.counters.byIPProtocol(b[9], true); c != nil {
+		c.add(size)
+	}
+	ihl := int(b[0]&0xf) * 4
+	if ihl < header.IPv4MinimumSize {
+		return true
+	}
+	h, ok := pkt.Data().PullUp(ihl)
+	if !ok {
+		return true
+	}
+	if !header.IPv4(h).IsChecksumValid() {
+		w.counters.dropIPv4Checksum.Add(1)
+		return false
+	}
+	return true
+}
+
+// inboundSYN rewrites the options of an inbound TCP SYN that needs it (see
+// rewriteSYN) and delivers the rewritten copy itself, reporting true. The
+// original bytes may be shared with the sender (link/pipe hands buffers
+// over), so they are copied, not edited; SYNs are rare enough.
+func (w *wire) inboundSYN(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer) bool {
+	b, _ := pkt.Data().PullUp(header.IPv4MinimumSize)
+	ip := header.IPv4(b)
+	if ip.Protocol() != uint8(header.TCPProtocolNumber) || ip.FragmentOffset() != 0 {
+		return false
+	}
+	ihl := int(ip.HeaderLength())
+	b, ok := pkt.Data().PullUp(ihl + header.TCPMinimumSize)
+	if !ok || header.TCP(b[ihl:]).Flags()&header.TCPFlagSyn == 0 {
+		return false
+	}
+	dataOff := int(b[ihl+header.TCPDataOffset]>>4) * 4
+	b, ok = pkt.Data().PullUp(ihl + dataOff)
+	if !ok || !synNeedsRewrite(b[ihl:], w.mss) {
+		return false
+	}
+	linkLen := len(pkt.LinkHeader().Slice())
+	cp := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: buffer.MakeWithView(pkt.ToView())})
+	defer cp.DecRef()
+	if _, ok := cp.LinkHeader().Consume(linkLen); !ok {
+		return false
+	}
+	cp.PktType = pkt.PktType
+	b, ok = cp.Data().PullUp(ihl + dataOff)
+	if !ok {
+		return false
+	}
+	rewriteSYN(b[ihl:], w.mss)
+	w.Endpoint.DeliverNetworkPacket(proto, cp)
+	return true
+}
+
+// WritePackets implements stack.LinkEndpoint.WritePackets. It takes ownership
+// of pkts and passes them to the link after counting them and removing the
+// timestamps option from SYNs.
+func (w *wire) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
+	for _, pkt := range pkts.AsSlice() {
+		size := pkt.Size()
+		w.counters.ethTx.add(size)
+		switch pkt.NetworkProtocolNumber {
+		case header.ARPProtocolNumber:
+			w.counters.arpTx.add(size)
+		case header.IPv4ProtocolNumber:
+			w.counters.ipTx.add(size)
+			if ip := pkt.NetworkHeader().Slice(); len(ip) >= header.IPv4MinimumSize {
+				if c := w.counters.byIPProtocol(ip[9], false); c != nil {
+					c.add(size)
+				}
+			}
+			if pkt.TransportProtocolNumber == header.TCPProtocolNumber {
+				// netstack always offers timestamps in its SYN; the header
+				// belongs to this packet alone, so it is edited in place.
+				if tcp := pkt.TransportHeader().Slice(); len(tcp) >= header.TCPMinimumSize && header.TCP(tcp).Flags()&header.TCPFlagSyn != 0 {
+					rewriteSYN(tcp, 0)
+				}
+			}
+		}
+	}
+	return w.Endpoint.WritePackets(pkts)
+}

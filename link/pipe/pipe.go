@@ -1,0 +1,266 @@
+// Package pipe connects two stack.LinkEndpoints in one process, like an
+// Ethernet cable between two NICs, for tests and benchmarks.
+//
+//	a, b := pipe.New(pipe.Options{})
+//	left, _ := tickwire.New(tickwire.Config{Link: a, MAC: a.MAC(), Addr: netip.MustParsePrefix("10.0.0.1/24")})
+//	right, _ := tickwire.New(tickwire.Config{Link: b, MAC: b.MAC(), Addr: netip.MustParsePrefix("10.0.0.2/24")})
+//
+// A frame written on one end is delivered inline, by the writing goroutine,
+// to the other end's dispatcher, without copying: the receiver gets a new
+// PacketBuffer that shares the sender's payload chunks by reference. The pipe
+// starts no goroutine.
+//
+// # Concurrency contract
+//
+// Each direction has a busy flag and a bounded FIFO. A writer that finds its
+// direction idle delivers inline, then drains whatever other writers queued
+// meanwhile, in order, before it returns. A writer that finds the direction
+// busy (another goroutine is delivering, or the frame is a reply sent from
+// inside the delivery of a frame in the same direction's chain) queues the
+// frame with its own reference and returns at once; when the FIFO is full
+// (Options.QueueLen) the frame is dropped and counted. A reply sent by the
+// receiving stack from inside a delivery therefore recurses at most one level
+// (the other direction) and a stack callback never blocks on the pipe.
+//
+// All methods are safe for concurrent use.
+package pipe
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/tickwire/tickwire/link/internal/linkbase"
+)
+
+// Defaults applied by New to zero Options fields.
+const (
+	DefaultMTU      = 1500
+	DefaultQueueLen = 1024
+)
+
+// ErrBadFrame is returned by Send for a frame shorter than an Ethernet header
+// or longer than the MTU allows.
+var ErrBadFrame = errors.New("pipe: frame length out of range")
+
+// Options configures New. The zero value is usable.
+type Options struct {
+	// MTU is the largest IPv4 packet each end carries, excluding the 14-byte
+	// Ethernet header. Default 1500.
+	MTU uint32
+	// MACA and MACB are the ends' link addresses. Default 02:00:00:00:00:0a
+	// and 02:00:00:00:00:0b (locally administered). Each must be 6 bytes.
+	MACA, MACB net.HardwareAddr
+	// QueueLen bounds, per direction, the frames waiting while another
+	// goroutine delivers in that direction. Frames beyond it are dropped and
+	// counted in Stats.Dropped. Default 1024.
+	QueueLen int
+}
+
+// Stats counts one end's transmit side.
+type Stats struct {
+	Sent      uint64 // frames accepted for delivery to the other end
+	Delivered uint64 // frames handed to the other end's dispatcher
+	Dropped   uint64 // frames dropped: queue full, peer detached or closed
+	Queued    uint64 // frames that waited in the queue instead of going inline
+}
+
+// Endpoint is one end of a pipe. It implements stack.LinkEndpoint for an
+// Ethernet link; see the package doc for the concurrency contract.
+type Endpoint struct {
+	linkbase.Endpoint
+	peer *Endpoint
+	out  direction // frames this end sends to peer
+
+	sniffMu sync.RWMutex
+	// +checklocks:sniffMu
+	sniff func(frame []byte)
+}
+
+var _ stack.LinkEndpoint = (*Endpoint)(nil)
+
+// direction is the state of one way of the pipe.
+//
+// Lock order:
+//
+//	direction.mu
+type direction struct {
+	mu sync.Mutex
+	// +checklocks:mu
+	busy bool
+	// +checklocks:mu
+	queue []*stack.PacketBuffer // ring of cap queueLen
+	// +checklocks:mu
+	head int
+	// +checklocks:mu
+	n int
+
+	sent, delivered, dropped, queued atomic.Uint64
+}
+
+// New returns the two connected ends of a new pipe.
+func New(opts Options) (*Endpoint, *Endpoint) {
+	if opts.MTU == 0 {
+		opts.MTU = DefaultMTU
+	}
+	if opts.QueueLen <= 0 {
+		opts.QueueLen = DefaultQueueLen
+	}
+	if len(opts.MACA) != header.EthernetAddressSize {
+		opts.MACA = net.HardwareAddr{2, 0, 0, 0, 0, 0x0a}
+	}
+	if len(opts.MACB) != header.EthernetAddressSize {
+		opts.MACB = net.HardwareAddr{2, 0, 0, 0, 0, 0x0b}
+	}
+	a, b := &Endpoint{}, &Endpoint{}
+	a.Init(tcpip.LinkAddress(opts.MACA), opts.MTU)
+	b.Init(tcpip.LinkAddress(opts.MACB), opts.MTU)
+	a.peer, b.peer = b, a
+	a.out.queue = make([]*stack.PacketBuffer, opts.QueueLen)
+	b.out.queue = make([]*stack.PacketBuffer, opts.QueueLen)
+	return a, b
+}
+
+// MAC returns the end's link address as a net.HardwareAddr.
+func (e *Endpoint) MAC() net.HardwareAddr {
+	return net.HardwareAddr(e.LinkAddress())
+}
+
+// Peer returns the other end of the pipe.
+func (e *Endpoint) Peer() *Endpoint { return e.peer }
+
+// Stats returns this end's transmit counters.
+func (e *Endpoint) Stats() Stats {
+	return Stats{
+		Sent:      e.out.sent.Load(),
+		Delivered: e.out.delivered.Load(),
+		Dropped:   e.out.dropped.Load(),
+		Queued:    e.out.queued.Load(),
+	}
+}
+
+// SetSniffer registers fn to see every frame this end transmits (the
+// Ethernet header included), before it is delivered; nil removes it. fn runs
+// on the writing goroutine and must not block; frame is valid until fn
+// returns. With a sniffer set, each frame is flattened into a new slice, so
+// use it in tests, not in benchmarks.
+func (e *Endpoint) SetSniffer(fn func(frame []byte)) {
+	e.sniffMu.Lock()
+	e.sniff = fn
+	e.sniffMu.Unlock()
+}
+
+// WritePackets implements stack.LinkEndpoint.WritePackets. It takes ownership
+// of the list's references, as the interface requires; frames that cannot be
+// delivered are counted as dropped but reported as written, like frames lost
+// on a cable.
+func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
+	n := 0
+	for _, pkt := range pkts.AsSlice() {
+		// The receiver must parse the link header again, so it gets a fresh
+		// packet sharing pkt's bytes rather than pkt with its offsets.
+		frame := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: pkt.ToBuffer()})
+		e.transmit(frame)
+		n++
+	}
+	return n, nil
+}
+
+// Send transmits a raw Ethernet frame to the other end, as if this end's
+// stack had written it: tests use it to inject hand-made frames. It does NOT
+// take ownership of frame: the bytes are copied. It returns ErrBadFrame for a
+// frame shorter than an Ethernet header or longer than header plus MTU.
+func (e *Endpoint) Send(frame []byte) error {
+	if len(frame) < linkbase.HeaderLength || len(frame) > linkbase.HeaderLength+int(e.MTU()) {
+		return ErrBadFrame
+	}
+	e.transmit(stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)}))
+	return nil
+}
+
+// transmit takes ownership of frame (a packet holding a whole Ethernet frame
+// in its payload) and delivers it to the peer inline or queues it.
+func (e *Endpoint) transmit(frame *stack.PacketBuffer) {
+	e.out.sent.Add(1)
+	e.sniffFrame(frame)
+	d := &e.out
+	d.mu.Lock()
+	if d.busy {
+		if d.n == len(d.queue) {
+			d.mu.Unlock()
+			d.dropped.Add(1)
+			frame.DecRef()
+			return
+		}
+		d.queue[(d.head+d.n)%len(d.queue)] = frame
+		d.n++
+		d.mu.Unlock()
+		d.queued.Add(1)
+		return
+	}
+	d.busy = true
+	d.mu.Unlock()
+
+	for {
+		e.deliver(frame)
+		d.mu.Lock()
+		if d.n == 0 {
+			d.busy = false
+			d.mu.Unlock()
+			return
+		}
+		frame = d.queue[d.head]
+		d.queue[d.head] = nil
+		d.head = (d.head + 1) % len(d.queue)
+		d.n--
+		d.mu.Unlock()
+	}
+}
+
+// deliver hands frame to the peer's dispatcher and drops the reference.
+func (e *Endpoint) deliver(frame *stack.PacketBuffer) {
+	if e.peer.DeliverFrame(frame) {
+		e.out.delivered.Add(1)
+	} else {
+		e.out.dropped.Add(1)
+	}
+	frame.DecRef()
+}
+
+func (e *Endpoint) sniffFrame(frame *stack.PacketBuffer) {
+	e.sniffMu.RLock()
+	fn := e.sniff
+	e.sniffMu.RUnlock()
+	if fn == nil {
+		return
+	}
+	v := frame.ToView()
+	fn(v.AsSlice())
+	v.Release()
+}
+
+// Close implements stack.LinkEndpoint.Close. Frames still queued toward the
+// peer are dropped.
+func (e *Endpoint) Close() {
+	d := &e.out
+	d.mu.Lock()
+	var drop []*stack.PacketBuffer
+	for d.n > 0 {
+		drop = append(drop, d.queue[d.head])
+		d.queue[d.head] = nil
+		d.head = (d.head + 1) % len(d.queue)
+		d.n--
+	}
+	d.mu.Unlock()
+	for _, p := range drop {
+		d.dropped.Add(1)
+		p.DecRef()
+	}
+	e.Endpoint.Close()
+}

@@ -1,0 +1,281 @@
+package tickwire
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/icmp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+	"gvisor.dev/gvisor/pkg/waiter"
+)
+
+// nicID is the one interface of every Stack.
+const nicID tcpip.NICID = 1
+
+// Stack is a trimmed netstack on one link with one IPv4 address. All methods
+// are safe for concurrent use.
+type Stack struct {
+	cfg   Config
+	st    *gstack.Stack
+	wire  *wire
+	arp   *arpTable
+	conns connBudget
+
+	closeOnce sync.Once
+	closed    atomic.Bool
+}
+
+// connBudget counts established connections against MaxConnections.
+type connBudget struct {
+	max                               int64
+	open                              atomic.Int64
+	accepted, dialed, refused, failed atomic.Uint64
+}
+
+// acquire takes a slot, reporting false (and counting a refusal) when none
+// is left.
+func (b *connBudget) acquire() bool {
+	for {
+		n := b.open.Load()
+		if n >= b.max {
+			b.refused.Add(1)
+			return false
+		}
+		if b.open.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (b *connBudget) release() { b.open.Add(-1) }
+
+// New builds a Stack on cfg.Link, applying defaults to zero fields. An
+// invalid field yields a *ConfigError naming it. The Stack owns cfg.Link from
+// then on; Close closes it.
+func New(cfg Config) (*Stack, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{cfg: cfg, arp: newARPTable(cfg.ARPEntries)}
+	s.conns.max = int64(cfg.MaxConnections)
+	s.st = gstack.New(gstack.Options{
+		NetworkProtocols:   []gstack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
+		TransportProtocols: []gstack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4},
+		NUDDisp:            s.arp,
+	})
+	if err := s.configure(); err != nil {
+		s.st.Destroy()
+		return nil, err
+	}
+	s.arp.start(func(addr tcpip.Address) {
+		_ = s.st.RemoveNeighbor(nicID, ipv4.ProtocolNumber, addr) // gone already is fine
+	})
+	return s, nil
+}
+
+func (s *Stack) configure() error {
+	cfg := &s.cfg
+	fail := func(what string, err tcpip.Error) error {
+		return opError(what, "ip4", nil, nil, convertError(err))
+	}
+	for _, opt := range []tcpip.SettableTransportProtocolOption{
+		ptr(tcpip.TCPSACKEnabled(cfg.SACK)),
+		ptr(tcpip.CongestionControlOption(cfg.Congestion)),
+		ptr(tcpip.TCPDelayEnabled(cfg.DisableNoDelay)),
+		ptr(tcpip.TCPModerateReceiveBufferOption(false)),
+		&tcpip.TCPSendBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: cfg.SendBuffer, Max: cfg.SendBuffer},
+		&tcpip.TCPReceiveBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: cfg.ReceiveBuffer, Max: cfg.ReceiveBuffer},
+	} {
+		if err := s.st.SetTransportProtocolOption(tcp.ProtocolNumber, opt); err != nil {
+			return fail("set tcp option", err)
+		}
+	}
+
+	addr := tcpip.AddrFrom4(cfg.Addr.Addr().As4())
+	s.wire = newWire(cfg.Link, cfg.MTU, cfg.MSS, addr, s.arp)
+	cfg.Link.SetLinkAddress(tcpip.LinkAddress(cfg.MAC))
+	if err := s.st.CreateNICWithOptions(nicID, s.wire, gstack.NICOptions{Name: "tw0"}); err != nil {
+		return fail("create nic", err)
+	}
+	nud := gstack.DefaultNUDConfigurations()
+	nud.MaxMulticastProbes = 3
+	nud.RetransmitTimer = cfg.ARPTimeout / 3
+	if err := s.st.SetNUDConfigurations(nicID, ipv4.ProtocolNumber, nud); err != nil {
+		return fail("set arp timeout", err)
+	}
+	prefix := tcpip.AddressWithPrefix{Address: addr, PrefixLen: cfg.Addr.Bits()}
+	if err := s.st.AddProtocolAddress(nicID, tcpip.ProtocolAddress{Protocol: ipv4.ProtocolNumber, AddressWithPrefix: prefix}, gstack.AddressProperties{}); err != nil {
+		return fail("add address", err)
+	}
+	routes := []tcpip.Route{{Destination: prefix.Subnet(), NIC: nicID}}
+	if cfg.Gateway.IsValid() {
+		routes = append(routes, tcpip.Route{Destination: header.IPv4EmptySubnet, Gateway: tcpip.AddrFrom4(cfg.Gateway.As4()), NIC: nicID})
+	}
+	s.st.SetRouteTable(routes)
+	for ip, mac := range cfg.StaticARP {
+		if err := s.st.AddStaticNeighbor(nicID, ipv4.ProtocolNumber, tcpip.AddrFrom4(ip.As4()), tcpip.LinkAddress(mac)); err != nil {
+			return fail("add static arp", err)
+		}
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Config returns the configuration in use, defaults applied.
+func (s *Stack) Config() Config { return s.cfg }
+
+// Addr returns the stack's IPv4 address.
+func (s *Stack) Addr() netip.Addr { return s.cfg.Addr.Addr() }
+
+// Close stops the stack: it resets every connection, closes every listener
+// and socket, stops netstack's goroutines and tickwire's ARP evictor, and
+// closes the link. Blocked calls on the stack's connections return errors.
+// Close is idempotent; it returns nil.
+func (s *Stack) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.st.Close()
+		s.st.Wait()
+		s.arp.stop()
+	})
+	return nil
+}
+
+// tcpEndpoint creates a TCP endpoint with tickwire's per-connection options.
+func (s *Stack) tcpEndpoint(wq *waiter.Queue) (tcpip.Endpoint, tcpip.Error) {
+	ep, err := s.st.NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, wq)
+	if err != nil {
+		return nil, err
+	}
+	if err := ep.SetSockOptInt(tcpip.MaxSegOption, s.cfg.MSS); err != nil {
+		ep.Close()
+		return nil, err
+	}
+	ep.SocketOptions().SetDelayOption(s.cfg.DisableNoDelay)
+	return ep, nil
+}
+
+// ListenTCP listens on port of the stack's address (0 picks a free port).
+// Accepted connections count against Config.MaxConnections until closed.
+func (s *Stack) ListenTCP(port uint16) (net.Listener, error) {
+	laddr := &net.TCPAddr{IP: s.cfg.Addr.Addr().AsSlice(), Port: int(port)}
+	if s.closed.Load() {
+		return nil, opError("listen", "tcp", nil, laddr, net.ErrClosed)
+	}
+	wq := new(waiter.Queue)
+	ep, err := s.tcpEndpoint(wq)
+	if err != nil {
+		return nil, opError("listen", "tcp", nil, laddr, convertError(err))
+	}
+	if err := ep.Bind(tcpip.FullAddress{NIC: nicID, Port: port}); err != nil {
+		ep.Close()
+		return nil, opError("listen", "tcp", nil, laddr, convertError(err))
+	}
+	if err := ep.Listen(listenBacklog(s.cfg.MaxConnections)); err != nil {
+		ep.Close()
+		return nil, opError("listen", "tcp", nil, laddr, convertError(err))
+	}
+	if a, err := ep.GetLocalAddress(); err == nil {
+		laddr.Port = int(a.Port)
+	}
+	return &tcpListener{s: s, ep: ep, wq: wq, addr: laddr, done: make(chan struct{})}, nil
+}
+
+// listenBacklog sizes netstack's accept queue. Its SYN queue holds as many
+// half-open connections; beyond that netstack answers with SYN cookies, so
+// a SYN flood never exhausts it.
+func listenBacklog(maxConns int) int {
+	return min(max(maxConns, 16), 1024)
+}
+
+// DialTCP connects to addr. It fails with a *net.OpError whose cause is
+// ErrTooManyConnections when Config.MaxConnections connections are open,
+// wraps syscall.EHOSTUNREACH when ARP gets no answer within
+// Config.ARPTimeout, ECONNREFUSED on a reset, and returns ctx's error when
+// ctx ends first.
+func (s *Stack) DialTCP(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
+	raddr := net.TCPAddrFromAddrPort(addr)
+	if s.closed.Load() {
+		return nil, opError("dial", "tcp", nil, raddr, net.ErrClosed)
+	}
+	if !addr.Addr().Is4() {
+		return nil, opError("dial", "tcp", nil, raddr, syscall.EAFNOSUPPORT)
+	}
+	if !s.conns.acquire() {
+		return nil, opError("dial", "tcp", nil, raddr, ErrTooManyConnections)
+	}
+	c, err := s.dial(ctx, addr, raddr)
+	if err != nil {
+		s.conns.release()
+		s.conns.failed.Add(1)
+		return nil, err
+	}
+	s.conns.dialed.Add(1)
+	return c, nil
+}
+
+func (s *Stack) dial(ctx context.Context, addr netip.AddrPort, raddr *net.TCPAddr) (net.Conn, error) {
+	wq := new(waiter.Queue)
+	ep, terr := s.tcpEndpoint(wq)
+	if terr != nil {
+		return nil, opError("dial", "tcp", nil, raddr, convertError(terr))
+	}
+	entry, notify := waiter.NewChannelEntry(waiter.WritableEvents)
+	wq.EventRegister(&entry)
+	defer wq.EventUnregister(&entry)
+
+	terr = ep.Connect(tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4(addr.Addr().As4()), Port: addr.Port()})
+	if _, ok := terr.(*tcpip.ErrConnectStarted); ok {
+		select {
+		case <-ctx.Done():
+			ep.Close()
+			return nil, opError("dial", "tcp", nil, raddr, ctx.Err())
+		case <-notify:
+		}
+		terr = ep.LastError()
+	}
+	if terr != nil {
+		ep.Close()
+		if s.closed.Load() {
+			return nil, opError("dial", "tcp", nil, raddr, net.ErrClosed)
+		}
+		return nil, opError("dial", "tcp", nil, raddr, convertError(terr))
+	}
+	return s.newTCPConn(wq, ep), nil
+}
+
+// ListenUDP opens a UDP socket on port of the stack's address (0 picks a
+// free port). Any port from 1 to 65535 can be used.
+func (s *Stack) ListenUDP(port uint16) (net.PacketConn, error) {
+	laddr := &net.UDPAddr{IP: s.cfg.Addr.Addr().AsSlice(), Port: int(port)}
+	c, err := s.udpEndpoint(tcpip.FullAddress{NIC: nicID, Port: port}, nil)
+	if err != nil {
+		return nil, opError("listen", "udp", nil, laddr, err)
+	}
+	return c, nil
+}
+
+// DialUDP opens a UDP socket connected to addr, from a free local port.
+func (s *Stack) DialUDP(addr netip.AddrPort) (net.Conn, error) {
+	raddr := net.UDPAddrFromAddrPort(addr)
+	if !addr.Addr().Is4() {
+		return nil, opError("dial", "udp", nil, raddr, syscall.EAFNOSUPPORT)
+	}
+	c, err := s.udpEndpoint(tcpip.FullAddress{NIC: nicID}, &tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4(addr.Addr().As4()), Port: addr.Port()})
+	if err != nil {
+		return nil, opError("dial", "udp", nil, raddr, err)
+	}
+	return c, nil
+}

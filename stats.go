@@ -1,0 +1,183 @@
+package tickwire
+
+import (
+	"sync/atomic"
+
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+)
+
+// Stats is a snapshot of a Stack's counters, all monotonic except the
+// Current... and ConnsOpen gauges. Frame and byte counts are taken at the
+// link (Bytes count whole Ethernet frames, header included, FCS excluded), so
+// they include frames netstack later drops; the rest come from netstack's
+// own counters or from tickwire's bounds.
+type Stats struct {
+	// Frames per protocol at the link. IPv4 counts all IPv4 frames; ICMP,
+	// UDP and TCP count the IPv4 frames carrying them (by the IPv4 protocol
+	// field, first fragments and later ones alike).
+	EthernetRxPackets, EthernetRxBytes, EthernetTxPackets, EthernetTxBytes uint64
+	IPv4RxPackets, IPv4RxBytes, IPv4TxPackets, IPv4TxBytes                 uint64
+	ARPRxPackets, ARPRxBytes, ARPTxPackets, ARPTxBytes                     uint64
+	ICMPRxPackets, ICMPRxBytes, ICMPTxPackets, ICMPTxBytes                 uint64
+	UDPRxPackets, UDPRxBytes, UDPTxPackets, UDPTxBytes                     uint64
+	TCPRxPackets, TCPRxBytes, TCPTxPackets, TCPTxBytes                     uint64
+
+	// Drops by reason.
+	DropEtherType     uint64 // frames neither IPv4 nor ARP (tickwire)
+	DropIPv4Checksum  uint64 // IPv4 header checksum wrong (tickwire)
+	DropIPv4Malformed uint64 // IPv4 packets netstack found malformed: bad version, lengths, options, fragments
+	DropIPv4NotForUs  uint64 // IPv4 destination neither ours nor broadcast/multicast we accept
+	DropIPv4Protocol  uint64 // IPv4 protocol other than ICMP, UDP or TCP
+	DropARPMalformed  uint64 // ARP packets netstack found malformed
+	DropICMPInvalid   uint64 // ICMP messages netstack found invalid (short, bad checksum)
+	DropUDPChecksum   uint64 // UDP datagrams with a bad checksum
+	DropUDPMalformed  uint64 // UDP datagrams with bad lengths
+	DropUDPNoListener uint64 // UDP datagrams to a port nobody listens on (answered with ICMP port unreachable)
+	DropUDPBufferFull uint64 // UDP datagrams dropped because the socket's receive buffer was full
+	DropTCPChecksum   uint64 // TCP segments with a bad checksum
+	DropTCPInvalid    uint64 // TCP segments netstack rejected as malformed or out of state
+	DropTCPListenFull uint64 // SYNs and handshake ACKs dropped because a listener's accept queue was full
+	DropTotal         uint64 // netstack's total of dropped packets (overlaps the above)
+
+	// ICMP.
+	ICMPEchoRequestsRx, ICMPEchoRepliesTx uint64 // pings answered by the stack
+	ICMPEchoRequestsTx, ICMPEchoRepliesRx uint64 // pings sent by Ping and their replies
+	ICMPUnreachableTx                     uint64 // destination/port unreachable messages sent
+
+	// ARP and the neighbor table.
+	ARPRequestsRx, ARPRepliesRx, ARPRequestsTx, ARPRepliesTx uint64
+	ARPMisses                                                uint64 // lookups that found no entry and started a resolution
+	ARPTimeouts                                              uint64 // resolutions given up after Config.ARPTimeout
+	ARPEvictions                                             uint64 // entries evicted to keep the table within Config.ARPEntries
+	ARPTableFull                                             uint64 // ARP packets from unknown hosts dropped because the table was full
+	ARPEntries                                               uint64 // current dynamic entries (gauge)
+
+	// TCP.
+	TCPRetransmits     uint64 // segments retransmitted
+	TCPFastRetransmits uint64 // fast retransmits (three duplicate ACKs)
+	TCPTimeouts        uint64 // retransmission timer expiries
+	TCPResetsTx        uint64
+	TCPResetsRx        uint64
+	TCPSYNCookiesTx    uint64 // SYN-ACKs answered with a SYN cookie (SYN queue full)
+	TCPSYNCookiesRx    uint64 // valid cookies that completed a handshake
+	TCPSYNCookiesBad   uint64 // ACKs with an invalid cookie
+
+	// Connections.
+	ConnsOpen     uint64 // established connections holding a slot (gauge)
+	ConnsAccepted uint64 // connections returned by Accept
+	ConnsDialed   uint64 // connections returned by DialTCP
+	ConnsRefused  uint64 // accepts reset and dials refused by Config.MaxConnections
+	ConnsFailed   uint64 // dials that failed (refused, unreachable, timed out, cancelled)
+}
+
+// counter pairs a packet count with a byte count.
+type counter struct {
+	packets, bytes atomic.Uint64
+}
+
+func (c *counter) add(n int) {
+	c.packets.Add(1)
+	c.bytes.Add(uint64(n))
+}
+
+// wireCounters are the counters tickwire's link wrapper keeps.
+type wireCounters struct {
+	ethRx, ethTx, ipRx, ipTx, arpRx, arpTx     counter
+	icmpRx, icmpTx, udpRx, udpTx, tcpRx, tcpTx counter
+	dropEtherType, dropIPv4Checksum            atomic.Uint64
+}
+
+// byIPProtocol returns the rx or tx counter of an IPv4 payload protocol, nil
+// for others.
+func (w *wireCounters) byIPProtocol(proto uint8, rx bool) *counter {
+	switch proto {
+	case uint8(header.ICMPv4ProtocolNumber):
+		if rx {
+			return &w.icmpRx
+		}
+		return &w.icmpTx
+	case uint8(header.UDPProtocolNumber):
+		if rx {
+			return &w.udpRx
+		}
+		return &w.udpTx
+	case uint8(header.TCPProtocolNumber):
+		if rx {
+			return &w.tcpRx
+		}
+		return &w.tcpTx
+	}
+	return nil
+}
+
+// Stats returns a snapshot of the stack's counters. It is safe to call
+// concurrently with traffic and after Close.
+func (s *Stack) Stats() Stats {
+	w := &s.wire.counters
+	ns := s.st.Stats()
+	var st Stats
+	st.EthernetRxPackets, st.EthernetRxBytes = w.ethRx.packets.Load(), w.ethRx.bytes.Load()
+	st.EthernetTxPackets, st.EthernetTxBytes = w.ethTx.packets.Load(), w.ethTx.bytes.Load()
+	st.IPv4RxPackets, st.IPv4RxBytes = w.ipRx.packets.Load(), w.ipRx.bytes.Load()
+	st.IPv4TxPackets, st.IPv4TxBytes = w.ipTx.packets.Load(), w.ipTx.bytes.Load()
+	st.ARPRxPackets, st.ARPRxBytes = w.arpRx.packets.Load(), w.arpRx.bytes.Load()
+	st.ARPTxPackets, st.ARPTxBytes = w.arpTx.packets.Load(), w.arpTx.bytes.Load()
+	st.ICMPRxPackets, st.ICMPRxBytes = w.icmpRx.packets.Load(), w.icmpRx.bytes.Load()
+	st.ICMPTxPackets, st.ICMPTxBytes = w.icmpTx.packets.Load(), w.icmpTx.bytes.Load()
+	st.UDPRxPackets, st.UDPRxBytes = w.udpRx.packets.Load(), w.udpRx.bytes.Load()
+	st.UDPTxPackets, st.UDPTxBytes = w.udpTx.packets.Load(), w.udpTx.bytes.Load()
+	st.TCPRxPackets, st.TCPRxBytes = w.tcpRx.packets.Load(), w.tcpRx.bytes.Load()
+	st.TCPTxPackets, st.TCPTxBytes = w.tcpTx.packets.Load(), w.tcpTx.bytes.Load()
+
+	st.DropEtherType = w.dropEtherType.Load()
+	st.DropIPv4Checksum = w.dropIPv4Checksum.Load()
+	st.DropIPv4Malformed = ns.IP.MalformedPacketsReceived.Value() + ns.IP.MalformedFragmentsReceived.Value()
+	st.DropIPv4NotForUs = ns.IP.InvalidDestinationAddressesReceived.Value()
+	for _, proto := range ns.NICs.UnknownL4ProtocolRcvdPacketCounts.Keys() {
+		if c, ok := ns.NICs.UnknownL4ProtocolRcvdPacketCounts.Get(proto); ok {
+			st.DropIPv4Protocol += c.Value()
+		}
+	}
+	st.DropARPMalformed = ns.ARP.MalformedPacketsReceived.Value()
+	st.DropICMPInvalid = ns.ICMP.V4.PacketsReceived.Invalid.Value()
+	st.DropUDPChecksum = ns.UDP.ChecksumErrors.Value()
+	st.DropUDPMalformed = ns.UDP.MalformedPacketsReceived.Value()
+	st.DropUDPNoListener = ns.UDP.UnknownPortErrors.Value()
+	st.DropUDPBufferFull = ns.UDP.ReceiveBufferErrors.Value()
+	st.DropTCPChecksum = ns.TCP.ChecksumErrors.Value()
+	st.DropTCPInvalid = ns.TCP.InvalidSegmentsReceived.Value()
+	st.DropTCPListenFull = ns.TCP.ListenOverflowSynDrop.Value() + ns.TCP.ListenOverflowAckDrop.Value()
+	st.DropTotal = ns.DroppedPackets.Value()
+
+	st.ICMPEchoRequestsRx = ns.ICMP.V4.PacketsReceived.EchoRequest.Value()
+	st.ICMPEchoRepliesTx = ns.ICMP.V4.PacketsSent.EchoReply.Value()
+	st.ICMPEchoRequestsTx = ns.ICMP.V4.PacketsSent.EchoRequest.Value()
+	st.ICMPEchoRepliesRx = ns.ICMP.V4.PacketsReceived.EchoReply.Value()
+	st.ICMPUnreachableTx = ns.ICMP.V4.PacketsSent.DstUnreachable.Value()
+
+	st.ARPRequestsRx = ns.ARP.RequestsReceived.Value()
+	st.ARPRepliesRx = ns.ARP.RepliesReceived.Value()
+	st.ARPRequestsTx = ns.ARP.OutgoingRequestsSent.Value()
+	st.ARPRepliesTx = ns.ARP.OutgoingRepliesSent.Value()
+	st.ARPMisses = s.arp.misses.Load()
+	st.ARPTimeouts = s.arp.timeouts.Load()
+	st.ARPEvictions = s.arp.evictions.Load()
+	st.ARPTableFull = s.arp.full.Load()
+	st.ARPEntries = uint64(s.arp.len())
+
+	st.TCPRetransmits = ns.TCP.Retransmits.Value()
+	st.TCPFastRetransmits = ns.TCP.FastRetransmit.Value()
+	st.TCPTimeouts = ns.TCP.Timeouts.Value()
+	st.TCPResetsTx = ns.TCP.ResetsSent.Value()
+	st.TCPResetsRx = ns.TCP.ResetsReceived.Value()
+	st.TCPSYNCookiesTx = ns.TCP.ListenOverflowSynCookieSent.Value()
+	st.TCPSYNCookiesRx = ns.TCP.ListenOverflowSynCookieRcvd.Value()
+	st.TCPSYNCookiesBad = ns.TCP.ListenOverflowInvalidSynCookieRcvd.Value()
+
+	st.ConnsOpen = uint64(s.conns.open.Load())
+	st.ConnsAccepted = s.conns.accepted.Load()
+	st.ConnsDialed = s.conns.dialed.Load()
+	st.ConnsRefused = s.conns.refused.Load()
+	st.ConnsFailed = s.conns.failed.Load()
+	return st
+}
