@@ -1,0 +1,962 @@
+package fast
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// ResetTemplateID is the conventional template id of the FAST Reset message
+// (session control protocol): every dictionary is reset when a message with
+// this id arrives, whether or not the template file declares it.
+const ResetTemplateID = 120
+
+// Limits bounds every length the decoder reads from the wire, so no input can
+// make it allocate without limit. A zero field takes its default. Each hit is
+// counted in Stats.LimitHits and returned as an error wrapping ErrLimit.
+type Limits struct {
+	// MaxStringLen bounds ascii and unicode strings, in bytes. Default 4096.
+	MaxStringLen int
+	// MaxByteVectorLen bounds byte vectors, in bytes. Default 65536.
+	MaxByteVectorLen int
+	// MaxSequenceLen bounds the length of one sequence. Default 4096.
+	MaxSequenceLen int
+	// MaxPMapBytes bounds a presence map, in bytes (7 bits each).
+	// Default 16.
+	MaxPMapBytes int
+	// MaxDepth bounds the nesting of groups, sequences and dynamic
+	// templateRefs. Default 32.
+	MaxDepth int
+	// MaxValues bounds the number of values in one Message. Default 65536.
+	MaxValues int
+	// MaxMessageBytes bounds the string and byte-vector bytes held by one
+	// Message. Default 1 MiB.
+	MaxMessageBytes int
+}
+
+// DefaultLimits are the limits used for zero fields of Limits.
+var DefaultLimits = Limits{
+	MaxStringLen:     4096,
+	MaxByteVectorLen: 65536,
+	MaxSequenceLen:   4096,
+	MaxPMapBytes:     16,
+	MaxDepth:         32,
+	MaxValues:        65536,
+	MaxMessageBytes:  1 << 20,
+}
+
+func (l Limits) withDefaults() Limits {
+	set := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	set(&l.MaxStringLen, DefaultLimits.MaxStringLen)
+	set(&l.MaxByteVectorLen, DefaultLimits.MaxByteVectorLen)
+	set(&l.MaxSequenceLen, DefaultLimits.MaxSequenceLen)
+	set(&l.MaxPMapBytes, DefaultLimits.MaxPMapBytes)
+	set(&l.MaxDepth, DefaultLimits.MaxDepth)
+	set(&l.MaxValues, DefaultLimits.MaxValues)
+	set(&l.MaxMessageBytes, DefaultLimits.MaxMessageBytes)
+	return l
+}
+
+// Errors the decoder wraps in a *DecodeError, with the spec's code.
+var (
+	// ErrUnknownTemplate is D9: the template id is not in the template set.
+	ErrUnknownTemplate = errors.New("fast: unknown template id")
+	// ErrNoPrevious is D5: a mandatory field is not in the stream and its
+	// previous value is undefined with no initial value.
+	ErrNoPrevious = errors.New("fast: mandatory field has no previous value")
+	// ErrEmptyPrevious is D6: a mandatory field needs its previous value,
+	// which is empty.
+	ErrEmptyPrevious = errors.New("fast: mandatory field's previous value is empty")
+	// ErrSubtraction is D7: a delta's subtraction length exceeds the base.
+	ErrSubtraction = errors.New("fast: subtraction length longer than the base value")
+	// ErrExponent is R1: a decimal exponent outside -63..63.
+	ErrExponent = errors.New("fast: decimal exponent outside -63..63")
+	// ErrRange is R4: a delta result does not fit the field's type.
+	ErrRange = errors.New("fast: value out of range for its type")
+)
+
+// Code returns the spec's error code for err (a sentinel of this package or
+// an error wrapping one): "D2", "D5", "D6", "D7", "D9", "R1", "R4", "LIMIT"
+// for ErrLimit, "SHORT" for ErrShort, "" otherwise.
+func Code(err error) string {
+	switch {
+	case errors.Is(err, ErrShort):
+		return "SHORT"
+	case errors.Is(err, ErrOverflow):
+		return "D2"
+	case errors.Is(err, ErrNoPrevious):
+		return "D5"
+	case errors.Is(err, ErrEmptyPrevious):
+		return "D6"
+	case errors.Is(err, ErrSubtraction):
+		return "D7"
+	case errors.Is(err, ErrUnknownTemplate):
+		return "D9"
+	case errors.Is(err, ErrExponent):
+		return "R1"
+	case errors.Is(err, ErrRange):
+		return "R4"
+	case errors.Is(err, ErrLimit):
+		return "LIMIT"
+	}
+	return ""
+}
+
+// DecodeError is a decoding failure with its context.
+type DecodeError struct {
+	// Code is the spec's error code (see Code).
+	Code string
+	// TemplateID is the template being decoded, 0 if not known yet.
+	TemplateID uint32
+	// Field is the name of the field being decoded, "" for the message
+	// header.
+	Field string
+	// Offset is the byte offset, from the start of the buffer passed to
+	// Decode, where the failing value starts.
+	Offset int
+	Err    error
+}
+
+func (e *DecodeError) Error() string {
+	s := "fast: " + e.Code + " at byte " + strconv.Itoa(e.Offset)
+	if e.TemplateID != 0 {
+		s += " (template " + strconv.FormatUint(uint64(e.TemplateID), 10)
+		if e.Field != "" {
+			s += ", field " + e.Field
+		}
+		s += ")"
+	}
+	return s + ": " + e.Err.Error()
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// Dictionary entry states. An entry whose epoch differs from the decoder's is
+// undefined whatever its state says: that makes a reset O(1).
+const (
+	stateUndefined uint8 = iota
+	stateAssigned
+	stateEmpty
+)
+
+type entry struct {
+	state uint8
+	epoch uint32
+	gen   uint32 // message generation of the last undo save
+	exp   int32
+	u     uint64
+	b     []byte
+	alt   []byte // spare buffer: keeps the pre-message value intact for undo
+}
+
+type undoRec struct {
+	slot int32
+	e    entry
+}
+
+// DecoderOptions configures a Decoder.
+type DecoderOptions struct {
+	// Limits bounds lengths read from the wire; zero fields take defaults.
+	Limits Limits
+	// ResetEachMessage resets every dictionary, and forgets the previous
+	// template id, before each message: the per-message reset policy. For
+	// a per-packet or per-block policy call Reset between blocks; for
+	// "never", do neither.
+	ResetEachMessage bool
+}
+
+// Stats counts what a Decoder has seen.
+type Stats struct {
+	Messages  uint64 // messages decoded
+	Bytes     uint64 // bytes consumed by decoded messages
+	Short     uint64 // Decode calls that needed more bytes
+	Errors    uint64 // decoding errors other than ErrShort
+	LimitHits uint64 // errors caused by a Limits bound
+	Resets    uint64 // dictionary resets (Reset, reset templates, id 120)
+}
+
+// Decoder decodes FAST messages with a template set, keeping the dictionary
+// state between messages. It is not safe for concurrent use; use one Decoder
+// per stream.
+type Decoder struct {
+	c         *compiled
+	limits    Limits
+	resetEach bool
+	dict      []entry
+	epoch     uint32
+	gen       uint32
+	undo      []undoRec
+	prevTID   uint32
+	hasTID    bool
+	err       error // sticky
+	stats     Stats
+	short     DecodeError // reused for ErrShort so streaming never allocates
+	// Context of a failure, filled where it happens.
+	errField *Field
+	errOff   int
+	tid      uint32
+}
+
+// NewDecoder compiles ts for decoding. ts must not change afterwards.
+func NewDecoder(ts *Templates, opts *DecoderOptions) (*Decoder, error) {
+	var o DecoderOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.Limits = o.Limits.withDefaults()
+	c, err := compileTemplates(ts, o.Limits)
+	if err != nil {
+		return nil, err
+	}
+	d := &Decoder{c: c, limits: o.Limits, resetEach: o.ResetEachMessage, dict: make([]entry, c.nslots), epoch: 1}
+	return d, nil
+}
+
+// Reset resets every dictionary to undefined, forgets the previous template
+// id and clears a sticky error: the per-block reset policy (call it at each
+// packet or block boundary) and the recovery after a decoding error.
+func (d *Decoder) Reset() {
+	d.resetDicts()
+	d.hasTID = false
+	d.err = nil
+}
+
+func (d *Decoder) resetDicts() {
+	d.stats.Resets++
+	d.epoch++
+	if d.epoch == 0 {
+		// After 2^32 resets old epochs could match again: clear for real.
+		clear(d.dict)
+		d.epoch = 1
+	}
+}
+
+// Stats returns the decoder's counters.
+func (d *Decoder) Stats() Stats { return d.stats }
+
+// Decode decodes one message from the start of b into m and returns the
+// number of bytes it used. m is reset first; its contents are valid until
+// the next call to Decode with m.
+//
+// When b ends inside the message, Decode returns an error wrapping ErrShort
+// (errors.Is(err, ErrShort)) and leaves the dictionaries as they were, so the
+// caller decodes the same message again once more bytes have arrived. That
+// error value is reused: it is valid until the next call to Decode. Any other
+// error may have corrupted the dictionary state and is sticky: Decode returns
+// it until Reset is called.
+func (d *Decoder) Decode(b []byte, m *Message) (n int, err error) {
+	if d.err != nil {
+		return 0, d.err
+	}
+	m.Reset()
+	d.gen++
+	d.undo = d.undo[:0]
+	epoch, prevTID, hasTID := d.epoch, d.prevTID, d.hasTID
+	d.errField, d.errOff, d.tid = nil, 0, 0
+	if d.resetEach {
+		d.resetDicts()
+		d.hasTID = false
+	}
+	n, err = d.message(b, m)
+	if err == nil {
+		d.stats.Messages++
+		d.stats.Bytes += uint64(n)
+		return n, nil
+	}
+	m.Values = m.Values[:0]
+	field := ""
+	if d.errField != nil {
+		field = d.errField.Name
+	}
+	if err == ErrShort {
+		for i := len(d.undo) - 1; i >= 0; i-- {
+			d.dict[d.undo[i].slot] = d.undo[i].e
+		}
+		d.epoch, d.prevTID, d.hasTID = epoch, prevTID, hasTID
+		d.stats.Short++
+		d.short = DecodeError{Code: "SHORT", TemplateID: d.tid, Field: field, Offset: d.errOff, Err: ErrShort}
+		return 0, &d.short
+	}
+	d.stats.Errors++
+	if err == ErrLimit {
+		d.stats.LimitHits++
+	}
+	d.err = &DecodeError{Code: Code(err), TemplateID: d.tid, Field: field, Offset: d.errOff, Err: err}
+	return 0, d.err
+}
+
+func (d *Decoder) fail(f *Field, off int, err error) error {
+	if d.errField == nil {
+		d.errField, d.errOff = f, off
+	}
+	return err
+}
+
+func (d *Decoder) message(b []byte, m *Message) (int, error) {
+	pm, off, err := ReadPMap(b, 0, d.limits.MaxPMapBytes)
+	if err != nil {
+		return 0, d.fail(nil, 0, err)
+	}
+	tid := d.prevTID
+	if pm.Next() {
+		var next int
+		tid, next, err = ReadUint32(b, off)
+		if err != nil {
+			return 0, d.fail(nil, off, err)
+		}
+		off = next
+	} else if !d.hasTID {
+		return 0, d.fail(nil, off, ErrNoPrevious)
+	}
+	d.tid = tid
+	p := d.c.lookup(tid)
+	if p == nil {
+		if tid == ResetTemplateID {
+			d.resetDicts()
+			d.hasTID = false
+			m.TemplateID = tid
+			return off, nil
+		}
+		return 0, d.fail(nil, off, ErrUnknownTemplate)
+	}
+	d.prevTID, d.hasTID = tid, true
+	m.TemplateID, m.Template = tid, p.t
+	if p.t.Reset {
+		d.resetDicts()
+	}
+	off, err = d.fields(b, off, &pm, p.fields, m, 0)
+	if err != nil {
+		return 0, err
+	}
+	if tid == ResetTemplateID {
+		d.resetDicts()
+		d.hasTID = false
+	}
+	return off, nil
+}
+
+func (d *Decoder) push(m *Message, v Value) {
+	v.End = int32(len(m.Values) + 1)
+	m.Values = append(m.Values, v)
+}
+
+func (d *Decoder) fields(b []byte, off int, pm *PMap, ins []instr, m *Message, depth int) (int, error) {
+	for i := range ins {
+		in := &ins[i]
+		start := off
+		var err error
+		switch in.kind {
+		case KindUint32, KindInt32, KindUint64, KindInt64:
+			var u uint64
+			var present bool
+			u, present, off, err = d.intOp(b, off, pm, in)
+			if err == nil {
+				m.Values = append(m.Values, Value{Field: in.f, Kind: in.kind, Present: present, U: u, End: int32(len(m.Values) + 1)})
+			}
+		case KindDecimal:
+			var mant int64
+			var exp int32
+			var present bool
+			if in.exp != nil {
+				mant, exp, present, off, err = d.splitDecimal(b, off, pm, in)
+			} else {
+				mant, exp, present, off, err = d.decimalOp(b, off, pm, in)
+			}
+			if err == nil {
+				d.push(m, Value{Field: in.f, Kind: KindDecimal, Present: present, U: uint64(mant), Exp: exp})
+			}
+		case KindASCII, KindUnicode, KindByteVector:
+			var v []byte
+			var present bool
+			v, present, off, err = d.bytesOp(b, off, pm, in, m)
+			if err == nil {
+				d.push(m, Value{Field: in.f, Kind: in.kind, Present: present, B: v})
+			}
+		case KindGroup:
+			off, err = d.group(b, off, pm, in, m, depth)
+		case KindSequence:
+			off, err = d.sequence(b, off, pm, in, m, depth)
+		case KindTemplateRef:
+			off, err = d.dynamicRef(b, off, in, m, depth)
+		}
+		if err != nil {
+			return off, d.fail(in.f, start, err)
+		}
+	}
+	return off, nil
+}
+
+func (d *Decoder) group(b []byte, off int, pm *PMap, in *instr, m *Message, depth int) (int, error) {
+	present := !in.optional || pm.Next()
+	gi := len(m.Values)
+	m.Values = append(m.Values, Value{Field: in.f, Kind: KindGroup, Present: present})
+	if present {
+		if depth >= d.limits.MaxDepth {
+			return off, ErrLimit
+		}
+		var gpm PMap
+		var err error
+		if in.needPMap {
+			if gpm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
+				return off, err
+			}
+		}
+		if off, err = d.fields(b, off, &gpm, in.children, m, depth+1); err != nil {
+			return off, err
+		}
+	}
+	m.Values[gi].End = int32(len(m.Values))
+	return off, nil
+}
+
+func (d *Decoder) sequence(b []byte, off int, pm *PMap, in *instr, m *Message, depth int) (int, error) {
+	n, present, off, err := d.intOp(b, off, pm, in.length)
+	if err != nil {
+		return off, err
+	}
+	si := len(m.Values)
+	m.Values = append(m.Values, Value{Field: in.f, Kind: KindSequence, Present: present, U: n})
+	if present {
+		if n > uint64(d.limits.MaxSequenceLen) || depth >= d.limits.MaxDepth {
+			return off, ErrLimit
+		}
+		for k := uint64(0); k < n; k++ {
+			if len(m.Values) >= d.limits.MaxValues {
+				return off, ErrLimit
+			}
+			ei := len(m.Values)
+			m.Values = append(m.Values, Value{Field: in.f, Kind: KindGroup, Present: true, Elem: true})
+			var epm PMap
+			if in.needPMap {
+				if epm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
+					return off, err
+				}
+			}
+			if off, err = d.fields(b, off, &epm, in.children, m, depth+1); err != nil {
+				return off, err
+			}
+			m.Values[ei].End = int32(len(m.Values))
+		}
+	}
+	m.Values[si].End = int32(len(m.Values))
+	return off, nil
+}
+
+func (d *Decoder) dynamicRef(b []byte, off int, in *instr, m *Message, depth int) (int, error) {
+	if depth >= d.limits.MaxDepth {
+		return off, ErrLimit
+	}
+	pm, off, err := ReadPMap(b, off, d.limits.MaxPMapBytes)
+	if err != nil {
+		return off, err
+	}
+	tid := d.prevTID
+	if pm.Next() {
+		if tid, off, err = ReadUint32(b, off); err != nil {
+			return off, err
+		}
+	} else if !d.hasTID {
+		return off, ErrNoPrevious
+	}
+	p := d.c.lookup(tid)
+	if p == nil {
+		return off, ErrUnknownTemplate
+	}
+	d.prevTID, d.hasTID = tid, true
+	ri := len(m.Values)
+	m.Values = append(m.Values, Value{Field: in.f, Kind: KindTemplateRef, Present: true, U: uint64(tid)})
+	if off, err = d.fields(b, off, &pm, p.fields, m, depth+1); err != nil {
+		return off, err
+	}
+	m.Values[ri].End = int32(len(m.Values))
+	return off, nil
+}
+
+// state returns the state of a dictionary entry, undefined after a reset.
+func (d *Decoder) state(e *entry) uint8 {
+	if e.epoch != d.epoch {
+		return stateUndefined
+	}
+	return e.state
+}
+
+// write returns the entry of slot for writing, saving its old value in the
+// undo log the first time it is written during the current message.
+func (d *Decoder) write(slot int32) *entry {
+	e := &d.dict[slot]
+	if e.gen != d.gen {
+		d.undo = append(d.undo, undoRec{slot: slot, e: *e})
+		e.gen = d.gen
+		e.b, e.alt = e.alt[:0], e.b
+	}
+	e.epoch = d.epoch
+	return e
+}
+
+func (d *Decoder) setInt(slot int32, u uint64, exp int32) {
+	e := d.write(slot)
+	e.state, e.u, e.exp = stateAssigned, u, exp
+}
+
+func (d *Decoder) setEmpty(slot int32) {
+	d.write(slot).state = stateEmpty
+}
+
+// readInt reads an integer of the instruction's kind from the wire.
+func readIntKind(b []byte, off int, kind Kind, nullable bool) (uint64, bool, int, error) {
+	if nullable {
+		switch kind {
+		case KindUint32:
+			v, ok, next, err := ReadNullableUint32(b, off)
+			return uint64(v), ok, next, err
+		case KindInt32:
+			v, ok, next, err := ReadNullableInt32(b, off)
+			return uint64(int64(v)), ok, next, err
+		case KindInt64:
+			v, ok, next, err := ReadNullableInt64(b, off)
+			return uint64(v), ok, next, err
+		}
+		return ReadNullableUint64(b, off)
+	}
+	switch kind {
+	case KindUint32:
+		v, next, err := ReadUint32(b, off)
+		return uint64(v), err == nil, next, err
+	case KindInt32:
+		v, next, err := ReadInt32(b, off)
+		return uint64(int64(v)), err == nil, next, err
+	case KindInt64:
+		v, next, err := ReadInt64(b, off)
+		return uint64(v), err == nil, next, err
+	}
+	v, next, err := ReadUint64(b, off)
+	return v, err == nil, next, err
+}
+
+// intOp applies the instruction's operator to an integer field.
+func (d *Decoder) intOp(b []byte, off int, pm *PMap, in *instr) (uint64, bool, int, error) {
+	switch in.op {
+	case OpNone:
+		return readIntKind(b, off, in.kind, in.nullable)
+	case OpConstant:
+		if in.optional && !pm.Next() {
+			return 0, false, off, nil
+		}
+		return in.init.u, true, off, nil
+	case OpDefault:
+		if pm.Next() {
+			return readIntKind(b, off, in.kind, in.nullable)
+		}
+		return in.init.u, in.hasInit, off, nil
+	case OpCopy, OpIncrement:
+		if pm.Next() {
+			u, present, next, err := readIntKind(b, off, in.kind, in.nullable)
+			if err != nil {
+				return 0, false, next, err
+			}
+			if present {
+				d.setInt(in.slot, u, 0)
+			} else {
+				d.setEmpty(in.slot)
+			}
+			return u, present, next, nil
+		}
+		e := &d.dict[in.slot]
+		switch d.state(e) {
+		case stateAssigned:
+			u := e.u
+			if in.op == OpIncrement {
+				u = increment(in.kind, u)
+				d.setInt(in.slot, u, 0)
+			}
+			return u, true, off, nil
+		case stateEmpty:
+			if in.optional {
+				return 0, false, off, nil
+			}
+			return 0, false, off, ErrEmptyPrevious
+		}
+		return d.undefined(in, off)
+	case OpDelta:
+		var delta int64
+		var present bool
+		var next int
+		var err error
+		if in.nullable {
+			delta, present, next, err = ReadNullableInt64(b, off)
+		} else {
+			delta, next, err = ReadInt64(b, off)
+			present = err == nil
+		}
+		if err != nil || !present {
+			return 0, false, next, err
+		}
+		var base uint64
+		e := &d.dict[in.slot]
+		switch d.state(e) {
+		case stateAssigned:
+			base = e.u
+		case stateEmpty:
+			return 0, false, off, ErrEmptyPrevious
+		default:
+			base = in.init.u
+		}
+		u, ok := addDelta(in.kind, base, delta)
+		if !ok {
+			return 0, false, off, ErrRange
+		}
+		d.setInt(in.slot, u, 0)
+		return u, true, next, nil
+	}
+	return 0, false, off, fmt.Errorf("fast: operator %v on %v", in.op, in.kind)
+}
+
+// undefined handles copy and increment (and tail's integer-free twin) when
+// the field is not in the stream and its previous value is undefined: the
+// initial value, else absent (optional) or D5.
+func (d *Decoder) undefined(in *instr, off int) (uint64, bool, int, error) {
+	if in.hasInit {
+		d.setInt(in.slot, in.init.u, in.init.exp)
+		return in.init.u, true, off, nil
+	}
+	if in.optional {
+		d.setEmpty(in.slot)
+		return 0, false, off, nil
+	}
+	return 0, false, off, ErrNoPrevious
+}
+
+// increment adds one, wrapping from the type's maximum to its minimum (6.3.6).
+func increment(k Kind, u uint64) uint64 {
+	switch k {
+	case KindUint32:
+		return uint64(uint32(u) + 1)
+	case KindInt32:
+		return uint64(int64(int32(u) + 1))
+	}
+	return u + 1
+}
+
+// addDelta adds a signed delta to base, reporting whether the result fits
+// the kind.
+func addDelta(k Kind, base uint64, delta int64) (uint64, bool) {
+	switch k {
+	case KindInt32, KindInt64:
+		b := int64(base)
+		r := b + delta
+		if (delta > 0 && r < b) || (delta < 0 && r > b) {
+			return 0, false
+		}
+		if k == KindInt32 && (r < math.MinInt32 || r > math.MaxInt32) {
+			return 0, false
+		}
+		return uint64(r), true
+	}
+	var r uint64
+	if delta >= 0 {
+		r = base + uint64(delta)
+		if r < base {
+			return 0, false
+		}
+	} else {
+		m := uint64(-delta) // two's complement makes MinInt64 come out right
+		if m > base {
+			return 0, false
+		}
+		r = base - m
+	}
+	if k == KindUint32 && r > math.MaxUint32 {
+		return 0, false
+	}
+	return r, true
+}
+
+// readDecimal reads a decimal from the wire: exponent (nullable if optional,
+// null meaning absent) then mantissa.
+func readDecimal(b []byte, off int, nullable bool) (mant int64, exp int32, present bool, next int, err error) {
+	if nullable {
+		exp, present, next, err = ReadNullableInt32(b, off)
+		if err != nil || !present {
+			return 0, 0, false, next, err
+		}
+	} else {
+		if exp, next, err = ReadInt32(b, off); err != nil {
+			return 0, 0, false, next, err
+		}
+	}
+	if exp < -63 || exp > 63 {
+		return 0, 0, false, off, ErrExponent
+	}
+	mant, next, err = ReadInt64(b, next)
+	return mant, exp, err == nil, next, err
+}
+
+func (d *Decoder) decimalOp(b []byte, off int, pm *PMap, in *instr) (int64, int32, bool, int, error) {
+	switch in.op {
+	case OpNone:
+		return readDecimal(b, off, in.nullable)
+	case OpConstant:
+		if in.optional && !pm.Next() {
+			return 0, 0, false, off, nil
+		}
+		return int64(in.init.u), in.init.exp, true, off, nil
+	case OpDefault:
+		if pm.Next() {
+			return readDecimal(b, off, in.nullable)
+		}
+		return int64(in.init.u), in.init.exp, in.hasInit, off, nil
+	case OpCopy:
+		if pm.Next() {
+			mant, exp, present, next, err := readDecimal(b, off, in.nullable)
+			if err != nil {
+				return 0, 0, false, next, err
+			}
+			if present {
+				d.setInt(in.slot, uint64(mant), exp)
+			} else {
+				d.setEmpty(in.slot)
+			}
+			return mant, exp, present, next, nil
+		}
+		e := &d.dict[in.slot]
+		switch d.state(e) {
+		case stateAssigned:
+			return int64(e.u), e.exp, true, off, nil
+		case stateEmpty:
+			if in.optional {
+				return 0, 0, false, off, nil
+			}
+			return 0, 0, false, off, ErrEmptyPrevious
+		}
+		u, present, next, err := d.undefined(in, off)
+		return int64(u), in.init.exp, present, next, err
+	case OpDelta:
+		var dexp int32
+		var present bool
+		var next int
+		var err error
+		if in.nullable {
+			dexp, present, next, err = ReadNullableInt32(b, off)
+		} else {
+			dexp, next, err = ReadInt32(b, off)
+			present = err == nil
+		}
+		if err != nil || !present {
+			return 0, 0, false, next, err
+		}
+		dmant, next, err := ReadInt64(b, next)
+		if err != nil {
+			return 0, 0, false, next, err
+		}
+		var bm uint64
+		var bexp int32
+		e := &d.dict[in.slot]
+		switch d.state(e) {
+		case stateAssigned:
+			bm, bexp = e.u, e.exp
+		case stateEmpty:
+			return 0, 0, false, off, ErrEmptyPrevious
+		default:
+			bm, bexp = in.init.u, in.init.exp
+		}
+		exp := int64(bexp) + int64(dexp)
+		if exp < -63 || exp > 63 {
+			return 0, 0, false, off, ErrExponent
+		}
+		mant, ok := addDelta(KindInt64, bm, dmant)
+		if !ok {
+			return 0, 0, false, off, ErrRange
+		}
+		d.setInt(in.slot, mant, int32(exp))
+		return int64(mant), int32(exp), true, next, nil
+	}
+	return 0, 0, false, off, fmt.Errorf("fast: operator %v on decimal", in.op)
+}
+
+// splitDecimal decodes a decimal with individual exponent and mantissa
+// operators. An absent exponent makes the decimal absent, and then the
+// mantissa takes neither wire bytes nor a presence bit.
+func (d *Decoder) splitDecimal(b []byte, off int, pm *PMap, in *instr) (int64, int32, bool, int, error) {
+	u, present, off, err := d.intOp(b, off, pm, in.exp)
+	if err != nil || !present {
+		return 0, 0, false, off, err
+	}
+	exp := int64(u)
+	if exp < -63 || exp > 63 {
+		return 0, 0, false, off, ErrExponent
+	}
+	mant, _, off, err := d.intOp(b, off, pm, in.mant)
+	return int64(mant), int32(exp), err == nil, off, err
+}
+
+// readBytes reads a string or byte vector from the wire into the message's
+// arena.
+func (d *Decoder) readBytes(b []byte, off int, in *instr, nullable bool, m *Message) ([]byte, bool, int, error) {
+	var s []byte
+	present := true
+	var next int
+	var err error
+	if in.kind == KindASCII {
+		if nullable {
+			s, present, next, err = ReadNullableASCII(b, off, in.maxLen)
+		} else {
+			s, next, err = ReadASCII(b, off, in.maxLen)
+		}
+		if err != nil || !present {
+			return nil, false, next, err
+		}
+		start := len(m.arena)
+		m.arena = AppendASCIIValue(m.arena, s)
+		return m.arena[start:len(m.arena):len(m.arena)], true, next, d.checkArena(m)
+	}
+	if nullable {
+		s, present, next, err = ReadNullableByteVector(b, off, in.maxLen)
+	} else {
+		s, next, err = ReadByteVector(b, off, in.maxLen)
+	}
+	if err != nil || !present {
+		return nil, false, next, err
+	}
+	return d.keep(m, s)
+}
+
+func (d *Decoder) checkArena(m *Message) error {
+	if len(m.arena) > d.limits.MaxMessageBytes {
+		return ErrLimit
+	}
+	return nil
+}
+
+// keep copies v into the message's arena.
+func (d *Decoder) keep(m *Message, parts ...[]byte) ([]byte, bool, int, error) {
+	start := len(m.arena)
+	for _, p := range parts {
+		m.arena = append(m.arena, p...)
+	}
+	return m.arena[start:len(m.arena):len(m.arena)], true, 0, d.checkArena(m)
+}
+
+func (d *Decoder) setBytes(slot int32, v []byte) {
+	e := d.write(slot)
+	e.state = stateAssigned
+	e.b = append(e.b[:0], v...)
+}
+
+// bytesOp applies the instruction's operator to a string or byte vector.
+func (d *Decoder) bytesOp(b []byte, off int, pm *PMap, in *instr, m *Message) ([]byte, bool, int, error) {
+	switch in.op {
+	case OpNone:
+		return d.readBytes(b, off, in, in.nullable, m)
+	case OpConstant:
+		if in.optional && !pm.Next() {
+			return nil, false, off, nil
+		}
+		return in.init.b, true, off, nil
+	case OpDefault:
+		if pm.Next() {
+			return d.readBytes(b, off, in, in.nullable, m)
+		}
+		return in.init.b, in.hasInit, off, nil
+	case OpCopy, OpTail:
+		if pm.Next() {
+			v, present, next, err := d.readBytes(b, off, in, in.nullable, m)
+			if err != nil {
+				return nil, false, next, err
+			}
+			if !present {
+				d.setEmpty(in.slot)
+				return nil, false, next, nil
+			}
+			if in.op == OpTail {
+				base := in.init.b
+				if e := &d.dict[in.slot]; d.state(e) == stateAssigned {
+					base = e.b
+				}
+				if len(v) < len(base) {
+					// The tail replaces the end of the base: build the
+					// whole value after it in the arena.
+					var err error
+					v, _, _, err = d.keep(m, base[:len(base)-len(v)], v)
+					if err != nil {
+						return nil, false, next, err
+					}
+				}
+			}
+			d.setBytes(in.slot, v)
+			return v, true, next, nil
+		}
+		e := &d.dict[in.slot]
+		switch d.state(e) {
+		case stateAssigned:
+			v, _, _, err := d.keep(m, e.b)
+			return v, true, off, err
+		case stateEmpty:
+			if in.optional {
+				return nil, false, off, nil
+			}
+			return nil, false, off, ErrEmptyPrevious
+		}
+		if in.hasInit {
+			d.setBytes(in.slot, in.init.b)
+			return in.init.b, true, off, nil
+		}
+		if in.optional {
+			d.setEmpty(in.slot)
+			return nil, false, off, nil
+		}
+		return nil, false, off, ErrNoPrevious
+	case OpDelta:
+		var sub int32
+		var present bool
+		var next int
+		var err error
+		if in.nullable {
+			sub, present, next, err = ReadNullableInt32(b, off)
+		} else {
+			sub, next, err = ReadInt32(b, off)
+			present = err == nil
+		}
+		if err != nil || !present {
+			return nil, false, next, err
+		}
+		part, _, next, err := d.readBytes(b, next, in, false, m)
+		if err != nil {
+			return nil, false, next, err
+		}
+		base := in.init.b
+		e := &d.dict[in.slot]
+		switch d.state(e) {
+		case stateAssigned:
+			base = e.b
+		case stateEmpty:
+			return nil, false, off, ErrEmptyPrevious
+		}
+		var v []byte
+		if sub >= 0 {
+			if int(sub) > len(base) {
+				return nil, false, off, ErrSubtraction
+			}
+			v, _, _, err = d.keep(m, base[:len(base)-int(sub)], part)
+		} else {
+			k := -(int(sub) + 1) // excess-one: -1 removes nothing from the front
+			if k > len(base) {
+				return nil, false, off, ErrSubtraction
+			}
+			v, _, _, err = d.keep(m, part, base[k:])
+		}
+		if err != nil {
+			return nil, false, next, err
+		}
+		if len(v) > in.maxLen {
+			return nil, false, off, ErrLimit
+		}
+		d.setBytes(in.slot, v)
+		return v, true, next, nil
+	}
+	return nil, false, off, fmt.Errorf("fast: operator %v on %v", in.op, in.kind)
+}
