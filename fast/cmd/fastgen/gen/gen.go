@@ -1,0 +1,908 @@
+// Package gen generates typed, allocation-free FAST decoders and encoders in
+// Go from template XML loaded by package fast. It is the library behind the
+// fastgen command; tests use it to check that generated files are current.
+//
+// For every template with an id, the generated file holds a struct (named by
+// the template's twf:goType attribute, else by its name), the template id as
+// a constant, and a decode and an encode method. A Decoder holds the
+// dictionary (one slot per dictionary entry, shared between templates as the
+// spec's dictionary scopes say), a Handler interface has one method per
+// template, and Decoder.DecodeRecord dispatches on the template id.
+//
+// Supported: the integer types (uInt32, int32, uInt64, int64) and ascii
+// strings with the operators none, constant, default, copy and increment,
+// mandatory or optional, in the global, template or a named dictionary.
+// Anything else (decimal, unicode, byteVector, sequence, group, templateRef,
+// delta, tail, the type dictionary, reset="Y") is rejected with an error
+// naming the field, so the generated code never decodes a template wrongly.
+//
+// Attributes in any namespace (tickwire uses xmlns:twf="urn:tickwire:fast"):
+//
+//	twf:goType="Price"  on a template: the struct name; on an integer field:
+//	                    the Go type of the struct field (an integer type
+//	                    defined in the generated package).
+//	twf:fixedLen="6"    on an ascii field (required): the value is held in a
+//	                    [6]byte array, NUL-padded, or in a byte for 1.
+package gen
+
+import (
+	"bytes"
+	"fmt"
+	"go/format"
+	"go/token"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/tickwire/tickwire/fast"
+)
+
+// Options controls generation.
+type Options struct {
+	// Package is the package clause of the generated file.
+	Package string
+	// Source names the template file in the generated header comment.
+	Source string
+}
+
+// Attribute local names read by the generator.
+const (
+	attrGoType   = "goType"
+	attrFixedLen = "fixedLen"
+)
+
+// wire describes a FAST wire type as the generated code handles it.
+type wire struct {
+	goType   string // Go type of a decoded value and of the dictionary slot
+	read     string // fast.Read... for a mandatory value
+	readNull string // fast.ReadNullable... for an optional value
+	app      string // fast.Append...
+	appNull  string // fast.AppendNullable...
+}
+
+var wires = map[fast.Kind]wire{
+	fast.KindUint32: {"uint32", "ReadUint32", "ReadNullableUint32", "AppendUint32", "AppendNullableUint32"},
+	fast.KindInt32:  {"int32", "ReadInt32", "ReadNullableInt32", "AppendInt32", "AppendNullableInt32"},
+	fast.KindUint64: {"uint64", "ReadUint64", "ReadNullableUint64", "AppendUint64", "AppendNullableUint64"},
+	fast.KindInt64:  {"int64", "ReadInt64", "ReadNullableInt64", "AppendInt64", "AppendNullableInt64"},
+	fast.KindASCII:  {"", "ReadASCII", "ReadNullableASCII", "AppendASCII", "AppendNullableASCII"},
+}
+
+type template struct {
+	t      *fast.Template
+	goName string
+	fields []*field
+}
+
+type field struct {
+	f        *fast.Field
+	goName   string // struct field; "" for a mandatory constant
+	goType   string // struct field type
+	valType  string // wire value type: uint32..int64, [N]byte or byte
+	fixedLen int    // ascii only
+	init     string // Go expression of the initial value (wire value type), "" if none
+	slot     *slot
+}
+
+func (f *field) isASCII() bool { return f.f.Kind == fast.KindASCII }
+
+type slot struct {
+	name    string // Go field name in the dictionary struct
+	valType string
+	owner   *field // first field using the slot, for error messages
+}
+
+// Error is a template the generator cannot handle.
+type Error struct {
+	Template string
+	Field    string
+	Line     int
+	Msg      string
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("fastgen: template %q field %q (line %d): %s", e.Template, e.Field, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("fastgen: template %q (line %d): %s", e.Template, e.Line, e.Msg)
+}
+
+// Generate returns the gofmt-ed Go source for the templates of ts that have
+// an id.
+func Generate(ts *fast.Templates, opt Options) ([]byte, error) {
+	if opt.Package == "" {
+		return nil, fmt.Errorf("fastgen: no package name")
+	}
+	g := &generator{opt: opt, slots: map[string]*slot{}}
+	for _, t := range ts.List {
+		if !t.HasID {
+			continue
+		}
+		if err := g.addTemplate(t); err != nil {
+			return nil, err
+		}
+	}
+	if len(g.templates) == 0 {
+		return nil, fmt.Errorf("fastgen: no template with an id")
+	}
+	g.emit()
+	src, err := format.Source(g.buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("fastgen: generated code does not parse (generator bug): %v\n%s", err, g.buf.Bytes())
+	}
+	return src, nil
+}
+
+type generator struct {
+	opt       Options
+	templates []*template
+	slots     map[string]*slot
+	slotList  []*slot
+	names     map[string]bool
+	buf       bytes.Buffer
+}
+
+func attr(attrs []fast.Attr, name string) (string, bool) {
+	for _, a := range attrs {
+		if a.Name == name {
+			return a.Value, true
+		}
+	}
+	return "", false
+}
+
+// goIdent turns a FAST name into an exported Go identifier.
+func goIdent(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case unicode.IsLetter(r) || r == '_' || (i > 0 && unicode.IsDigit(r)):
+			if b.Len() == 0 {
+				r = unicode.ToUpper(r)
+			}
+			b.WriteRune(r)
+		case unicode.IsDigit(r):
+			b.WriteString("F")
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 || !token.IsExported(b.String()) {
+		return "X" + b.String()
+	}
+	return b.String()
+}
+
+func (g *generator) addTemplate(ft *fast.Template) error {
+	t := &template{t: ft}
+	fail := func(f *fast.Field, format string, args ...any) error {
+		e := &Error{Template: ft.Name, Line: ft.Line, Msg: fmt.Sprintf(format, args...)}
+		if f != nil {
+			e.Field, e.Line = f.Name, f.Line
+		}
+		return e
+	}
+	if ft.Reset {
+		return fail(nil, `reset="Y" is not supported by the generator`)
+	}
+	t.goName = goIdent(ft.Name)
+	if v, ok := attr(ft.Attrs, attrGoType); ok {
+		t.goName = v
+	}
+	if !token.IsIdentifier(t.goName) || !token.IsExported(t.goName) {
+		return fail(nil, "Go name %q is not an exported identifier", t.goName)
+	}
+	for _, o := range g.templates {
+		if o.goName == t.goName {
+			return fail(nil, "Go name %s used twice", t.goName)
+		}
+	}
+	seen := map[string]bool{}
+	for _, ff := range ft.Fields {
+		w, ok := wires[ff.Kind]
+		if !ok {
+			return fail(ff, "%s fields are not supported by the generator", ff.Kind)
+		}
+		f := &field{f: ff, goName: goIdent(ff.Name), valType: w.goType}
+		if seen[f.goName] || strings.HasPrefix(f.goName, "Has") && seen[strings.TrimPrefix(f.goName, "Has")] {
+			return fail(ff, "Go field name %s clashes", f.goName)
+		}
+		seen[f.goName] = true
+		if ff.Kind == fast.KindASCII && ff.Op.Kind != fast.OpConstant {
+			v, ok := attr(ff.Attrs, attrFixedLen)
+			n, err := strconv.Atoi(v)
+			if !ok || err != nil || n < 1 || n > 64 {
+				return fail(ff, "ascii fields need a twf:fixedLen attribute between 1 and 64")
+			}
+			f.fixedLen = n
+			f.valType = fmt.Sprintf("[%d]byte", n)
+			if n == 1 {
+				f.valType = "byte"
+			}
+		}
+		f.goType = f.valType
+		if v, ok := attr(ff.Attrs, attrGoType); ok {
+			if ff.Kind == fast.KindASCII || !token.IsIdentifier(v) {
+				return fail(ff, "twf:goType %q: only integer fields take a Go integer type name", v)
+			}
+			f.goType = v
+		}
+		op := &ff.Op
+		switch op.Kind {
+		case fast.OpNone, fast.OpConstant, fast.OpDefault, fast.OpCopy, fast.OpIncrement:
+		default:
+			return fail(ff, "operator %s is not supported by the generator", op.Kind)
+		}
+		if op.HasValue && !(ff.Kind == fast.KindASCII && op.Kind == fast.OpConstant) {
+			init, err := initExpr(f, op.Value)
+			if err != nil {
+				return fail(ff, "initial value %q: %v", op.Value, err)
+			}
+			f.init = init
+		}
+		if op.Kind == fast.OpConstant && !ff.Optional {
+			f.goName = ""
+		}
+		if op.Kind == fast.OpCopy || op.Kind == fast.OpIncrement {
+			var key string
+			switch op.Dictionary {
+			case fast.DictGlobal, "":
+				key = "g\x00" + op.Key
+			case fast.DictTemplate:
+				key = "t\x00" + ft.Name + "\x00" + op.Key
+			case fast.DictType:
+				return fail(ff, "the type dictionary is not supported by the generator")
+			default:
+				key = "n\x00" + op.Dictionary + "\x00" + op.Key
+			}
+			s := g.slots[key]
+			if s == nil {
+				s = &slot{name: fmt.Sprintf("s%d%s", len(g.slotList), goIdent(op.Key)), valType: f.valType, owner: f}
+				g.slots[key] = s
+				g.slotList = append(g.slotList, s)
+			} else if s.valType != f.valType {
+				return fail(ff, "shares dictionary entry %q with field %q of another type (%s, %s): error D4",
+					op.Key, s.owner.f.Name, s.valType, f.valType)
+			}
+			f.slot = s
+		}
+		t.fields = append(t.fields, f)
+	}
+	g.templates = append(g.templates, t)
+	return nil
+}
+
+// initExpr returns the Go expression of an initial value in the field's
+// wire value type.
+func initExpr(f *field, v string) (string, error) {
+	switch f.f.Kind {
+	case fast.KindUint32, fast.KindUint64:
+		bits := 32
+		if f.f.Kind == fast.KindUint64 {
+			bits = 64
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, bits)
+		return strconv.FormatUint(n, 10), err
+	case fast.KindInt32, fast.KindInt64:
+		bits := 32
+		if f.f.Kind == fast.KindInt64 {
+			bits = 64
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, bits)
+		return strconv.FormatInt(n, 10), err
+	}
+	if len(v) > f.fixedLen || strings.ContainsRune(v, 0) {
+		return "", fmt.Errorf("longer than twf:fixedLen %d or holds NUL", f.fixedLen)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] >= 0x80 {
+			return "", fmt.Errorf("not ASCII")
+		}
+	}
+	if f.fixedLen == 1 {
+		if v == "" {
+			return "0", nil
+		}
+		return strconv.QuoteRune(rune(v[0])), nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s{", f.valType)
+	for i := 0; i < len(v); i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.QuoteRune(rune(v[i])))
+	}
+	b.WriteString("}")
+	return b.String(), nil
+}
+
+func (g *generator) p(format string, args ...any) {
+	fmt.Fprintf(&g.buf, format, args...)
+	g.buf.WriteByte('\n')
+}
+
+func (g *generator) emit() {
+	g.p("// Code generated by fastgen. DO NOT EDIT.")
+	if g.opt.Source != "" {
+		g.p("// Source: %s", g.opt.Source)
+	}
+	g.p("")
+	g.p("package %s", g.opt.Package)
+	g.p("")
+	g.p("import (")
+	g.p(`"errors"`)
+	g.p(`"strconv"`)
+	g.p("")
+	g.p(`"github.com/tickwire/tickwire/fast"`)
+	g.p(")")
+	g.p("")
+	g.emitTypes()
+	g.emitDictionary()
+	g.emitDecoder()
+	for _, t := range g.templates {
+		g.emitDecode(t)
+	}
+	g.emitEncoder()
+	for _, t := range g.templates {
+		g.emitEncode(t)
+	}
+	g.emitHelpers()
+}
+
+func fieldDoc(f *fast.Field) string {
+	pres := "mandatory"
+	if f.Optional {
+		pres = "optional"
+	}
+	id := ""
+	if f.ID != "" {
+		id = ", id " + f.ID
+	}
+	s := fmt.Sprintf("%s %s%s, %s", f.Kind, f.Name, id, pres)
+	if f.Op.Kind != fast.OpNone {
+		s += ", " + f.Op.Kind.String()
+		if f.Op.HasValue {
+			s += fmt.Sprintf(" %q", f.Op.Value)
+		}
+	}
+	for _, a := range f.Attrs {
+		if a.Name != attrGoType && a.Name != attrFixedLen {
+			s += fmt.Sprintf(", %s=%q", a.Name, a.Value)
+		}
+	}
+	return s
+}
+
+func (g *generator) emitTypes() {
+	g.p("// Template ids.")
+	g.p("const (")
+	for _, t := range g.templates {
+		g.p("%sTemplateID = %d // template %q", t.goName, t.t.ID, t.t.Name)
+	}
+	g.p(")")
+	g.p("")
+	for _, t := range g.templates {
+		var consts []string
+		for _, f := range t.fields {
+			if f.f.Op.Kind == fast.OpConstant {
+				v := f.f.Op.Value
+				if f.isASCII() {
+					v = strconv.Quote(v)
+				}
+				consts = append(consts, fmt.Sprintf("%s%s = %s", t.goName, goIdent(f.f.Name), v))
+			}
+		}
+		if len(consts) > 0 {
+			g.p("// Constant fields of template %q (not on the wire).", t.t.Name)
+			g.p("const (")
+			for _, c := range consts {
+				g.p("%s", c)
+			}
+			g.p(")")
+			g.p("")
+		}
+		g.p("// %s is a record of template %q (id %d).", t.goName, t.t.Name, t.t.ID)
+		g.p("// An optional field X is only valid when HasX is true.")
+		g.p("type %s struct {", t.goName)
+		for _, f := range t.fields {
+			if f.goName == "" {
+				continue
+			}
+			g.p("// %s: %s.", f.goName, fieldDoc(f.f))
+			if f.f.Op.Kind != fast.OpConstant {
+				g.p("%s %s", f.goName, f.goType)
+			}
+			if f.f.Optional {
+				g.p("Has%s bool", f.goName)
+			}
+		}
+		g.p("}")
+		g.p("")
+	}
+}
+
+func (g *generator) emitDictionary() {
+	g.p("// Dictionary slot states.")
+	g.p("const (")
+	g.p("slotUndefined uint8 = iota")
+	g.p("slotAssigned")
+	g.p("slotEmpty")
+	g.p(")")
+	g.p("")
+	g.p("// dictionary holds the previous values of the copy and increment fields,")
+	g.p("// one slot per dictionary entry; its zero value is the reset state.")
+	g.p("type dictionary struct {")
+	g.p("tid uint32")
+	g.p("tidState uint8")
+	for _, s := range g.slotList {
+		g.p("%s %s", s.name, s.valType)
+		g.p("%sState uint8", s.name)
+	}
+	g.p("}")
+	g.p("")
+}
+
+func (g *generator) emitDecoder() {
+	g.p("// Handler receives decoded records. The record is valid until the method")
+	g.p("// returns: the decoder reuses its storage for the next record.")
+	g.p("type Handler interface {")
+	for _, t := range g.templates {
+		g.p("On%s(*%s)", t.goName, t.goName)
+	}
+	g.p("}")
+	g.p("")
+	g.p("// DefaultMaxPMapBytes is the default bound on a presence map in bytes.")
+	g.p("const DefaultMaxPMapBytes = 16")
+	g.p("")
+	g.p("// Decoder decodes records of the generated templates into reusable")
+	g.p("// values, without allocating. Its dictionary persists across records until")
+	g.p("// Reset. An error is sticky: every later call returns it until Reset.")
+	g.p("// A Decoder is not safe for concurrent use; the zero value is ready to use.")
+	g.p("type Decoder struct {")
+	g.p("// MaxPMapBytes bounds a presence map; 0 means DefaultMaxPMapBytes.")
+	g.p("MaxPMapBytes int")
+	g.p("dict dictionary")
+	g.p("err error")
+	for _, t := range g.templates {
+		g.p("rec%s %s", t.goName, t.goName)
+	}
+	g.p("}")
+	g.p("")
+	g.p("// Reset forgets the dictionary, including the previous template id, and a")
+	g.p("// sticky error.")
+	g.p("func (d *Decoder) Reset() {")
+	g.p("d.dict = dictionary{}")
+	g.p("d.err = nil")
+	g.p("}")
+	g.p("")
+	g.p("// DecodeRecord decodes the record (presence map, template id when its bit")
+	g.p("// is set, fields) starting at b[off], calls the handler's method for its")
+	g.p("// template and returns the offset just past the record. The whole record")
+	g.p("// must be in b: a record cut short is an error wrapping fast.ErrShort.")
+	g.p("// Errors are *DecodeError values.")
+	g.p("func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {")
+	g.p("if d.err != nil {")
+	g.p("return off, d.err")
+	g.p("}")
+	g.p("maxPMap := d.MaxPMapBytes")
+	g.p("if maxPMap <= 0 {")
+	g.p("maxPMap = DefaultMaxPMapBytes")
+	g.p("}")
+	g.p("start := off")
+	g.p("pm, off, err := fast.ReadPMap(b, off, maxPMap)")
+	g.p("if err != nil {")
+	g.p(`return start, d.fail(err, "", 0, "", off)`)
+	g.p("}")
+	g.p("if pm.Next() {")
+	g.p("var tid uint32")
+	g.p("if tid, off, err = fast.ReadUint32(b, off); err != nil {")
+	g.p(`return start, d.fail(err, "", 0, "", off)`)
+	g.p("}")
+	g.p("d.dict.tid, d.dict.tidState = tid, slotAssigned")
+	g.p("} else if d.dict.tidState != slotAssigned {")
+	g.p(`return start, d.fail(errNoTemplateID, "D5", 0, "", off)`)
+	g.p("}")
+	g.p("switch d.dict.tid {")
+	for _, t := range g.templates {
+		g.p("case %sTemplateID:", t.goName)
+		g.p("if off, err = d.decode%s(b, off, &pm, &d.rec%s); err != nil {", t.goName, t.goName)
+		g.p("return start, err")
+		g.p("}")
+		g.p("h.On%s(&d.rec%s)", t.goName, t.goName)
+	}
+	g.p("default:")
+	g.p(`return start, d.fail(errUnknownTemplate, "D9", d.dict.tid, "", off)`)
+	g.p("}")
+	g.p("return off, nil")
+	g.p("}")
+	g.p("")
+}
+
+// decodeRead emits the read of a field's wire value into local v (and ok for
+// an optional field), returning on error.
+func (g *generator) decodeRead(t *template, f *field) {
+	w := wires[f.f.Kind]
+	fail := fmt.Sprintf(`return off, d.fail(err, "", %sTemplateID, %q, off)`, t.goName, f.f.Name)
+	if f.isASCII() {
+		g.p("var s []byte")
+		if f.f.Optional {
+			g.p("if s, ok, off, err = fast.%s(b, off, %d); err != nil {", w.readNull, f.fixedLen)
+		} else {
+			g.p("if s, off, err = fast.%s(b, off, %d); err != nil {", w.read, f.fixedLen)
+		}
+		g.p("%s", fail)
+		g.p("}")
+		if f.fixedLen == 1 {
+			g.p("v := asciiByte(s)")
+		} else {
+			g.p("var v %s", f.valType)
+			g.p("fast.CopyASCII(v[:], s)")
+		}
+		return
+	}
+	g.p("var v %s", f.valType)
+	if f.f.Optional {
+		g.p("if v, ok, off, err = fast.%s(b, off); err != nil {", w.readNull)
+	} else {
+		g.p("if v, off, err = fast.%s(b, off); err != nil {", w.read)
+	}
+	g.p("%s", fail)
+	g.p("}")
+}
+
+// conv returns the expression assigning wire value expr to the struct field.
+func conv(f *field, expr string) string {
+	if f.goType != f.valType {
+		return f.goType + "(" + expr + ")"
+	}
+	return expr
+}
+
+func (g *generator) emitDecode(t *template) {
+	g.p("func (d *Decoder) decode%s(b []byte, off int, pm *fast.PMap, m *%s) (int, error) {", t.goName, t.goName)
+	g.p("var err error")
+	g.p("var ok bool")
+	g.p("_, _ = err, ok")
+	for _, f := range t.fields {
+		g.p("// %s", fieldDoc(f.f))
+		op := f.f.Op
+		set := func(expr string) { g.p("m.%s = %s", f.goName, conv(f, expr)) }
+		present := func(expr string) {
+			if f.f.Optional {
+				g.p("m.Has%s = %s", f.goName, expr)
+			}
+		}
+		absent := func() { // optional only
+			zero := "0"
+			if f.isASCII() && f.fixedLen > 1 {
+				zero = f.valType + "{}"
+			}
+			g.p("m.%s, m.Has%s = %s, false", f.goName, f.goName, zero)
+		}
+		switch op.Kind {
+		case fast.OpConstant:
+			if f.f.Optional {
+				g.p("m.Has%s = pm.Next()", f.goName)
+			}
+		case fast.OpNone:
+			g.p("{")
+			g.decodeRead(t, f)
+			set("v")
+			present("ok")
+			g.p("}")
+		case fast.OpDefault:
+			g.p("if pm.Next() {")
+			g.decodeRead(t, f)
+			set("v")
+			present("ok")
+			g.p("} else {")
+			if f.init != "" {
+				set(f.init)
+				present("true")
+			} else {
+				absent() // mandatory default without a value is S5, rejected by the loader
+			}
+			g.p("}")
+		case fast.OpCopy, fast.OpIncrement:
+			s := "d.dict." + f.slot.name
+			st := s + "State"
+			d5 := fmt.Sprintf(`return off, d.fail(errNoPrevious, "D5", %sTemplateID, %q, off)`, t.goName, f.f.Name)
+			d6 := fmt.Sprintf(`return off, d.fail(errEmptyPrevious, "D6", %sTemplateID, %q, off)`, t.goName, f.f.Name)
+			g.p("if pm.Next() {")
+			g.decodeRead(t, f)
+			if f.f.Optional {
+				g.p("if ok {")
+				g.p("%s, %s = v, slotAssigned", s, st)
+				g.p("} else {")
+				g.p("%s = slotEmpty", st)
+				g.p("}")
+			} else {
+				g.p("%s, %s = v, slotAssigned", s, st)
+			}
+			g.p("} else {")
+			g.p("switch %s {", st)
+			g.p("case slotAssigned:")
+			if op.Kind == fast.OpIncrement {
+				g.p("%s++", s)
+			}
+			g.p("case slotUndefined:")
+			switch {
+			case f.init != "":
+				g.p("%s, %s = %s, slotAssigned", s, st, f.init)
+			case f.f.Optional:
+				g.p("%s = slotEmpty", st)
+			default:
+				g.p("%s", d5)
+			}
+			if !f.f.Optional {
+				g.p("case slotEmpty:")
+				g.p("%s", d6)
+			}
+			g.p("}")
+			g.p("}")
+			if f.f.Optional {
+				g.p("if %s == slotAssigned {", st)
+				set(s)
+				present("true")
+				g.p("} else {")
+				absent()
+				g.p("}")
+			} else {
+				set(s)
+			}
+		}
+	}
+	g.p("return off, nil")
+	g.p("}")
+	g.p("")
+}
+
+func (g *generator) emitEncoder() {
+	g.p("// Encoder encodes records of the generated templates with minimal presence")
+	g.p("// maps: a field is left out whenever the decoder's dictionary or initial")
+	g.p("// value gives it, and the template id is left out when it repeats. Its")
+	g.p("// dictionary mirrors a Decoder's: call Reset wherever the decoder resets.")
+	g.p("// An Encoder is not safe for concurrent use; the zero value is ready to use")
+	g.p("// and allocates nothing in steady state.")
+	g.p("type Encoder struct {")
+	g.p("dict dictionary")
+	g.p("pm fast.PMapBuilder")
+	g.p("scratch []byte")
+	g.p("}")
+	g.p("")
+	g.p("// Reset forgets the dictionary, including the previous template id.")
+	g.p("func (e *Encoder) Reset() {")
+	g.p("e.dict = dictionary{}")
+	g.p("}")
+	g.p("")
+}
+
+// encodeWrite emits the append of expression val (wire value type) to
+// e.scratch, nullable when the field is optional, present being the Go
+// expression of its presence.
+func (g *generator) encodeWrite(f *field, val, present string) {
+	w := wires[f.f.Kind]
+	arg := val
+	if f.isASCII() {
+		if f.fixedLen == 1 {
+			arg = "asciiOne(&one, " + val + ")"
+		} else {
+			arg = "trimNUL(" + val + "[:])"
+		}
+	}
+	if f.f.Optional {
+		g.p("e.scratch = fast.%s(e.scratch, %s, %s)", w.appNull, arg, present)
+	} else {
+		g.p("e.scratch = fast.%s(e.scratch, %s)", w.app, arg)
+	}
+}
+
+func (g *generator) emitEncode(t *template) {
+	g.p("// Append%s appends the encoding of m (presence map, template id unless it", t.goName)
+	g.p("// repeats, fields) to dst and returns the extended slice. It fails only when")
+	g.p("// a value does not fit its wire type; dst is then returned unchanged.")
+	g.p("func (e *Encoder) Append%s(dst []byte, m *%s) ([]byte, error) {", t.goName, t.goName)
+	g.p("e.pm.Reset()")
+	g.p("e.scratch = e.scratch[:0]")
+	g.p("var one [1]byte")
+	g.p("_ = one")
+	g.p("dict := e.dict")
+	g.p("if dict.tidState == slotAssigned && dict.tid == %sTemplateID {", t.goName)
+	g.p("e.pm.Add(false)")
+	g.p("} else {")
+	g.p("e.pm.Add(true)")
+	g.p("e.scratch = fast.AppendUint32(e.scratch, %sTemplateID)", t.goName)
+	g.p("dict.tid, dict.tidState = %sTemplateID, slotAssigned", t.goName)
+	g.p("}")
+	for _, f := range t.fields {
+		g.p("// %s", fieldDoc(f.f))
+		op := f.f.Op
+		g.p("{")
+		has := "true"
+		if f.f.Optional && op.Kind != fast.OpConstant {
+			has = "m.Has" + f.goName
+		}
+		if op.Kind != fast.OpConstant {
+			if f.isASCII() {
+				g.p("v := m.%s", f.goName)
+			} else {
+				g.p("v := %s(m.%s)", f.valType, f.goName)
+			}
+			g.p("has := %s", has)
+			g.p("_ = has")
+			if !f.isASCII() && f.goType != f.valType {
+				// Absent values are not written, so only present ones must fit.
+				g.p("if has && %s != m.%s {", conv(f, "v"), f.goName)
+				g.p(`return dst, &EncodeError{TemplateID: %sTemplateID, Field: %q, Err: errRange}`, t.goName, f.f.Name)
+				g.p("}")
+			}
+		}
+		switch op.Kind {
+		case fast.OpConstant:
+			if f.f.Optional {
+				g.p("e.pm.Add(m.Has%s)", f.goName)
+			}
+		case fast.OpNone:
+			g.encodeWrite(f, "v", "has")
+		case fast.OpDefault:
+			switch {
+			case f.init != "":
+				g.p("if has && v == %s {", f.init)
+			case f.f.Optional:
+				g.p("if !has {")
+			default:
+				g.p("if false {")
+			}
+			g.p("e.pm.Add(false)")
+			g.p("} else {")
+			g.p("e.pm.Add(true)")
+			g.encodeWrite(f, "v", "has")
+			g.p("}")
+		case fast.OpCopy, fast.OpIncrement:
+			s := "dict." + f.slot.name
+			st := s + "State"
+			// What the decoder derives from a clear bit: implied, impliedHas,
+			// and whether a clear bit is possible at all (canImply).
+			g.p("var implied %s", f.valType)
+			g.p("impliedHas, canImply := false, true")
+			g.p("switch %s {", st)
+			g.p("case slotAssigned:")
+			if op.Kind == fast.OpIncrement {
+				g.p("implied, impliedHas = %s+1, true", s)
+			} else {
+				g.p("implied, impliedHas = %s, true", s)
+			}
+			g.p("case slotUndefined:")
+			switch {
+			case f.init != "":
+				g.p("implied, impliedHas = %s, true", f.init)
+			case !f.f.Optional:
+				g.p("canImply = false")
+			}
+			g.p("default:")
+			if !f.f.Optional {
+				g.p("canImply = false")
+			}
+			g.p("}")
+			g.p("if canImply && has == impliedHas && (!has || v == implied) {")
+			g.p("e.pm.Add(false)")
+			g.p("} else {")
+			g.p("e.pm.Add(true)")
+			g.encodeWrite(f, "v", "has")
+			g.p("}")
+			g.p("if has {")
+			g.p("%s, %s = v, slotAssigned", s, st)
+			g.p("} else {")
+			g.p("%s = slotEmpty", st)
+			g.p("}")
+		}
+		g.p("}")
+	}
+	g.p("e.dict = dict")
+	g.p("dst = e.pm.AppendTo(dst)")
+	g.p("return append(dst, e.scratch...), nil")
+	g.p("}")
+	g.p("")
+}
+
+func (g *generator) emitHelpers() {
+	g.p("var (")
+	g.p(`errNoTemplateID    = errors.New("no template id and no previous one")`)
+	g.p(`errUnknownTemplate = errors.New("unknown template id")`)
+	g.p(`errNoPrevious      = errors.New("no previous value and no initial value")`)
+	g.p(`errEmptyPrevious   = errors.New("previous value is empty")`)
+	g.p(`errRange           = errors.New("value out of the range of its wire type")`)
+	g.p(")")
+	g.p("")
+	g.p("// DecodeError describes a record that cannot be decoded.")
+	g.p("type DecodeError struct {")
+	g.p("// Code is the FAST spec's error code (D2 integer overflow, D5 no")
+	g.p("// previous value, D6 empty previous value, D9 unknown template), or")
+	g.p("// empty when the spec names none (a record cut short, a length bound).")
+	g.p("Code string")
+	g.p("TemplateID uint32 // 0 when not known yet")
+	g.p("Field string // empty outside a field")
+	g.p("Offset int // byte offset in the buffer passed to DecodeRecord")
+	g.p("Err error // fast.ErrShort, fast.ErrOverflow, fast.ErrLimit or a generated sentinel")
+	g.p("}")
+	g.p("")
+	g.p("func (e *DecodeError) Error() string {")
+	g.p("s := %q", g.opt.Package+": ")
+	g.p("if e.Code != \"\" {")
+	g.p("s += e.Code + \" \"")
+	g.p("}")
+	g.p("s += \"template \" + strconv.FormatUint(uint64(e.TemplateID), 10)")
+	g.p("if e.Field != \"\" {")
+	g.p("s += \" field \" + e.Field")
+	g.p("}")
+	g.p("return s + \" at offset \" + strconv.Itoa(e.Offset) + \": \" + e.Err.Error()")
+	g.p("}")
+	g.p("")
+	g.p("// Unwrap returns the cause.")
+	g.p("func (e *DecodeError) Unwrap() error { return e.Err }")
+	g.p("")
+	g.p("// EncodeError describes a record value that cannot be encoded.")
+	g.p("type EncodeError struct {")
+	g.p("TemplateID uint32")
+	g.p("Field string")
+	g.p("Err error")
+	g.p("}")
+	g.p("")
+	g.p("func (e *EncodeError) Error() string {")
+	g.p("return %q + strconv.FormatUint(uint64(e.TemplateID), 10) + \" field \" + e.Field + \": \" + e.Err.Error()", g.opt.Package+": encode template ")
+	g.p("}")
+	g.p("")
+	g.p("// Unwrap returns the cause.")
+	g.p("func (e *EncodeError) Unwrap() error { return e.Err }")
+	g.p("")
+	g.p("// fail makes the sticky error for a failure at byte offset off.")
+	g.p("func (d *Decoder) fail(err error, code string, tid uint32, field string, off int) error {")
+	g.p("if code == \"\" && errors.Is(err, fast.ErrOverflow) {")
+	g.p("code = \"D2\"")
+	g.p("}")
+	g.p("if tid == 0 {")
+	g.p("tid = d.dict.tid")
+	g.p("}")
+	g.p("d.err = &DecodeError{Code: code, TemplateID: tid, Field: field, Offset: off, Err: err}")
+	g.p("return d.err")
+	g.p("}")
+	g.p("")
+	g.p("// asciiByte returns the single character of s, a string in wire form, or")
+	g.p("// 0 for the empty string.")
+	g.p("func asciiByte(s []byte) byte {")
+	g.p("if len(s) == 0 {")
+	g.p("return 0")
+	g.p("}")
+	g.p("return s[0] & 0x7f")
+	g.p("}")
+	g.p("")
+	g.p("// asciiOne returns c as a string: empty when c is 0.")
+	g.p("func asciiOne(buf *[1]byte, c byte) []byte {")
+	g.p("if c == 0 {")
+	g.p("return buf[:0]")
+	g.p("}")
+	g.p("buf[0] = c")
+	g.p("return buf[:]")
+	g.p("}")
+	g.p("")
+	g.p("// trimNUL drops the NUL padding of a fixed-length string.")
+	g.p("func trimNUL(s []byte) []byte {")
+	g.p("for len(s) > 0 && s[len(s)-1] == 0 {")
+	g.p("s = s[:len(s)-1]")
+	g.p("}")
+	g.p("return s")
+	g.p("}")
+	g.p("")
+	g.p("// TemplateNames maps the generated template ids to their template names.")
+	g.p("var TemplateNames = map[uint32]string{")
+	ids := make([]*template, len(g.templates))
+	copy(ids, g.templates)
+	sort.Slice(ids, func(i, j int) bool { return ids[i].t.ID < ids[j].t.ID })
+	for _, t := range ids {
+		g.p("%d: %q,", t.t.ID, t.t.Name)
+	}
+	g.p("}")
+}

@@ -1,0 +1,214 @@
+package sse
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tickwire/tickwire/fast/sse/step"
+)
+
+// FeedHandler receives what a FeedDecoder finds in a STEP stream. Records
+// passed to OnTrade and OnOrder are valid until the method returns.
+type FeedHandler interface {
+	Handler
+	// OnGap reports a break in the per-category sequence (10072): the
+	// message carrying got arrived where expected was due. got > expected
+	// means got-expected messages are missing; got < expected is a replay
+	// or a restart of the sequence.
+	OnGap(category uint32, expected, got uint64)
+}
+
+// FeedConfig bounds a FeedDecoder. The zero value selects the defaults.
+type FeedConfig struct {
+	// STEP bounds the STEP parser (message size, tracked categories).
+	STEP step.Config
+	// MaxPMapBytes bounds a FAST presence map; 0 means DefaultMaxPMapBytes.
+	MaxPMapBytes int
+}
+
+// FeedStats counts what a FeedDecoder has seen.
+type FeedStats struct {
+	STEP            step.Stats // framing counters, gaps included
+	Trades          uint64     // records passed to OnTrade
+	Orders          uint64     // records passed to OnOrder
+	DecodeErrors    uint64     // STEP messages whose payload failed to decode
+	UnknownTemplate uint64     // STEP messages skipped for a template id the decoder does not know (D9)
+}
+
+// FeedError is a FAST decoding error inside the STEP message that starts at
+// stream offset Offset. Records of that message before the bad one were
+// delivered; the rest of the message is skipped.
+type FeedError struct {
+	Offset int64  // stream offset of the STEP message
+	SeqNum uint64 // its sequence number (34)
+	Err    error  // a *DecodeError
+}
+
+func (e *FeedError) Error() string {
+	return fmt.Sprintf("sse: STEP message %d at stream offset %d: %v", e.SeqNum, e.Offset, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *FeedError) Unwrap() error { return e.Err }
+
+// FeedDecoder decodes an SSE STEP stream into typed records. It is not safe
+// for concurrent use; use one per TCP flow direction.
+type FeedDecoder struct {
+	parser *step.Parser
+	dec    Decoder
+	h      FeedHandler
+	stats  FeedStats
+}
+
+// sink is the FeedDecoder seen as the generated decoder's Handler: it counts
+// records and forwards them. A pointer converts to an interface without an
+// allocation.
+type sink FeedDecoder
+
+func (s *sink) OnTrade(t *Trade) { s.stats.Trades++; s.h.OnTrade(t) }
+func (s *sink) OnOrder(o *Order) { s.stats.Orders++; s.h.OnOrder(o) }
+
+// NewFeedDecoder returns a decoder calling h. It allocates its STEP buffer
+// (cfg.STEP.MaxMessageSize bytes) once.
+func NewFeedDecoder(cfg FeedConfig, h FeedHandler) *FeedDecoder {
+	f := &FeedDecoder{parser: step.NewParser(cfg.STEP), h: h}
+	f.dec.MaxPMapBytes = cfg.MaxPMapBytes
+	return f
+}
+
+// Feed decodes every STEP message completed by chunk and keeps the
+// unfinished tail for the next call. It does NOT take ownership of chunk. It
+// returns the first error met in this chunk (a *step.Error or a *FeedError);
+// every error is counted in Stats and decoding goes on past it.
+func (f *FeedDecoder) Feed(chunk []byte) error {
+	var first error
+	f.parser.Feed(chunk)
+	for {
+		m, err := f.parser.Next()
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		if m == nil {
+			return first
+		}
+		if m.Gap {
+			f.h.OnGap(m.Category, m.ExpectedSeq, m.CategorySeq)
+		}
+		if err := f.decodePayload(m); err != nil && first == nil {
+			first = err
+		}
+	}
+}
+
+// decodePayload decodes the records of one STEP message with a fresh
+// dictionary.
+func (f *FeedDecoder) decodePayload(m *step.Message) error {
+	f.dec.Reset()
+	p := m.Payload
+	for off := 0; off < len(p); {
+		next, err := f.dec.DecodeRecord(p, off, (*sink)(f))
+		if err != nil {
+			var de *DecodeError
+			if errors.As(err, &de) && de.Code == "D9" {
+				f.stats.UnknownTemplate++
+				return nil
+			}
+			f.stats.DecodeErrors++
+			return &FeedError{Offset: m.Offset, SeqNum: m.SeqNum, Err: err}
+		}
+		off = next
+	}
+	return nil
+}
+
+// Discontinuity tells the decoder that bytes are missing before the next
+// chunk (a TCP gap of skipped bytes): the unfinished STEP message is dropped
+// and decoding resumes at the next message start. The per-category
+// sequence numbers then report the lost messages through OnGap.
+func (f *FeedDecoder) Discontinuity(skipped int64) { f.parser.Discontinuity(skipped) }
+
+// Stats returns the counters.
+func (f *FeedDecoder) Stats() FeedStats {
+	s := f.stats
+	s.STEP = f.parser.Stats()
+	return s
+}
+
+// FeedEncoder turns records into STEP messages as SSE sends them: one STEP
+// message per batch of records of one template, the FAST dictionary reset
+// for each message, sequence numbers (34 and the per-category 10072)
+// counted up. The zero value is not ready: use NewFeedEncoder. It allocates
+// nothing in steady state.
+type FeedEncoder struct {
+	// Header supplies SenderCompID, TargetCompID and SendingTime (set
+	// SendingTime before each message if it matters); MsgType, SeqNum and
+	// the category fields are filled in by the encoder.
+	Header step.Header
+	// SeqNum is the next STEP sequence number (34).
+	SeqNum uint64
+	// TradeSeq and OrderSeq are the next per-category sequence numbers
+	// (10072) of categories 7 and 58.
+	TradeSeq, OrderSeq uint64
+
+	enc     Encoder
+	payload []byte
+}
+
+// NewFeedEncoder returns an encoder whose sequence numbers start at 1 and
+// whose header names sender VDE and target VSS.
+func NewFeedEncoder() *FeedEncoder {
+	return &FeedEncoder{
+		Header:   step.Header{SenderCompID: []byte("VDE"), TargetCompID: []byte("VSS")},
+		SeqNum:   1,
+		TradeSeq: 1,
+		OrderSeq: 1,
+	}
+}
+
+var (
+	msgTypeTrade = []byte(TradeMessageType)
+	msgTypeOrder = []byte(OrderMessageType)
+)
+
+// AppendTrades appends one STEP message (category 7) carrying trades to dst.
+// On error dst is returned unchanged and no sequence number is used.
+func (f *FeedEncoder) AppendTrades(dst []byte, trades []Trade) ([]byte, error) {
+	f.enc.Reset()
+	f.payload = f.payload[:0]
+	var err error
+	for i := range trades {
+		if f.payload, err = f.enc.AppendTrade(f.payload, &trades[i]); err != nil {
+			return dst, err
+		}
+	}
+	dst = f.appendMessage(dst, msgTypeTrade, CategoryTrade, f.TradeSeq)
+	f.TradeSeq++
+	return dst, nil
+}
+
+// AppendOrders appends one STEP message (category 58) carrying orders to dst.
+// On error dst is returned unchanged and no sequence number is used.
+func (f *FeedEncoder) AppendOrders(dst []byte, orders []Order) ([]byte, error) {
+	f.enc.Reset()
+	f.payload = f.payload[:0]
+	var err error
+	for i := range orders {
+		if f.payload, err = f.enc.AppendOrder(f.payload, &orders[i]); err != nil {
+			return dst, err
+		}
+	}
+	dst = f.appendMessage(dst, msgTypeOrder, CategoryOrder, f.OrderSeq)
+	f.OrderSeq++
+	return dst, nil
+}
+
+func (f *FeedEncoder) appendMessage(dst, msgType []byte, category uint32, catSeq uint64) []byte {
+	h := &f.Header
+	h.MsgType, h.SeqNum = msgType, f.SeqNum
+	h.HasCategory, h.Category, h.CategorySeq = true, category, catSeq
+	f.SeqNum++
+	return step.AppendMessage(dst, h, f.payload)
+}
