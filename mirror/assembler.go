@@ -1,0 +1,680 @@
+package mirror
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// maxOffloadedListed bounds the keys kept for OffloadedFlows; all offloaded
+// directions are counted in Stats.OffloadedDirections.
+const maxOffloadedListed = 256
+
+// Assembler reassembles the TCP flow directions found in the frames handed to
+// it and reports their bytes to a Handler. It is not safe for concurrent use:
+// use one Assembler per goroutine (for example one per capture queue).
+type Assembler struct {
+	h         Handler
+	mode      ChecksumMode
+	bufSize   int
+	timeout   int64 // ns; negative: never
+	history   bool
+	t         table
+	rings     [][]byte // free reassembly buffers
+	offloaded []FlowKey
+	stats     Stats
+	now       int64 // latest capture time seen
+	deadline  int64 // earliest capture time at which a hole or FIN may expire
+}
+
+// New returns an Assembler that reports to h. Zero fields of cfg take their
+// defaults; out-of-range values are an error wrapping ErrConfig. New
+// allocates the flow table (about 1 KB per flow direction); reassembly
+// buffers (BufferPerFlow bytes each) are allocated when first needed and
+// reused.
+func New(cfg Config, h Handler) (*Assembler, error) {
+	if h == nil {
+		return nil, fmt.Errorf("%w: nil Handler", ErrConfig)
+	}
+	if cfg.BufferPerFlow == 0 {
+		cfg.BufferPerFlow = DefaultBufferPerFlow
+	}
+	if cfg.MaxFlows == 0 {
+		cfg.MaxFlows = DefaultMaxFlows
+	}
+	if cfg.HoleTimeout == 0 {
+		cfg.HoleTimeout = DefaultHoleTimeout
+	}
+	if cfg.BufferPerFlow < 0 || cfg.BufferPerFlow > MaxBufferPerFlow {
+		return nil, fmt.Errorf("%w: BufferPerFlow %d outside 1..%d", ErrConfig, cfg.BufferPerFlow, MaxBufferPerFlow)
+	}
+	if cfg.MaxFlows < 0 || cfg.MaxFlows > MaxMaxFlows {
+		return nil, fmt.Errorf("%w: MaxFlows %d outside 1..%d", ErrConfig, cfg.MaxFlows, MaxMaxFlows)
+	}
+	if cfg.Checksum < ChecksumAuto || cfg.Checksum > ChecksumIgnore {
+		return nil, fmt.Errorf("%w: %v", ErrChecksumMode, cfg.Checksum)
+	}
+	a := &Assembler{
+		h:        h,
+		mode:     cfg.Checksum,
+		bufSize:  cfg.BufferPerFlow,
+		timeout:  int64(cfg.HoleTimeout),
+		history:  cfg.History,
+		deadline: math.MaxInt64,
+	}
+	a.t.init(cfg.MaxFlows)
+	return a, nil
+}
+
+// Stats returns the counters.
+func (a *Assembler) Stats() Stats { return a.stats }
+
+// OffloadedFlows returns the flow directions treated as checksum-offloaded
+// (ChecksumAuto), in the order they were detected; at most the first 256 are
+// listed, Stats.OffloadedDirections counts them all. The slice is a copy.
+func (a *Assembler) OffloadedFlows() []FlowKey {
+	return append([]FlowKey(nil), a.offloaded...)
+}
+
+// HandleFrame handles one Ethernet frame captured at ts (nanoseconds since the
+// Unix epoch). Up to two VLAN tags (802.1Q 0x8100, 802.1ad 0x88a8) are
+// skipped. Frames that are not IPv4 TCP are counted and ignored (nil error).
+// A dropped frame returns one of the package's Err values; such errors are
+// per-frame and never fatal. HandleFrame does NOT take ownership of frame: it
+// is read during the call (and may be handed to Handler.Data) only.
+func (a *Assembler) HandleFrame(frame []byte, ts int64) error {
+	a.stats.Frames++
+	if len(frame) < ethHeaderLen {
+		a.stats.Malformed++
+		return ErrShortFrame
+	}
+	etherType := binary.BigEndian.Uint16(frame[12:])
+	p := frame[ethHeaderLen:]
+	for tags := 0; etherType == etherType8021Q || etherType == etherType8021AD; tags++ {
+		if tags == maxVLANTags {
+			a.stats.NonTCP++
+			return nil
+		}
+		if len(p) < vlanTagLen {
+			a.stats.Malformed++
+			return ErrShortFrame
+		}
+		etherType = binary.BigEndian.Uint16(p[2:])
+		p = p[vlanTagLen:]
+	}
+	if etherType != etherTypeIPv4 {
+		a.stats.NonTCP++
+		return nil
+	}
+	return a.ipv4(p, ts)
+}
+
+// HandleIPv4 handles one IPv4 packet (no link-layer header) captured at ts,
+// like HandleFrame.
+func (a *Assembler) HandleIPv4(pkt []byte, ts int64) error {
+	a.stats.Frames++
+	return a.ipv4(pkt, ts)
+}
+
+func (a *Assembler) ipv4(p []byte, ts int64) error {
+	if ts > a.now {
+		a.now = ts
+	}
+	if ts >= a.deadline {
+		a.expire(ts)
+	}
+	if len(p) < ipv4MinHeaderLen || p[0]>>4 != 4 {
+		a.stats.Malformed++
+		return ErrIPv4Header
+	}
+	ihl := int(p[0]&0x0f) * 4
+	total := int(binary.BigEndian.Uint16(p[2:]))
+	if ihl < ipv4MinHeaderLen || total < ihl || len(p) < ihl {
+		a.stats.Malformed++
+		return ErrIPv4Header
+	}
+	if p[9] != ipProtoTCP {
+		a.stats.NonTCP++
+		return nil
+	}
+	if total > len(p) {
+		a.stats.Truncated++
+		return ErrTruncated
+	}
+	// The IPv4 total length, not the frame, bounds the packet: Ethernet pads
+	// short frames.
+	p = p[:total]
+	if a.mode != ChecksumIgnore && onesSum(p[:ihl]) != 0xffff {
+		a.stats.IPv4ChecksumBad++
+		return ErrIPv4Checksum
+	}
+	if binary.BigEndian.Uint16(p[6:])&(ipv4FlagMF|ipv4FragOffMask) != 0 {
+		a.stats.Fragments++
+		return nil
+	}
+	seg := p[ihl:]
+	if len(seg) < tcpMinHeaderLen {
+		a.stats.Malformed++
+		return ErrTCPHeader
+	}
+	dataOff := int(seg[12]>>4) * 4
+	if dataOff < tcpMinHeaderLen || dataOff > len(seg) {
+		a.stats.Malformed++
+		return ErrTCPHeader
+	}
+	cs := checksumUnchecked
+	if a.mode != ChecksumIgnore {
+		cs = tcpChecksum(p[12:16], p[16:20], seg)
+	}
+	var k FlowKey
+	copy(k.SrcIP[:], p[12:16])
+	copy(k.DstIP[:], p[16:20])
+	k.SrcPort = binary.BigEndian.Uint16(seg[0:])
+	k.DstPort = binary.BigEndian.Uint16(seg[2:])
+	return a.segment(&k, binary.BigEndian.Uint32(seg[4:]), seg[13], seg[dataOff:], cs, ts)
+}
+
+// segment handles one TCP segment whose headers are valid.
+func (a *Assembler) segment(k *FlowKey, seq uint32, flags uint8, payload []byte, cs checksumState, ts int64) error {
+	fi, h := a.t.lookup(k)
+	if fi < 0 {
+		if len(payload) == 0 && flags&tcpFlagSYN == 0 {
+			// Cannot start a flow: only count it.
+			if !a.acceptChecksum(nil, cs, false) {
+				a.stats.ChecksumBad++
+				return ErrTCPChecksum
+			}
+			a.stats.Segments++
+			a.stats.EmptySegments++
+			return nil
+		}
+		fi = a.newFlow(k, h)
+	}
+	f := &a.t.flows[fi]
+	if !a.acceptChecksum(f, cs, len(payload) > 0) {
+		a.stats.ChecksumBad++
+		return ErrTCPChecksum
+	}
+	a.stats.Segments++
+	f.lastSeen = ts
+	a.t.touch(fi)
+
+	if flags&tcpFlagRST != 0 {
+		// Linux ignores data on an RST; the direction ends at once.
+		if f.state == flowActive {
+			a.end(f, EndRST, ts)
+		}
+		if len(payload) == 0 {
+			a.stats.EmptySegments++
+		}
+		return nil
+	}
+	if flags&tcpFlagSYN != 0 {
+		a.syn(f, seq, ts)
+		seq++ // a SYN takes one sequence number before its data
+	}
+	if len(payload) == 0 {
+		a.stats.EmptySegments++
+	} else {
+		switch f.state {
+		case flowIdle:
+			a.start(f, seq, false, ts)
+		case flowEnded:
+			a.stats.LateSegments++
+			return nil
+		}
+		a.data(f, seq, payload, ts)
+	}
+	if f.state != flowActive {
+		return nil
+	}
+	if flags&tcpFlagFIN != 0 && !f.finSeen {
+		if off := a.offsetOf(f, seq+uint32(len(payload))); off >= 0 {
+			f.finSeen, f.finOff, f.finTs = true, uint64(off), ts
+			a.noteDeadline(ts)
+		}
+	}
+	if f.finSeen && f.nRuns == 0 && f.next >= f.finOff {
+		a.end(f, EndFIN, ts)
+	}
+	return nil
+}
+
+// acceptChecksum applies the checksum policy to a segment of flow f (nil when
+// the segment creates no flow).
+func (a *Assembler) acceptChecksum(f *flow, cs checksumState, hasPayload bool) bool {
+	switch cs {
+	case checksumUnchecked:
+		return true
+	case checksumGood:
+		if f != nil {
+			f.hadGood = true
+			f.badRun = 0
+		}
+		return true
+	}
+	if a.mode == ChecksumVerify {
+		return false
+	}
+	if f == nil {
+		return cs == checksumOffloadLike
+	}
+	if f.offloaded {
+		a.stats.ChecksumOffloaded++
+		return true
+	}
+	if f.hadGood {
+		return false
+	}
+	if cs == checksumOffloadLike || (hasPayload && f.badRun >= 2) {
+		f.offloaded = true
+		a.stats.OffloadedDirections++
+		if len(a.offloaded) < maxOffloadedListed {
+			a.offloaded = append(a.offloaded, f.key)
+		}
+		a.stats.ChecksumOffloaded++
+		return true
+	}
+	if hasPayload {
+		f.badRun++
+	}
+	return false
+}
+
+// newFlow adds an idle flow for k, evicting the least recently active one if
+// the table is full.
+func (a *Assembler) newFlow(k *FlowKey, h uint64) int32 {
+	if len(a.t.free) == 0 {
+		victim := a.t.tail
+		v := &a.t.flows[victim]
+		if v.state == flowActive {
+			a.end(v, EndEvicted, v.lastSeen)
+		}
+		a.releaseRing(v)
+		a.stats.Evictions++
+		a.t.remove(victim)
+	}
+	if h == 0 {
+		h = hashKey(k)
+	}
+	return a.t.insert(k, h)
+}
+
+// syn handles a SYN (or SYN-ACK) whose initial sequence number is isn.
+func (a *Assembler) syn(f *flow, isn uint32, ts int64) {
+	start := isn + 1
+	switch f.state {
+	case flowIdle:
+		a.start(f, start, true, ts)
+		return
+	case flowActive:
+		if f.synSeen && start == f.startSeq {
+			return // retransmitted SYN
+		}
+		if !f.synSeen {
+			// The handshake was reordered behind the first data: the SYN
+			// belongs to this connection if it lies just before the start.
+			if d := int64(int32(f.startSeq - start)); d >= 0 && d <= int64(a.bufSize) {
+				return
+			}
+		}
+		a.end(f, EndRestart, ts)
+	case flowEnded:
+		if f.synSeen && start == f.startSeq {
+			return
+		}
+	}
+	a.start(f, start, true, ts)
+}
+
+// start sets the stream start of f at sequence number startSeq.
+func (a *Assembler) start(f *flow, startSeq uint32, fromSYN bool, ts int64) {
+	f.state = flowActive
+	f.synSeen = fromSYN
+	f.finSeen = false
+	f.startSeq = startSeq
+	f.next, f.histStart = 0, 0
+	f.nRuns = 0
+	if a.history {
+		a.ensureRing(f)
+	}
+	a.stats.Flows++
+	a.stats.ActiveFlows++
+	a.h.FlowStart(f.key, ts)
+}
+
+// end ends an active flow: remaining holes are skipped and reported, the
+// held data delivered.
+func (a *Assembler) end(f *flow, reason EndReason, ts int64) {
+	for f.nRuns > 0 {
+		a.skipHole(f, &a.stats.EndSkips, ts)
+	}
+	f.state = flowEnded
+	a.releaseRing(f)
+	a.stats.ActiveFlows--
+	a.h.FlowEnd(f.key, reason, ts)
+}
+
+// offsetOf returns the stream offset of sequence number seq in f, negative
+// before the start; seq is taken within 2^31 of the next undelivered byte.
+func (a *Assembler) offsetOf(f *flow, seq uint32) int64 {
+	return int64(f.next) + int64(int32(seq-(f.startSeq+uint32(f.next))))
+}
+
+// data handles the payload p of a segment with sequence number seq in the
+// active flow f.
+func (a *Assembler) data(f *flow, seq uint32, p []byte, ts int64) {
+	d := int32(seq - (f.startSeq + uint32(f.next)))
+	if d == 0 && f.nRuns == 0 {
+		a.deliver(f, p, ts)
+		return
+	}
+	off := int64(f.next) + int64(d)
+	if off < 0 {
+		a.stats.BeforeStart++
+		if off+int64(len(p)) <= 0 {
+			return
+		}
+		p = p[-off:]
+		off = 0
+	}
+	a.place(f, uint64(off), p, ts)
+}
+
+// place stores or delivers the bytes p at stream offset o, first copy wins.
+func (a *Assembler) place(f *flow, o uint64, p []byte, ts int64) {
+	e := o + uint64(len(p))
+	fresh, overlap, anomaly := false, false, false
+	for len(p) > 0 {
+		if o < f.next {
+			n := min(f.next, e) - o
+			overlap = true
+			if a.differsFromHistory(f, o, p[:n]) {
+				anomaly = true
+			}
+			p, o = p[n:], o+n
+			continue
+		}
+		if o == f.next {
+			lim := e
+			if f.nRuns > 0 && f.runs[0].start < lim {
+				lim = f.runs[0].start
+			}
+			a.deliver(f, p[:lim-o], ts)
+			fresh = true
+			p, o = p[lim-o:], lim
+			a.drain(f, ts)
+			continue
+		}
+		if e-f.next > uint64(a.bufSize) {
+			// Holding p would exceed the buffer: give up on the oldest hole.
+			if f.nRuns == 0 || o < f.runs[0].start {
+				a.gap(f, o-f.next, &a.stats.BufferFullSkips, ts)
+			} else {
+				a.skipHole(f, &a.stats.BufferFullSkips, ts)
+			}
+			continue
+		}
+		stored, ov, an, ok := a.insert(f, o, p, ts)
+		if !ok {
+			a.skipHole(f, &a.stats.RunLimitSkips, ts)
+			continue
+		}
+		fresh = fresh || stored
+		overlap = overlap || ov
+		anomaly = anomaly || an
+		break
+	}
+	switch {
+	case !fresh:
+		a.stats.Duplicates++
+	case overlap:
+		a.stats.Overlaps++
+	}
+	if anomaly {
+		a.stats.OverlapAnomalies++
+	}
+}
+
+// deliver hands p, the bytes at f.next, to the Handler without copying them.
+func (a *Assembler) deliver(f *flow, p []byte, ts int64) {
+	n := uint64(len(p))
+	if a.history {
+		// Keep the delivered bytes to compare retransmissions with. They
+		// cannot overwrite held bytes: those lie below f.next+len(ring).
+		a.copyToRing(f, f.next+n-min(n, uint64(len(f.ring))), p[n-min(n, uint64(len(f.ring))):])
+	} else {
+		f.histStart = f.next + n
+	}
+	a.h.Data(f.key, f.next, p, ts)
+	f.next += n
+	a.stats.DeliveredBytes += n
+}
+
+// drain delivers the first held run if it starts at f.next.
+func (a *Assembler) drain(f *flow, ts int64) {
+	if f.nRuns == 0 || f.runs[0].start != f.next {
+		return
+	}
+	r := f.runs[0]
+	size := uint64(len(f.ring))
+	pos := r.start % size
+	n := r.end - r.start
+	first := min(n, size-pos)
+	a.h.Data(f.key, r.start, f.ring[pos:pos+first], ts)
+	if n > first {
+		a.h.Data(f.key, r.start+first, f.ring[:n-first], ts)
+	}
+	f.next = r.end
+	a.stats.DeliveredBytes += n
+	a.removeFirstRun(f)
+}
+
+func (a *Assembler) removeFirstRun(f *flow) {
+	copy(f.runs[:f.nRuns-1], f.runs[1:f.nRuns])
+	f.nRuns--
+	if f.nRuns > 0 {
+		since := f.runs[0].ts
+		for _, r := range f.runs[1:f.nRuns] {
+			since = min(since, r.ts)
+		}
+		f.holeSince = since
+	}
+}
+
+// gap skips the n missing bytes at f.next.
+func (a *Assembler) gap(f *flow, n uint64, reason *uint64, ts int64) {
+	a.stats.Gaps++
+	a.stats.GapBytes += n
+	*reason++
+	a.h.Gap(f.key, f.next, n, ts)
+	f.next += n
+	f.histStart = f.next
+}
+
+// skipHole skips the hole before the first held run and delivers the run.
+func (a *Assembler) skipHole(f *flow, reason *uint64, ts int64) {
+	a.gap(f, f.runs[0].start-f.next, reason, ts)
+	a.drain(f, ts)
+}
+
+// insert holds the bytes p at offset o > f.next (ending at most
+// BufferPerFlow past f.next), keeping bytes already held. It reports whether
+// any byte was new, whether p overlapped held bytes and whether those differ;
+// ok is false, with nothing changed, when p would need a run beyond maxRuns.
+func (a *Assembler) insert(f *flow, o uint64, p []byte, ts int64) (stored, overlap, anomaly, ok bool) {
+	e := o + uint64(len(p))
+	i := 0
+	for i < f.nRuns && f.runs[i].end < o {
+		i++
+	}
+	j := i
+	for j < f.nRuns && f.runs[j].start <= e {
+		j++
+	}
+	if i == j && f.nRuns == maxRuns {
+		return false, false, false, false
+	}
+	a.ensureRing(f)
+	merged := run{start: o, end: e, ts: ts}
+	cur := o
+	for _, r := range f.runs[i:j] {
+		if r.start > cur {
+			a.copyToRing(f, cur, p[cur-o:r.start-o])
+			stored = true
+		}
+		if s, t := max(r.start, o), min(r.end, e); s < t {
+			overlap = true
+			if !a.ringEqual(f, s, p[s-o:t-o]) {
+				anomaly = true
+			}
+		}
+		cur = max(cur, r.end)
+		merged.start = min(merged.start, r.start)
+		merged.end = max(merged.end, r.end)
+		merged.ts = min(merged.ts, r.ts)
+	}
+	if cur < e {
+		a.copyToRing(f, cur, p[cur-o:])
+		stored = true
+	}
+	if f.nRuns == 0 {
+		f.holeSince = ts
+		a.noteDeadline(ts)
+	} else {
+		f.holeSince = min(f.holeSince, ts)
+	}
+	if i == j {
+		copy(f.runs[i+1:f.nRuns+1], f.runs[i:f.nRuns])
+		f.runs[i] = merged
+		f.nRuns++
+	} else {
+		f.runs[i] = merged
+		copy(f.runs[i+1:], f.runs[j:f.nRuns])
+		f.nRuns -= j - i - 1
+	}
+	return stored, overlap, anomaly, true
+}
+
+// differsFromHistory compares p, a retransmission of bytes already delivered
+// at offset o, with the part of them still kept in the ring.
+func (a *Assembler) differsFromHistory(f *flow, o uint64, p []byte) bool {
+	if len(f.ring) == 0 {
+		return false
+	}
+	lo := f.histStart
+	size := uint64(len(f.ring))
+	if f.next > size {
+		lo = max(lo, f.next-size)
+	}
+	if f.nRuns > 0 && f.runs[f.nRuns-1].end > size {
+		// Held bytes reuse the slots of the oldest delivered ones.
+		lo = max(lo, f.runs[f.nRuns-1].end-size)
+	}
+	e := o + uint64(len(p))
+	if lo >= e {
+		return false
+	}
+	if o < lo {
+		p, o = p[lo-o:], lo
+	}
+	return !a.ringEqual(f, o, p)
+}
+
+func (a *Assembler) ringEqual(f *flow, o uint64, p []byte) bool {
+	size := uint64(len(f.ring))
+	pos := o % size
+	first := min(uint64(len(p)), size-pos)
+	return string(f.ring[pos:pos+first]) == string(p[:first]) &&
+		string(f.ring[:uint64(len(p))-first]) == string(p[first:])
+}
+
+// copyToRing stores p at stream offset o; len(p) is at most len(f.ring).
+func (a *Assembler) copyToRing(f *flow, o uint64, p []byte) {
+	pos := o % uint64(len(f.ring))
+	n := copy(f.ring[pos:], p)
+	copy(f.ring, p[n:])
+}
+
+func (a *Assembler) ensureRing(f *flow) {
+	if f.ring != nil {
+		return
+	}
+	if n := len(a.rings); n > 0 {
+		f.ring = a.rings[n-1]
+		a.rings[n-1] = nil
+		a.rings = a.rings[:n-1]
+		return
+	}
+	f.ring = make([]byte, a.bufSize)
+}
+
+func (a *Assembler) releaseRing(f *flow) {
+	if f.ring != nil {
+		a.rings = append(a.rings, f.ring)
+		f.ring = nil
+	}
+}
+
+func (a *Assembler) noteDeadline(since int64) {
+	if a.timeout >= 0 && since+a.timeout < a.deadline {
+		a.deadline = since + a.timeout
+	}
+}
+
+// Flush advances capture time to ts without a packet: holes older than
+// HoleTimeout are skipped and FINs waiting that long end their flows.
+func (a *Assembler) Flush(ts int64) {
+	if ts > a.now {
+		a.now = ts
+	}
+	if ts >= a.deadline {
+		a.expire(ts)
+	}
+}
+
+// expire applies HoleTimeout at capture time now to every flow.
+func (a *Assembler) expire(now int64) {
+	a.deadline = math.MaxInt64
+	for fi := a.t.head; fi >= 0; fi = a.t.flows[fi].lruNext {
+		f := &a.t.flows[fi]
+		if f.state != flowActive {
+			continue
+		}
+		for f.nRuns > 0 && now-f.holeSince >= a.timeout {
+			a.skipHole(f, &a.stats.TimeoutSkips, now)
+		}
+		if f.finSeen && f.nRuns == 0 && (f.next >= f.finOff || now-f.finTs >= a.timeout) {
+			a.end(f, EndFIN, now)
+			continue
+		}
+		if f.nRuns > 0 {
+			a.noteDeadline(f.holeSince)
+		}
+		if f.finSeen {
+			a.noteDeadline(f.finTs)
+		}
+	}
+}
+
+// Close ends the input: every remaining hole is skipped and reported, the
+// held data delivered, and every flow ends (EndClose, or EndFIN when its FIN
+// was seen), at the latest capture time seen. The Assembler is then empty
+// and may be reused.
+func (a *Assembler) Close() {
+	for fi := a.t.head; fi >= 0; {
+		f := &a.t.flows[fi]
+		nextFi := f.lruNext
+		if f.state == flowActive {
+			reason := EndClose
+			if f.finSeen {
+				reason = EndFIN
+			}
+			a.end(f, reason, a.now)
+		}
+		a.releaseRing(f)
+		a.t.remove(fi)
+		fi = nextFi
+	}
+	a.deadline = math.MaxInt64
+}

@@ -1,0 +1,211 @@
+package mirror_test
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/reassembly"
+
+	"github.com/tickwire/tickwire/mirror"
+)
+
+// The benchmarks feed both reassemblers the same in-memory Ethernet frames:
+// one flow direction of 1408-byte segments (the seed's MSS), in order or
+// with 10% of adjacent pairs swapped. Every pass over the frames rewrites
+// their sequence numbers (timer stopped) so the stream keeps advancing.
+
+const (
+	benchMSS    = 1408
+	benchFrames = 4096
+	benchISN    = 0xfff00000 // the stream wraps around 2^32 early on
+)
+
+type benchFeed struct {
+	syn    []byte
+	frames [][]byte
+	order  []int // frame index for each position in a pass
+	seqOff []int // offset of the sequence number in each frame
+	ckOff  []int // offset of the TCP checksum in each frame
+	pass   uint32
+}
+
+func newBenchFeed(reorder float64) *benchFeed {
+	f := &benchFeed{}
+	payload := make([]byte, benchMSS)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range payload {
+		payload[i] = byte(rng.Uint32())
+	}
+	s := ab(benchISN, fSYN, "")
+	s.flags = fSYN
+	f.syn = ethernet(appendIPv4(nil, s))
+	for i := 0; i < benchFrames; i++ {
+		fr := ethernet(appendIPv4(nil, ab(benchISN+1+uint32(i*benchMSS), fPSH, string(payload))))
+		f.frames = append(f.frames, fr)
+		f.seqOff = append(f.seqOff, 14+20+4)
+		f.ckOff = append(f.ckOff, 14+20+16)
+		f.order = append(f.order, i)
+	}
+	for i := 0; i+1 < benchFrames; i++ {
+		if rng.Float64() < reorder {
+			f.order[i], f.order[i+1] = f.order[i+1], f.order[i]
+			i++
+		}
+	}
+	return f
+}
+
+// advance moves every frame's sequence number one pass forward, updating the
+// TCP checksum incrementally (RFC 1624).
+func (f *benchFeed) advance() {
+	f.pass++
+	delta := uint32(benchFrames * benchMSS)
+	for i, fr := range f.frames {
+		so, co := f.seqOff[i], f.ckOff[i]
+		old := binary.BigEndian.Uint32(fr[so:])
+		nw := old + delta
+		binary.BigEndian.PutUint32(fr[so:], nw)
+		sum := uint32(^binary.BigEndian.Uint16(fr[co:]))
+		sum += uint32(^uint16(old>>16)) + uint32(^uint16(old)) + nw>>16 + nw&0xffff
+		for sum > 0xffff {
+			sum = sum>>16 + sum&0xffff
+		}
+		binary.BigEndian.PutUint16(fr[co:], ^uint16(sum))
+	}
+}
+
+func reportRates(b *testing.B, segments int, elapsed time.Duration) {
+	if elapsed <= 0 {
+		return
+	}
+	b.ReportMetric(float64(segments)/elapsed.Seconds(), "segments/s")
+	b.ReportMetric(float64(segments)*benchMSS/elapsed.Seconds()/1e6, "MB/s")
+}
+
+func benchMirror(b *testing.B, reorder float64, cfg mirror.Config) {
+	feed := newBenchFeed(reorder)
+	h := &nopHandler{}
+	a, err := mirror.New(cfg, h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := a.HandleFrame(feed.syn, 1); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	var paused time.Duration
+	ts := int64(2)
+	for i := 0; i < b.N; i++ {
+		pos := i % benchFrames
+		if pos == 0 && i > 0 {
+			b.StopTimer()
+			t0 := time.Now()
+			feed.advance()
+			paused += time.Since(t0)
+			b.StartTimer()
+		}
+		if err := a.HandleFrame(feed.frames[feed.order[pos]], ts); err != nil {
+			b.Fatal(err)
+		}
+		ts += 1000
+	}
+	elapsed := time.Since(start) - paused
+	b.StopTimer()
+	st := a.Stats()
+	if st.Gaps != 0 || st.Duplicates != 0 || st.ChecksumBad != 0 {
+		b.Fatalf("unexpected stats %+v", st)
+	}
+	reportRates(b, b.N, elapsed)
+}
+
+func BenchmarkMirrorInOrder(b *testing.B)   { benchMirror(b, 0, mirror.Config{}) }
+func BenchmarkMirrorReorder10(b *testing.B) { benchMirror(b, 0.10, mirror.Config{}) }
+func BenchmarkMirrorInOrderHistory(b *testing.B) {
+	benchMirror(b, 0, mirror.Config{History: true})
+}
+func BenchmarkMirrorInOrderNoChecksum(b *testing.B) {
+	benchMirror(b, 0, mirror.Config{Checksum: mirror.ChecksumIgnore})
+}
+func BenchmarkMirrorReorder10NoChecksum(b *testing.B) {
+	benchMirror(b, 0.10, mirror.Config{Checksum: mirror.ChecksumIgnore})
+}
+
+// gopacket side: the same frames through DecodingLayerParser (the
+// allocation-free decoder) and reassembly.Assembler.
+
+type gpFactory struct{ bytes *int }
+
+func (f *gpFactory) New(_, _ gopacket.Flow, _ *layers.TCP, _ reassembly.AssemblerContext) reassembly.Stream {
+	return &gpStream{bytes: f.bytes}
+}
+
+type gpStream struct{ bytes *int }
+
+func (s *gpStream) Accept(_ *layers.TCP, _ gopacket.CaptureInfo, _ reassembly.TCPFlowDirection, _ reassembly.Sequence, start *bool, _ reassembly.AssemblerContext) bool {
+	*start = true
+	return true
+}
+
+func (s *gpStream) ReassembledSG(sg reassembly.ScatterGather, _ reassembly.AssemblerContext) {
+	n, _ := sg.Lengths()
+	*s.bytes += n
+}
+
+func (s *gpStream) ReassemblyComplete(reassembly.AssemblerContext) bool { return false }
+
+type gpContext struct{ ci gopacket.CaptureInfo }
+
+func (c *gpContext) GetCaptureInfo() gopacket.CaptureInfo { return c.ci }
+
+func benchGopacket(b *testing.B, reorder float64) {
+	feed := newBenchFeed(reorder)
+	var bytes int
+	asm := reassembly.NewAssembler(reassembly.NewStreamPool(&gpFactory{bytes: &bytes}))
+	var eth layers.Ethernet
+	var ip layers.IPv4
+	var tcp layers.TCP
+	parser := gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet, &eth, &ip, &tcp)
+	parser.IgnoreUnsupported = true
+	decoded := make([]gopacket.LayerType, 0, 4)
+	ctx := &gpContext{}
+	handle := func(fr []byte, ts int64) {
+		if err := parser.DecodeLayers(fr, &decoded); err != nil {
+			b.Fatal(err)
+		}
+		ctx.ci.Timestamp = time.Unix(0, ts)
+		asm.AssembleWithContext(ip.NetworkFlow(), &tcp, ctx)
+	}
+	handle(feed.syn, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	var paused time.Duration
+	ts := int64(2)
+	for i := 0; i < b.N; i++ {
+		pos := i % benchFrames
+		if pos == 0 && i > 0 {
+			b.StopTimer()
+			t0 := time.Now()
+			feed.advance()
+			paused += time.Since(t0)
+			b.StartTimer()
+		}
+		handle(feed.frames[feed.order[pos]], ts)
+		ts += 1000
+	}
+	elapsed := time.Since(start) - paused
+	b.StopTimer()
+	if want := (b.N - 2) * benchMSS; bytes < want && reorder == 0 {
+		b.Fatalf("gopacket delivered %d bytes, want at least %d", bytes, want)
+	}
+	reportRates(b, b.N, elapsed)
+}
+
+func BenchmarkGopacketInOrder(b *testing.B)   { benchGopacket(b, 0) }
+func BenchmarkGopacketReorder10(b *testing.B) { benchGopacket(b, 0.10) }

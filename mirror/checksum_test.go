@@ -1,0 +1,60 @@
+package mirror
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// refOnesSum is the textbook RFC 1071 loop over big-endian 16-bit words.
+func refOnesSum(b []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		s += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		s += uint32(b[len(b)-1]) << 8
+	}
+	for s > 0xffff {
+		s = s>>16 + s&0xffff
+	}
+	return uint16(s)
+}
+
+func TestOnesSumMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	buf := make([]byte, 3000)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	for n := 0; n <= 200; n++ {
+		for _, off := range []int{0, 1, 3} {
+			b := buf[off : off+n]
+			if got, want := onesSum(b), refOnesSum(b); got != want && !(got == 0xffff && want == 0) && !(got == 0 && want == 0xffff) {
+				t.Fatalf("len %d off %d: onesSum %#04x, reference %#04x", n, off, got, want)
+			}
+		}
+	}
+	for i := range buf {
+		buf[i] = 0xff
+	}
+	for _, n := range []int{1, 2, 63, 64, 65, 1408, 3000} {
+		if got, want := onesSum(buf[:n]), refOnesSum(buf[:n]); got != want {
+			t.Fatalf("all ones, len %d: %#04x, want %#04x", n, got, want)
+		}
+	}
+}
+
+func BenchmarkOnesSum1448(b *testing.B) {
+	buf := make([]byte, 1448)
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	b.SetBytes(int64(len(buf)))
+	var s uint16
+	for i := 0; i < b.N; i++ {
+		s += onesSum(buf)
+	}
+	sink = s
+}
+
+var sink uint16

@@ -1,0 +1,104 @@
+package mirror
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// Wire-format constants.
+const (
+	ethHeaderLen    = 14
+	vlanTagLen      = 4
+	etherTypeIPv4   = 0x0800
+	etherType8021Q  = 0x8100
+	etherType8021AD = 0x88a8
+	maxVLANTags     = 2
+
+	ipv4MinHeaderLen = 20
+	ipProtoTCP       = 6
+	ipv4FlagMF       = 0x2000
+	ipv4FragOffMask  = 0x1fff
+
+	tcpMinHeaderLen = 20
+	tcpFlagFIN      = 0x01
+	tcpFlagSYN      = 0x02
+	tcpFlagRST      = 0x04
+)
+
+// onesSum returns the 16-bit ones' complement sum of b (RFC 1071), folded
+// but not complemented, as a big-endian value. It adds 64-bit little-endian
+// words with end-around carry: the ones' complement sum does not depend on
+// the byte order of its lanes, so the result only needs a final byte swap.
+func onesSum(b []byte) uint16 {
+	var s, c uint64
+	for len(b) >= 64 {
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[0:]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[8:]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[16:]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[24:]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[32:]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[40:]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[48:]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[56:]), c)
+		b = b[64:]
+	}
+	for len(b) >= 8 {
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b), c)
+		b = b[8:]
+	}
+	var tail uint64
+	for i, x := range b {
+		tail |= uint64(x) << (8 * i)
+	}
+	s, c = bits.Add64(s, tail, c)
+	s, c = bits.Add64(s, c, 0)
+	s += c
+	s = (s >> 32) + (s & 0xffffffff)
+	s = (s >> 32) + (s & 0xffffffff)
+	s = (s >> 16) + (s & 0xffff)
+	s = (s >> 16) + (s & 0xffff)
+	s = (s >> 16) + (s & 0xffff)
+	return bits.ReverseBytes16(uint16(s))
+}
+
+// addOnes adds two 16-bit ones' complement sums.
+func addOnes(a, b uint16) uint16 {
+	s := uint32(a) + uint32(b)
+	return uint16(s>>16 + s&0xffff)
+}
+
+// pseudoSum returns the ones' complement sum of the TCP pseudo-header.
+func pseudoSum(src, dst []byte, tcpLen int) uint16 {
+	s := uint32(binary.BigEndian.Uint16(src)) + uint32(binary.BigEndian.Uint16(src[2:])) +
+		uint32(binary.BigEndian.Uint16(dst)) + uint32(binary.BigEndian.Uint16(dst[2:])) +
+		ipProtoTCP + uint32(tcpLen)
+	s = s>>16 + s&0xffff
+	s = s>>16 + s&0xffff
+	return uint16(s)
+}
+
+// checksumState is the outcome of checking one segment's TCP checksum.
+type checksumState uint8
+
+const (
+	checksumGood checksumState = iota
+	// checksumOffloadLike: bad, but the field holds what an offloading
+	// sender leaves there.
+	checksumOffloadLike
+	checksumBad
+	checksumUnchecked
+)
+
+// tcpChecksum checks the TCP checksum of seg (header and payload) sent from
+// src to dst.
+func tcpChecksum(src, dst, seg []byte) checksumState {
+	p := pseudoSum(src, dst, len(seg))
+	if addOnes(p, onesSum(seg)) == 0xffff {
+		return checksumGood
+	}
+	field := binary.BigEndian.Uint16(seg[16:])
+	if field == 0 || field == p || field == ^p {
+		return checksumOffloadLike
+	}
+	return checksumBad
+}

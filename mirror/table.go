@@ -1,0 +1,197 @@
+package mirror
+
+import "encoding/binary"
+
+// Flow direction states.
+const (
+	flowIdle   uint8 = iota // tracked (e.g. checksum history) but no stream start yet
+	flowActive              // started: FlowStart was called
+	flowEnded               // ended: FlowEnd was called; kept to drop late segments
+	flowFree                // on the free list
+)
+
+// run is a stretch of bytes held out of order, [start, end) in stream
+// offsets; ts is the capture time of the earliest segment in it.
+type run struct {
+	start, end uint64
+	ts         int64
+}
+
+// flow is the state of one flow direction. Flows live in one slice allocated
+// by New and are addressed by index, so the table never allocates.
+type flow struct {
+	key   FlowKey
+	hash  uint64
+	state uint8
+
+	synSeen   bool // the start comes from this direction's SYN
+	finSeen   bool // a FIN was seen; the direction ends when finOff is reached
+	hadGood   bool // a segment with a good TCP checksum was seen
+	offloaded bool // treated as checksum-offloaded
+	badRun    uint8
+
+	startSeq uint32 // sequence number of stream offset 0
+	next     uint64 // stream offset of the first undelivered byte
+	finOff   uint64
+	finTs    int64
+
+	// ring is the reassembly buffer (nil until needed): byte at stream
+	// offset o lives at ring[o%len(ring)]. Held runs occupy offsets in
+	// [next, next+len(ring)); the rest keeps delivered history.
+	ring      []byte
+	histStart uint64 // delivered bytes before this offset are not in ring
+	runs      [maxRuns]run
+	nRuns     int
+	holeSince int64 // min ts of runs, valid when nRuns > 0
+
+	lastSeen         int64
+	lruPrev, lruNext int32 // most recently active at the head
+}
+
+// table maps FlowKeys to flows with open addressing and linear probing, and
+// keeps the flows in least-recently-active order for eviction.
+type table struct {
+	flows []flow
+	slots []int32 // flow index + 1; 0 is empty
+	mask  uint64
+	shift uint
+	free  []int32
+	head  int32 // most recently active, -1 when empty
+	tail  int32
+	last  int32 // flow of the previous lookup: a cheap cache for bursts
+	inUse int
+}
+
+func (t *table) init(n int) {
+	t.flows = make([]flow, n)
+	size := 1
+	bitsN := uint(0)
+	for size < 2*n {
+		size <<= 1
+		bitsN++
+	}
+	t.slots = make([]int32, size)
+	t.mask = uint64(size - 1)
+	t.shift = 64 - bitsN
+	t.free = make([]int32, n)
+	for i := range t.free {
+		t.free[i] = int32(n - 1 - i)
+	}
+	t.head, t.tail, t.last = -1, -1, -1
+}
+
+func hashKey(k *FlowKey) uint64 {
+	a := uint64(binary.LittleEndian.Uint32(k.SrcIP[:]))<<32 | uint64(binary.LittleEndian.Uint32(k.DstIP[:]))
+	b := uint64(k.SrcPort)<<16 | uint64(k.DstPort)
+	h := a*0x9e3779b97f4a7c15 ^ b*0xc2b2ae3d27d4eb4f
+	h ^= h >> 29
+	h *= 0xbf58476d1ce4e5b9
+	return h ^ h>>32
+}
+
+func (t *table) home(h uint64) uint64 {
+	if t.shift == 64 {
+		return 0
+	}
+	return (h >> t.shift) & t.mask
+}
+
+// lookup returns the index of k's flow, or -1 and k's hash.
+func (t *table) lookup(k *FlowKey) (int32, uint64) {
+	if t.last >= 0 && t.flows[t.last].key == *k {
+		return t.last, 0
+	}
+	h := hashKey(k)
+	for i := t.home(h); ; i = (i + 1) & t.mask {
+		s := t.slots[i]
+		if s == 0 {
+			return -1, h
+		}
+		if f := &t.flows[s-1]; f.hash == h && f.key == *k {
+			t.last = s - 1
+			return s - 1, h
+		}
+	}
+}
+
+// insert adds k and returns its flow, which the caller initialises. The
+// table must have a free flow.
+func (t *table) insert(k *FlowKey, h uint64) int32 {
+	fi := t.free[len(t.free)-1]
+	t.free = t.free[:len(t.free)-1]
+	i := t.home(h)
+	for t.slots[i] != 0 {
+		i = (i + 1) & t.mask
+	}
+	t.slots[i] = fi + 1
+	f := &t.flows[fi]
+	*f = flow{key: *k, hash: h, lruPrev: -1, lruNext: -1}
+	t.pushFront(fi)
+	t.inUse++
+	t.last = fi
+	return fi
+}
+
+// remove deletes flow fi from the table and returns it to the free list.
+func (t *table) remove(fi int32) {
+	f := &t.flows[fi]
+	i := t.home(f.hash)
+	for t.slots[i] != fi+1 {
+		i = (i + 1) & t.mask
+	}
+	// Backward-shift deletion keeps every probe sequence unbroken without
+	// tombstones.
+	t.slots[i] = 0
+	for j := (i + 1) & t.mask; t.slots[j] != 0; j = (j + 1) & t.mask {
+		h := t.home(t.flows[t.slots[j]-1].hash)
+		// The entry at j may move to the hole at i unless its home lies
+		// cyclically in (i, j].
+		if (j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j)) {
+			t.slots[i] = t.slots[j]
+			t.slots[j] = 0
+			i = j
+		}
+	}
+	t.unlink(fi)
+	f.state = flowFree
+	t.free = append(t.free, fi)
+	t.inUse--
+	if t.last == fi {
+		t.last = -1
+	}
+}
+
+func (t *table) pushFront(fi int32) {
+	f := &t.flows[fi]
+	f.lruPrev = -1
+	f.lruNext = t.head
+	if t.head >= 0 {
+		t.flows[t.head].lruPrev = fi
+	}
+	t.head = fi
+	if t.tail < 0 {
+		t.tail = fi
+	}
+}
+
+func (t *table) unlink(fi int32) {
+	f := &t.flows[fi]
+	if f.lruPrev >= 0 {
+		t.flows[f.lruPrev].lruNext = f.lruNext
+	} else {
+		t.head = f.lruNext
+	}
+	if f.lruNext >= 0 {
+		t.flows[f.lruNext].lruPrev = f.lruPrev
+	} else {
+		t.tail = f.lruPrev
+	}
+	f.lruPrev, f.lruNext = -1, -1
+}
+
+func (t *table) touch(fi int32) {
+	if t.head != fi {
+		t.unlink(fi)
+		t.pushFront(fi)
+	}
+}
