@@ -1,0 +1,80 @@
+// Package tap connects a tickwire stack to the Linux kernel through a TAP
+// device: Ethernet frames the stack sends come out of the device on the
+// kernel side, and frames the kernel routes to the device reach the stack.
+//
+//	ep, err := tap.New(tap.Config{Name: "tw0", Host: netip.MustParsePrefix("10.201.0.1/24")})
+//	s, err := tickwire.New(tickwire.Config{Link: ep, MAC: ep.MAC(), Addr: netip.MustParsePrefix("10.201.0.2/24")})
+//	defer s.Close() // closes ep, which removes tw0 if New created it
+//
+// New opens /dev/net/tun with IFF_TAP|IFF_NO_PI, creating the device when it
+// does not exist, sets its MTU, optionally gives the kernel side an IPv4
+// address (ioctl SIOCSIFADDR/SIOCSIFNETMASK, no exec), and brings it up.
+// A device that New created is not persistent: the kernel removes it when
+// the endpoint closes its descriptor. A device that existed before (for
+// example made with `ip tuntap add mode tap`) is left in place.
+//
+// Frames are read and written by gVisor's fdbased endpoint (readv/writev on
+// the descriptor, one dispatch goroutine that the stack joins when it
+// removes the link). Creating a device needs CAP_NET_ADMIN; on systems
+// other than Linux New returns ErrNotSupported.
+package tap
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+)
+
+// DefaultMTU is the IP MTU of the device when Config.MTU is 0.
+const DefaultMTU = 1500
+
+// ErrNotSupported is returned by New on systems without TAP devices.
+var ErrNotSupported = errors.New("tap: TAP devices are not supported on this system")
+
+// Config describes the device to open or create.
+type Config struct {
+	// Name is the device name, 1 to 15 bytes (IFNAMSIZ-1). Required.
+	Name string
+	// MTU is the IP MTU (without the 14-byte Ethernet header) set on the
+	// device and reported to the stack; 0 means DefaultMTU. Range 68-65521.
+	MTU int
+	// MAC is the stack side's Ethernet address; nil means a random locally
+	// administered unicast address. The kernel side keeps its own address.
+	MAC net.HardwareAddr
+	// Host, when valid, is assigned to the kernel side of the device, with
+	// its prefix length as netmask (IPv4 only), so the kernel routes that
+	// subnet to the stack.
+	Host netip.Prefix
+}
+
+// ConfigError names the Config field that is invalid.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return "tap: invalid Config." + e.Field + ": " + e.Reason }
+
+func (c *Config) validate() error {
+	if c.Name == "" || len(c.Name) > 15 {
+		return &ConfigError{"Name", "must be 1 to 15 bytes"}
+	}
+	for _, r := range c.Name {
+		if r == '/' || r == ':' || r <= ' ' || r > '~' {
+			return &ConfigError{"Name", "must be printable ASCII without '/', ':' or spaces"}
+		}
+	}
+	if c.MTU == 0 {
+		c.MTU = DefaultMTU
+	}
+	if c.MTU < 68 || c.MTU > 65521 {
+		return &ConfigError{"MTU", "must be between 68 and 65521"}
+	}
+	if c.MAC != nil && (len(c.MAC) != 6 || c.MAC[0]&1 != 0) {
+		return &ConfigError{"MAC", "must be a 6-byte unicast Ethernet address"}
+	}
+	if c.Host.IsValid() && (!c.Host.Addr().Is4() || c.Host.Bits() < 1 || c.Host.Bits() > 32) {
+		return &ConfigError{"Host", "must be an IPv4 address with a prefix length 1-32"}
+	}
+	return nil
+}

@@ -1,0 +1,32 @@
+//go:build !linux
+
+package tap
+
+import (
+	"net"
+
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// Endpoint is a stack.LinkEndpoint on a TAP device; on this system New
+// always fails with ErrNotSupported.
+type Endpoint struct {
+	stack.LinkEndpoint
+}
+
+// New returns ErrNotSupported: TAP devices are Linux-only in tickwire.
+func New(cfg Config) (*Endpoint, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return nil, ErrNotSupported
+}
+
+// Name returns the device name.
+func (e *Endpoint) Name() string { return "" }
+
+// MAC returns the stack side's Ethernet address.
+func (e *Endpoint) MAC() net.HardwareAddr { return nil }
+
+// Created reports whether New created the device.
+func (e *Endpoint) Created() bool { return false }

@@ -1,0 +1,210 @@
+//go:build linux
+
+package tap
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/refs"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/tickwire/tickwire/internal/kerneltest"
+)
+
+func TestMain(m *testing.M) {
+	refs.SetLeakMode(refs.LeaksPanic)
+	code := m.Run()
+	refs.DoLeakCheck()
+	os.Exit(code)
+}
+
+// newNetnsTAP creates a namespace and a TAP device inside it.
+func newNetnsTAP(t *testing.T, cfg Config) (*kerneltest.Netns, *Endpoint) {
+	t.Helper()
+	ns := kerneltest.NewNetns(t, "twl")
+	// No IPv6 on devices created in the namespace: no router solicitations
+	// or MLD reports among the frames the tests look at.
+	ns.MustRun(t, "sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1")
+	var ep *Endpoint
+	if err := ns.Do(func() error {
+		var err error
+		ep, err = New(cfg)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ep.Close)
+	return ns, ep
+}
+
+// sink is a NetworkDispatcher that hands inbound frames to a channel.
+type sink chan []byte
+
+func (s sink) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
+	v := pkt.ToView() // the whole frame, Ethernet header included
+	b := append([]byte(nil), v.AsSlice()...)
+	v.Release()
+	select {
+	case s <- b:
+	default:
+	}
+}
+
+func (sink) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
+
+// arpFrame builds an ARP packet from us.
+func arpFrame(op header.ARPOp, srcMAC net.HardwareAddr, srcIP, dstIP netip.Addr) []byte {
+	b := make([]byte, header.ARPSize)
+	a := header.ARP(b)
+	a.SetIPv4OverEthernet()
+	a.SetOp(op)
+	copy(a.HardwareAddressSender(), srcMAC)
+	copy(a.ProtocolAddressSender(), srcIP.AsSlice())
+	copy(a.ProtocolAddressTarget(), dstIP.AsSlice())
+	return b
+}
+
+func writeFrame(t *testing.T, ep *Endpoint, dst tcpip.LinkAddress, proto tcpip.NetworkProtocolNumber, payload []byte) {
+	t.Helper()
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{
+		ReserveHeaderBytes: int(ep.MaxHeaderLength()),
+		Payload:            buffer.MakeWithData(payload),
+	})
+	defer pkt.DecRef()
+	pkt.NetworkProtocolNumber = proto
+	pkt.EgressRoute.LocalLinkAddress = ep.LinkAddress()
+	pkt.EgressRoute.RemoteLinkAddress = dst
+	ep.AddHeader(pkt)
+	var pkts stack.PacketBufferList
+	pkts.PushBack(pkt.IncRef())
+	n, err := ep.WritePackets(pkts)
+	pkts.DecRef()
+	if n != 1 || err != nil {
+		t.Fatalf("WritePackets: %d %v", n, err)
+	}
+}
+
+func TestDeviceStateAndFramesBothWays(t *testing.T) {
+	host := netip.MustParsePrefix("10.201.7.1/24")
+	mine := netip.MustParseAddr("10.201.7.2")
+	name := kerneltest.Name("twl")
+	ns, ep := newNetnsTAP(t, Config{Name: name, MTU: 1400, Host: host})
+	if !ep.Created() || ep.Name() != name || ep.MTU() != 1400 || len(ep.MAC()) != 6 {
+		t.Fatalf("created %v name %q mtu %d mac %v", ep.Created(), ep.Name(), ep.MTU(), ep.MAC())
+	}
+	if ep.LinkAddress() != tcpip.LinkAddress(ep.MAC()) || ep.MaxHeaderLength() != header.EthernetMinimumSize {
+		t.Fatalf("link address %v header %d", ep.LinkAddress(), ep.MaxHeaderLength())
+	}
+
+	link := string(ns.MustRun(t, "ip", "-o", "link", "show", "dev", name))
+	if !strings.Contains(link, "mtu 1400") || !strings.Contains(link, ",UP") {
+		t.Fatalf("device state: %s", link)
+	}
+	addr := string(ns.MustRun(t, "ip", "-o", "-4", "addr", "show", "dev", name))
+	if !strings.Contains(addr, "inet 10.201.7.1/24") {
+		t.Fatalf("device address: %s", addr)
+	}
+
+	frames := make(sink, 64)
+	ep.Attach(frames)
+	defer ep.Attach(nil)
+
+	// Kernel to us: a ping to our address makes the kernel ask who has it.
+	go ns.Run("ping", "-c", "1", "-W", "1", mine.String())
+	deadline := time.After(5 * time.Second)
+	var kernelMAC tcpip.LinkAddress
+	for kernelMAC == "" {
+		select {
+		case f := <-frames:
+			eth := header.Ethernet(f)
+			if eth.Type() != header.ARPProtocolNumber {
+				continue
+			}
+			a := header.ARP(f[header.EthernetMinimumSize:])
+			if a.Op() == header.ARPRequest && netip.AddrFrom4([4]byte(a.ProtocolAddressTarget())) == mine {
+				kernelMAC = eth.SourceAddress()
+			}
+		case <-deadline:
+			t.Fatal("no ARP request from the kernel through the TAP")
+		}
+	}
+
+	// Us to kernel: ask for the host's address; the kernel answers.
+	writeFrame(t, ep, header.EthernetBroadcastAddress, header.ARPProtocolNumber,
+		arpFrame(header.ARPRequest, ep.MAC(), mine, host.Addr()))
+	for {
+		select {
+		case f := <-frames:
+			if header.Ethernet(f).Type() != header.ARPProtocolNumber {
+				continue
+			}
+			a := header.ARP(f[header.EthernetMinimumSize:])
+			if a.Op() == header.ARPReply && tcpip.LinkAddress(a.HardwareAddressSender()) == kernelMAC &&
+				header.Ethernet(f).DestinationAddress() == ep.LinkAddress() {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the kernel did not answer our ARP request")
+		}
+	}
+}
+
+func TestCloseRemovesCreatedDeviceOnly(t *testing.T) {
+	kerneltest.RequireRoot(t)
+	ns := kerneltest.NewNetns(t, "twl")
+
+	// Created by New: gone after Close.
+	name := kerneltest.Name("twl")
+	var ep *Endpoint
+	if err := ns.Do(func() (err error) { ep, err = New(Config{Name: name}); return }); err != nil {
+		t.Fatal(err)
+	}
+	ns.MustRun(t, "ip", "link", "show", "dev", name)
+	ep.Close()
+	ep.Close() // idempotent
+	if out, err := ns.Run("ip", "link", "show", "dev", name); err == nil {
+		t.Fatalf("device %s still there after Close: %s", name, out)
+	}
+
+	// Persistent device made beforehand: opened, then left in place.
+	name = kerneltest.Name("twl")
+	ns.MustRun(t, "ip", "tuntap", "add", "dev", name, "mode", "tap")
+	if err := ns.Do(func() (err error) { ep, err = New(Config{Name: name, MTU: 9000}); return }); err != nil {
+		t.Fatal(err)
+	}
+	if ep.Created() {
+		t.Fatal("existing device reported as created")
+	}
+	ep.Close()
+	if out := ns.MustRun(t, "ip", "-o", "link", "show", "dev", name); !strings.Contains(string(out), "mtu 9000") {
+		t.Fatalf("existing device: %s", out)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	cases := map[string]Config{
+		"Name": {Name: "a-name-longer-than-15"},
+		"MTU":  {Name: "twl0", MTU: 67},
+		"MAC":  {Name: "twl0", MAC: net.HardwareAddr{1, 0, 0, 0, 0, 1}},
+		"Host": {Name: "twl0", Host: netip.MustParsePrefix("fd00::1/64")},
+	}
+	for field, cfg := range cases {
+		_, err := New(cfg)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != field {
+			t.Errorf("%s: error %v, want a ConfigError for the field", field, err)
+		}
+	}
+	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "Config.Name") {
+		t.Errorf("empty config: %v", err)
+	}
+}
