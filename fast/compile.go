@@ -10,6 +10,7 @@ import (
 // to a slot.
 type instr struct {
 	f        *Field
+	fid      int32 // index of f in compiled.fields
 	kind     Kind
 	op       OpKind
 	optional bool
@@ -42,6 +43,18 @@ type compiler struct {
 	ts     *Templates
 	limits Limits
 	slots  map[string]int32
+	fieldTab []*Field
+	fids     map[*Field]int32
+}
+
+func (c *compiler) fid(f *Field) int32 {
+	id, ok := c.fids[f]
+	if !ok {
+		id = int32(len(c.fieldTab))
+		c.fids[f] = id
+		c.fieldTab = append(c.fieldTab, f)
+	}
+	return id
 }
 
 func (c *compiler) slot(op *Operator, t *Template, typeName string) int32 {
@@ -77,7 +90,7 @@ func (c *compiler) fields(fs []*Field, t *Template, typeName string, depth int) 
 		switch f.Kind {
 		case KindTemplateRef:
 			if f.Ref == "" {
-				out = append(out, instr{f: f, kind: KindTemplateRef, slot: -1})
+				out = append(out, instr{f: f, fid: c.fid(f), kind: KindTemplateRef, slot: -1})
 				continue
 			}
 			r, ok := c.ts.ByName(f.Ref)
@@ -96,7 +109,7 @@ func (c *compiler) fields(fs []*Field, t *Template, typeName string, depth int) 
 			// written in place: they share the current presence map.
 			out = append(out, sub...)
 		case KindGroup, KindSequence:
-			in := instr{f: f, kind: f.Kind, optional: f.Optional, slot: -1}
+			in := instr{f: f, fid: c.fid(f), kind: f.Kind, optional: f.Optional, slot: -1}
 			tn := typeName
 			if f.TypeRef != "" {
 				tn = f.TypeRef
@@ -139,7 +152,7 @@ func (c *compiler) fields(fs []*Field, t *Template, typeName string, depth int) 
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, instr{f: f, kind: KindDecimal, optional: f.Optional, slot: -1, exp: &e, mant: &m})
+			out = append(out, instr{f: f, fid: c.fid(f), kind: KindDecimal, optional: f.Optional, slot: -1, exp: &e, mant: &m})
 		default:
 			in, err := c.scalar(f, f.Op, f.Kind, f.Optional, t, typeName)
 			if err != nil {
@@ -152,7 +165,7 @@ func (c *compiler) fields(fs []*Field, t *Template, typeName string, depth int) 
 }
 
 func (c *compiler) scalar(f *Field, op Operator, kind Kind, optional bool, t *Template, typeName string) (instr, error) {
-	in := instr{f: f, kind: kind, op: op.Kind, optional: optional, slot: -1}
+	in := instr{f: f, fid: c.fid(f), kind: kind, op: op.Kind, optional: optional, slot: -1}
 	in.nullable = optional && op.Kind != OpConstant
 	switch op.Kind {
 	case OpConstant:
@@ -200,13 +213,14 @@ type compiled struct {
 	dense  []*program // indexed by template id when ids are small
 	sparse map[uint32]*program
 	nslots int
+	fields []*Field // resolves Value.field
 }
 
 // maxDenseID bounds the table indexed directly by template id.
 const maxDenseID = 4096
 
 func compileTemplates(ts *Templates, limits Limits) (*compiled, error) {
-	c := &compiler{ts: ts, limits: limits, slots: make(map[string]int32)}
+	c := &compiler{ts: ts, limits: limits, slots: make(map[string]int32), fids: make(map[*Field]int32)}
 	out := &compiled{ts: ts, sparse: make(map[uint32]*program)}
 	for _, t := range ts.List {
 		if !t.HasID {
@@ -227,6 +241,7 @@ func compileTemplates(ts *Templates, limits Limits) (*compiled, error) {
 		}
 	}
 	out.nslots = len(c.slots)
+	out.fields = c.fieldTab
 	return out, nil
 }
 

@@ -196,6 +196,7 @@ type Decoder struct {
 	err       error // sticky
 	stats     Stats
 	short     DecodeError // reused for ErrShort so streaming never allocates
+	pmaps     []PMap      // one per nesting depth
 	// Context of a failure, filled where it happens.
 	errField *Field
 	errOff   int
@@ -213,7 +214,8 @@ func NewDecoder(ts *Templates, opts *DecoderOptions) (*Decoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Decoder{c: c, limits: o.Limits, resetEach: o.ResetEachMessage, dict: make([]entry, c.nslots), epoch: 1}
+	d := &Decoder{c: c, limits: o.Limits, resetEach: o.ResetEachMessage, dict: make([]entry, c.nslots), epoch: 1,
+		pmaps: make([]PMap, o.Limits.MaxDepth+2)}
 	return d, nil
 }
 
@@ -254,6 +256,7 @@ func (d *Decoder) Decode(b []byte, m *Message) (n int, err error) {
 		return 0, d.err
 	}
 	m.Reset()
+	m.fields = d.c.fields
 	d.gen++
 	d.undo = d.undo[:0]
 	epoch, prevTID, hasTID := d.epoch, d.prevTID, d.hasTID
@@ -298,8 +301,10 @@ func (d *Decoder) fail(f *Field, off int, err error) error {
 }
 
 func (d *Decoder) message(b []byte, m *Message) (int, error) {
-	pm, off, err := ReadPMap(b, 0, d.limits.MaxPMapBytes)
-	if err != nil {
+	pm := d.pmap(0)
+	var off int
+	var err error
+	if *pm, off, err = ReadPMap(b, 0, d.limits.MaxPMapBytes); err != nil {
 		return 0, d.fail(nil, 0, err)
 	}
 	tid := d.prevTID
@@ -329,7 +334,7 @@ func (d *Decoder) message(b []byte, m *Message) (int, error) {
 	if p.t.Reset {
 		d.resetDicts()
 	}
-	off, err = d.fields(b, off, &pm, p.fields, m, 0)
+	off, err = d.fields(b, off, pm, p.fields, m, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -338,11 +343,6 @@ func (d *Decoder) message(b []byte, m *Message) (int, error) {
 		d.hasTID = false
 	}
 	return off, nil
-}
-
-func (d *Decoder) push(m *Message, v Value) {
-	v.End = int32(len(m.Values) + 1)
-	m.Values = append(m.Values, v)
 }
 
 func (d *Decoder) fields(b []byte, off int, pm *PMap, ins []instr, m *Message, depth int) (int, error) {
@@ -356,7 +356,7 @@ func (d *Decoder) fields(b []byte, off int, pm *PMap, ins []instr, m *Message, d
 			var present bool
 			u, present, off, err = d.intOp(b, off, pm, in)
 			if err == nil {
-				m.Values = append(m.Values, Value{Field: in.f, Kind: in.kind, Present: present, U: u, End: int32(len(m.Values) + 1)})
+				m.Values = append(m.Values, Value{U: u, End: int32(len(m.Values) + 1), field: in.fid, Kind: in.kind, Present: present})
 			}
 		case KindDecimal:
 			var mant int64
@@ -368,14 +368,14 @@ func (d *Decoder) fields(b []byte, off int, pm *PMap, ins []instr, m *Message, d
 				mant, exp, present, off, err = d.decimalOp(b, off, pm, in)
 			}
 			if err == nil {
-				d.push(m, Value{Field: in.f, Kind: KindDecimal, Present: present, U: uint64(mant), Exp: exp})
+				m.Values = append(m.Values, Value{U: uint64(mant), Exp: exp, End: int32(len(m.Values) + 1), field: in.fid, Kind: KindDecimal, Present: present})
 			}
 		case KindASCII, KindUnicode, KindByteVector:
-			var v []byte
+			var sp span
 			var present bool
-			v, present, off, err = d.bytesOp(b, off, pm, in, m)
+			sp, present, off, err = d.bytesOp(b, off, pm, in, m)
 			if err == nil {
-				d.push(m, Value{Field: in.f, Kind: in.kind, Present: present, B: v})
+				m.Values = append(m.Values, Value{End: int32(len(m.Values) + 1), off: uint32(sp.start), n: uint32(sp.end - sp.start), field: in.fid, Kind: in.kind, Present: present})
 			}
 		case KindGroup:
 			off, err = d.group(b, off, pm, in, m, depth)
@@ -391,22 +391,27 @@ func (d *Decoder) fields(b []byte, off int, pm *PMap, ins []instr, m *Message, d
 	return off, nil
 }
 
+// pmap returns the presence-map slot for a nesting depth. The slots live in
+// the Decoder so that taking their address allocates nothing.
+func (d *Decoder) pmap(depth int) *PMap { return &d.pmaps[depth] }
+
 func (d *Decoder) group(b []byte, off int, pm *PMap, in *instr, m *Message, depth int) (int, error) {
 	present := !in.optional || pm.Next()
 	gi := len(m.Values)
-	m.Values = append(m.Values, Value{Field: in.f, Kind: KindGroup, Present: present})
+	m.Values = append(m.Values, Value{field: in.fid, Kind: KindGroup, Present: present})
 	if present {
 		if depth >= d.limits.MaxDepth {
 			return off, ErrLimit
 		}
-		var gpm PMap
+		gpm := d.pmap(depth + 1)
+		*gpm = PMap{}
 		var err error
 		if in.needPMap {
-			if gpm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
+			if *gpm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
 				return off, err
 			}
 		}
-		if off, err = d.fields(b, off, &gpm, in.children, m, depth+1); err != nil {
+		if off, err = d.fields(b, off, gpm, in.children, m, depth+1); err != nil {
 			return off, err
 		}
 	}
@@ -420,24 +425,25 @@ func (d *Decoder) sequence(b []byte, off int, pm *PMap, in *instr, m *Message, d
 		return off, err
 	}
 	si := len(m.Values)
-	m.Values = append(m.Values, Value{Field: in.f, Kind: KindSequence, Present: present, U: n})
+	m.Values = append(m.Values, Value{U: n, field: in.fid, Kind: KindSequence, Present: present})
 	if present {
 		if n > uint64(d.limits.MaxSequenceLen) || depth >= d.limits.MaxDepth {
 			return off, ErrLimit
 		}
+		epm := d.pmap(depth + 1)
 		for k := uint64(0); k < n; k++ {
 			if len(m.Values) >= d.limits.MaxValues {
 				return off, ErrLimit
 			}
 			ei := len(m.Values)
-			m.Values = append(m.Values, Value{Field: in.f, Kind: KindGroup, Present: true, Elem: true})
-			var epm PMap
+			m.Values = append(m.Values, Value{field: in.fid, Kind: KindGroup, Present: true, Elem: true})
+			*epm = PMap{}
 			if in.needPMap {
-				if epm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
+				if *epm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
 					return off, err
 				}
 			}
-			if off, err = d.fields(b, off, &epm, in.children, m, depth+1); err != nil {
+			if off, err = d.fields(b, off, epm, in.children, m, depth+1); err != nil {
 				return off, err
 			}
 			m.Values[ei].End = int32(len(m.Values))
@@ -451,8 +457,9 @@ func (d *Decoder) dynamicRef(b []byte, off int, in *instr, m *Message, depth int
 	if depth >= d.limits.MaxDepth {
 		return off, ErrLimit
 	}
-	pm, off, err := ReadPMap(b, off, d.limits.MaxPMapBytes)
-	if err != nil {
+	pm := d.pmap(depth + 1)
+	var err error
+	if *pm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
 		return off, err
 	}
 	tid := d.prevTID
@@ -469,8 +476,8 @@ func (d *Decoder) dynamicRef(b []byte, off int, in *instr, m *Message, depth int
 	}
 	d.prevTID, d.hasTID = tid, true
 	ri := len(m.Values)
-	m.Values = append(m.Values, Value{Field: in.f, Kind: KindTemplateRef, Present: true, U: uint64(tid)})
-	if off, err = d.fields(b, off, &pm, p.fields, m, depth+1); err != nil {
+	m.Values = append(m.Values, Value{U: uint64(tid), field: in.fid, Kind: KindTemplateRef, Present: true})
+	if off, err = d.fields(b, off, pm, p.fields, m, depth+1); err != nil {
 		return off, err
 	}
 	m.Values[ri].End = int32(len(m.Values))
@@ -794,9 +801,12 @@ func (d *Decoder) splitDecimal(b []byte, off int, pm *PMap, in *instr) (int64, i
 	return int64(mant), int32(exp), err == nil, off, err
 }
 
+// span locates bytes in the message's arena.
+type span struct{ start, end int }
+
 // readBytes reads a string or byte vector from the wire into the message's
 // arena.
-func (d *Decoder) readBytes(b []byte, off int, in *instr, nullable bool, m *Message) ([]byte, bool, int, error) {
+func (d *Decoder) readBytes(b []byte, off int, in *instr, nullable bool, m *Message) (span, bool, int, error) {
 	var s []byte
 	present := true
 	var next int
@@ -808,11 +818,11 @@ func (d *Decoder) readBytes(b []byte, off int, in *instr, nullable bool, m *Mess
 			s, next, err = ReadASCII(b, off, in.maxLen)
 		}
 		if err != nil || !present {
-			return nil, false, next, err
+			return span{}, false, next, err
 		}
 		start := len(m.arena)
 		m.arena = AppendASCIIValue(m.arena, s)
-		return m.arena[start:len(m.arena):len(m.arena)], true, next, d.checkArena(m)
+		return span{start, len(m.arena)}, true, next, d.checkArena(m)
 	}
 	if nullable {
 		s, present, next, err = ReadNullableByteVector(b, off, in.maxLen)
@@ -820,9 +830,10 @@ func (d *Decoder) readBytes(b []byte, off int, in *instr, nullable bool, m *Mess
 		s, next, err = ReadByteVector(b, off, in.maxLen)
 	}
 	if err != nil || !present {
-		return nil, false, next, err
+		return span{}, false, next, err
 	}
-	return d.keep(m, s)
+	sp, err := d.keep(m, s)
+	return sp, true, next, err
 }
 
 func (d *Decoder) checkArena(m *Message) error {
@@ -833,12 +844,19 @@ func (d *Decoder) checkArena(m *Message) error {
 }
 
 // keep copies v into the message's arena.
-func (d *Decoder) keep(m *Message, parts ...[]byte) ([]byte, bool, int, error) {
+func (d *Decoder) keep(m *Message, v []byte) (span, error) {
 	start := len(m.arena)
-	for _, p := range parts {
-		m.arena = append(m.arena, p...)
-	}
-	return m.arena[start:len(m.arena):len(m.arena)], true, 0, d.checkArena(m)
+	m.arena = append(m.arena, v...)
+	return span{start, len(m.arena)}, d.checkArena(m)
+}
+
+// keep2 copies the concatenation of a and c into the message's arena. Either
+// may alias the arena.
+func (d *Decoder) keep2(m *Message, a, c []byte) (span, error) {
+	start := len(m.arena)
+	m.arena = append(m.arena, a...)
+	m.arena = append(m.arena, c...)
+	return span{start, len(m.arena)}, d.checkArena(m)
 }
 
 func (d *Decoder) setBytes(slot int32, v []byte) {
@@ -848,68 +866,71 @@ func (d *Decoder) setBytes(slot int32, v []byte) {
 }
 
 // bytesOp applies the instruction's operator to a string or byte vector.
-func (d *Decoder) bytesOp(b []byte, off int, pm *PMap, in *instr, m *Message) ([]byte, bool, int, error) {
+func (d *Decoder) bytesOp(b []byte, off int, pm *PMap, in *instr, m *Message) (span, bool, int, error) {
 	switch in.op {
 	case OpNone:
 		return d.readBytes(b, off, in, in.nullable, m)
 	case OpConstant:
 		if in.optional && !pm.Next() {
-			return nil, false, off, nil
+			return span{}, false, off, nil
 		}
-		return in.init.b, true, off, nil
+		sp, err := d.keep(m, in.init.b)
+		return sp, true, off, err
 	case OpDefault:
 		if pm.Next() {
 			return d.readBytes(b, off, in, in.nullable, m)
 		}
-		return in.init.b, in.hasInit, off, nil
+		if !in.hasInit {
+			return span{}, false, off, nil
+		}
+		sp, err := d.keep(m, in.init.b)
+		return sp, true, off, err
 	case OpCopy, OpTail:
 		if pm.Next() {
-			v, present, next, err := d.readBytes(b, off, in, in.nullable, m)
+			sp, present, next, err := d.readBytes(b, off, in, in.nullable, m)
 			if err != nil {
-				return nil, false, next, err
+				return span{}, false, next, err
 			}
 			if !present {
 				d.setEmpty(in.slot)
-				return nil, false, next, nil
+				return span{}, false, next, nil
 			}
 			if in.op == OpTail {
 				base := in.init.b
 				if e := &d.dict[in.slot]; d.state(e) == stateAssigned {
 					base = e.b
 				}
-				if len(v) < len(base) {
-					// The tail replaces the end of the base: build the
-					// whole value after it in the arena.
-					var err error
-					v, _, _, err = d.keep(m, base[:len(base)-len(v)], v)
-					if err != nil {
-						return nil, false, next, err
+				if n := sp.end - sp.start; n < len(base) {
+					// The tail replaces the end of the base.
+					if sp, err = d.keep2(m, base[:len(base)-n], m.arena[sp.start:sp.end]); err != nil {
+						return span{}, false, next, err
 					}
 				}
 			}
-			d.setBytes(in.slot, v)
-			return v, true, next, nil
+			d.setBytes(in.slot, m.arena[sp.start:sp.end])
+			return sp, true, next, nil
 		}
 		e := &d.dict[in.slot]
 		switch d.state(e) {
 		case stateAssigned:
-			v, _, _, err := d.keep(m, e.b)
-			return v, true, off, err
+			sp, err := d.keep(m, e.b)
+			return sp, true, off, err
 		case stateEmpty:
 			if in.optional {
-				return nil, false, off, nil
+				return span{}, false, off, nil
 			}
-			return nil, false, off, ErrEmptyPrevious
+			return span{}, false, off, ErrEmptyPrevious
 		}
 		if in.hasInit {
 			d.setBytes(in.slot, in.init.b)
-			return in.init.b, true, off, nil
+			sp, err := d.keep(m, in.init.b)
+			return sp, true, off, err
 		}
 		if in.optional {
 			d.setEmpty(in.slot)
-			return nil, false, off, nil
+			return span{}, false, off, nil
 		}
-		return nil, false, off, ErrNoPrevious
+		return span{}, false, off, ErrNoPrevious
 	case OpDelta:
 		var sub int32
 		var present bool
@@ -922,41 +943,42 @@ func (d *Decoder) bytesOp(b []byte, off int, pm *PMap, in *instr, m *Message) ([
 			present = err == nil
 		}
 		if err != nil || !present {
-			return nil, false, next, err
+			return span{}, false, next, err
 		}
-		part, _, next, err := d.readBytes(b, next, in, false, m)
+		psp, _, next, err := d.readBytes(b, next, in, false, m)
 		if err != nil {
-			return nil, false, next, err
+			return span{}, false, next, err
 		}
+		part := m.arena[psp.start:psp.end]
 		base := in.init.b
 		e := &d.dict[in.slot]
 		switch d.state(e) {
 		case stateAssigned:
 			base = e.b
 		case stateEmpty:
-			return nil, false, off, ErrEmptyPrevious
+			return span{}, false, off, ErrEmptyPrevious
 		}
-		var v []byte
+		var sp span
 		if sub >= 0 {
 			if int(sub) > len(base) {
-				return nil, false, off, ErrSubtraction
+				return span{}, false, off, ErrSubtraction
 			}
-			v, _, _, err = d.keep(m, base[:len(base)-int(sub)], part)
+			sp, err = d.keep2(m, base[:len(base)-int(sub)], part)
 		} else {
 			k := -(int(sub) + 1) // excess-one: -1 removes nothing from the front
 			if k > len(base) {
-				return nil, false, off, ErrSubtraction
+				return span{}, false, off, ErrSubtraction
 			}
-			v, _, _, err = d.keep(m, part, base[k:])
+			sp, err = d.keep2(m, part, base[k:])
 		}
 		if err != nil {
-			return nil, false, next, err
+			return span{}, false, next, err
 		}
-		if len(v) > in.maxLen {
-			return nil, false, off, ErrLimit
+		if sp.end-sp.start > in.maxLen {
+			return span{}, false, off, ErrLimit
 		}
-		d.setBytes(in.slot, v)
-		return v, true, next, nil
+		d.setBytes(in.slot, m.arena[sp.start:sp.end])
+		return sp, true, next, nil
 	}
-	return nil, false, off, fmt.Errorf("fast: operator %v on %v", in.op, in.kind)
+	return span{}, false, off, fmt.Errorf("fast: operator %v on %v", in.op, in.kind)
 }

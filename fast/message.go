@@ -10,11 +10,19 @@ import (
 // template order, depth first. A sequence value is followed by its elements,
 // each element by its fields; a group value by its fields. Composite values
 // (sequence, element, group, dynamic templateRef) record in End the index
-// just past their subtree, so a reader can skip them.
+// just past their subtree, so a reader can skip them:
 //
-// The decoder owns nothing in a Message: the caller owns it and passes it to
-// every Decode call. Its contents, including byte slices, are valid until the
-// next call to Decode (or Reset) with the same Message.
+//	for i := 0; i < len(m.Values); i = int(m.Values[i].End) {
+//		fmt.Println(m.Field(i).Name, m.Values[i].Present)
+//	}
+//
+// Values hold no pointers (the garbage collector never scans them and
+// appending them needs no write barrier); Field and Bytes resolve a value's
+// field and bytes.
+//
+// The caller owns a Message and passes it to every Decode call. Its
+// contents, including the slices Bytes returns, are valid until the next call
+// to Decode (or Reset) with the same Message.
 type Message struct {
 	// Template is the message's template; nil for a reset message (template
 	// id 120) that the template file does not declare.
@@ -23,34 +31,33 @@ type Message struct {
 	TemplateID uint32
 	// Values are the fields, depth first; see the type doc.
 	Values []Value
-	// arena holds the bytes of strings and byte vectors decoded from the
-	// wire or copied from the dictionary.
+	// arena holds the bytes of strings and byte vectors.
 	arena []byte
+	// fields resolves Value.field.
+	fields []*Field
 }
 
 // Value is one field of a Message.
 type Value struct {
-	// Field is the template field; for a sequence element it is the
-	// sequence's field and Elem is true.
-	Field *Field
-	// Kind is Field.Kind (KindGroup for a sequence element).
+	// U holds an integer: the value of an unsigned kind, the two's-complement
+	// bits of a signed kind (see Int), the mantissa bits of a decimal, the
+	// template id of a dynamic templateRef, the length of a sequence.
+	U uint64
+	// Exp is the exponent of a decimal.
+	Exp int32
+	// End is the index in Message.Values just past this value's subtree; for
+	// scalars it is the next index.
+	End int32
+	// off and n locate a string or byte vector in the message's arena.
+	off, n uint32
+	// field indexes the template field in Message.fields.
+	field int32
+	// Kind is the field's kind (KindGroup for a sequence element).
 	Kind Kind
 	// Present is false for an absent optional field.
 	Present bool
 	// Elem marks a sequence element.
 	Elem bool
-	// Exp is the exponent of a decimal.
-	Exp int32
-	// U holds an integer: the value of an unsigned kind, the two's-complement
-	// bits of a signed kind (see Int), the mantissa bits of a decimal, the
-	// template id of a dynamic templateRef, the length of a sequence.
-	U uint64
-	// B holds the value of a string or byte vector. It aliases storage owned
-	// by the Message or the decoder's templates: do not modify it.
-	B []byte
-	// End is the index in Message.Values just past this value's subtree; for
-	// scalars it is the next index.
-	End int32
 }
 
 // Int returns the value of a signed integer field, or the mantissa of a
@@ -67,8 +74,16 @@ func (v *Value) Decimal() (mantissa int64, exponent int32) { return int64(v.U), 
 // Len returns the number of elements of a sequence.
 func (v *Value) Len() int { return int(v.U) }
 
-// String returns a string field's value. It allocates; use B on hot paths.
-func (v *Value) String() string { return string(v.B) }
+// Field returns the template field of Values[i] (for a sequence element,
+// the sequence's field).
+func (m *Message) Field(i int) *Field { return m.fields[m.Values[i].field] }
+
+// Bytes returns the value of the string or byte-vector field Values[i]. It
+// is valid until the next call to Decode with m; do not modify it.
+func (m *Message) Bytes(i int) []byte {
+	v := &m.Values[i]
+	return m.arena[v.off : v.off+v.n : v.off+v.n]
+}
 
 // Reset empties m, keeping its storage.
 func (m *Message) Reset() {
@@ -78,13 +93,21 @@ func (m *Message) Reset() {
 	m.arena = m.arena[:0]
 }
 
-// Get returns the first top-level value with the given field name (a static
-// templateRef's fields count as top level), or nil.
-func (m *Message) Get(name string) *Value {
+// Index returns the index in Values of the first top-level value with the
+// given field name (a static templateRef's fields count as top level), or -1.
+func (m *Message) Index(name string) int {
 	for i := 0; i < len(m.Values); i = int(m.Values[i].End) {
-		if m.Values[i].Field != nil && m.Values[i].Field.Name == name {
-			return &m.Values[i]
+		if m.Values[i].Kind != KindTemplateRef && m.Field(i).Name == name {
+			return i
 		}
+	}
+	return -1
+}
+
+// Get returns the first top-level value with the given field name, or nil.
+func (m *Message) Get(name string) *Value {
+	if i := m.Index(name); i >= 0 {
+		return &m.Values[i]
 	}
 	return nil
 }
@@ -136,7 +159,7 @@ func (m *Message) appendJSONFields(dst []byte, i, end int, first bool) ([]byte, 
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendJSONString(dst, []byte(v.Field.Name))
+		dst = appendJSONString(dst, []byte(m.Field(i).Name))
 		dst = append(dst, ':')
 		dst = m.appendJSONValue(dst, i)
 	}
@@ -155,11 +178,11 @@ func (m *Message) appendJSONValue(dst []byte, i int) []byte {
 		dst = AppendDecimal(dst, int64(v.U), v.Exp)
 		return append(dst, '"')
 	case KindASCII, KindUnicode:
-		return appendJSONString(dst, v.B)
+		return appendJSONString(dst, m.Bytes(i))
 	case KindByteVector:
 		const hexDigits = "0123456789abcdef"
 		dst = append(dst, '"')
-		for _, c := range v.B {
+		for _, c := range m.Bytes(i) {
 			dst = append(dst, hexDigits[c>>4], hexDigits[c&15])
 		}
 		return append(dst, '"')

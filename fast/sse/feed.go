@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tickwire/tickwire/fast"
 	"github.com/tickwire/tickwire/fast/sse/step"
 )
 
@@ -41,7 +42,7 @@ type FeedStats struct {
 type FeedError struct {
 	Offset int64  // stream offset of the STEP message
 	SeqNum uint64 // its sequence number (34)
-	Err    error  // a *DecodeError
+	Err    error  // a *fast.DecodeError
 }
 
 func (e *FeedError) Error() string {
@@ -111,8 +112,7 @@ func (f *FeedDecoder) decodePayload(m *step.Message) error {
 	for off := 0; off < len(p); {
 		next, err := f.dec.DecodeRecord(p, off, (*sink)(f))
 		if err != nil {
-			var de *DecodeError
-			if errors.As(err, &de) && de.Code == "D9" {
+			if errors.Is(err, fast.ErrUnknownTemplate) {
 				f.stats.UnknownTemplate++
 				return nil
 			}

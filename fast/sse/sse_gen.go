@@ -4,7 +4,6 @@
 package sse
 
 import (
-	"errors"
 	"strconv"
 
 	"github.com/tickwire/tickwire/fast"
@@ -161,7 +160,9 @@ func (d *Decoder) Reset() {
 // is set, fields) starting at b[off], calls the handler's method for its
 // template and returns the offset just past the record. The whole record
 // must be in b: a record cut short is an error wrapping fast.ErrShort.
-// Errors are *DecodeError values.
+// Errors are *fast.DecodeError values. A record with the reset template
+// id (fast.ResetTemplateID, 120), when no generated template has it,
+// resets the dictionary and calls no handler method.
 func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
 	if d.err != nil {
 		return off, d.err
@@ -173,16 +174,16 @@ func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
 	start := off
 	pm, off, err := fast.ReadPMap(b, off, maxPMap)
 	if err != nil {
-		return start, d.fail(err, "", 0, "", off)
+		return start, d.fail(err, 0, "", off)
 	}
 	if pm.Next() {
 		var tid uint32
 		if tid, off, err = fast.ReadUint32(b, off); err != nil {
-			return start, d.fail(err, "", 0, "", off)
+			return start, d.fail(err, 0, "", off)
 		}
 		d.dict.tid, d.dict.tidState = tid, slotAssigned
 	} else if d.dict.tidState != slotAssigned {
-		return start, d.fail(errNoTemplateID, "D5", 0, "", off)
+		return start, d.fail(fast.ErrNoPrevious, 0, "", off)
 	}
 	switch d.dict.tid {
 	case TradeTemplateID:
@@ -195,8 +196,10 @@ func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
 			return start, err
 		}
 		h.OnOrder(&d.recOrder)
+	case fast.ResetTemplateID:
+		d.dict = dictionary{}
 	default:
-		return start, d.fail(errUnknownTemplate, "D9", d.dict.tid, "", off)
+		return start, d.fail(fast.ErrUnknownTemplate, d.dict.tid, "", off)
 	}
 	return off, nil
 }
@@ -210,7 +213,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 	if pm.Next() {
 		var v int32
 		if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
-			return off, d.fail(err, "", TradeTemplateID, "DataStatus", off)
+			return off, d.fail(err, TradeTemplateID, "DataStatus", off)
 		}
 		m.DataStatus = v
 		m.HasDataStatus = ok
@@ -221,7 +224,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 	if pm.Next() {
 		var v uint32
 		if v, off, err = fast.ReadUint32(b, off); err != nil {
-			return off, d.fail(err, "", TradeTemplateID, "TradeIndex", off)
+			return off, d.fail(err, TradeTemplateID, "TradeIndex", off)
 		}
 		d.dict.s0TradeIndex, d.dict.s0TradeIndexState = v, slotAssigned
 	} else {
@@ -229,9 +232,9 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 		case slotAssigned:
 			d.dict.s0TradeIndex++
 		case slotUndefined:
-			return off, d.fail(errNoPrevious, "D5", TradeTemplateID, "TradeIndex", off)
+			return off, d.fail(fast.ErrNoPrevious, TradeTemplateID, "TradeIndex", off)
 		case slotEmpty:
-			return off, d.fail(errEmptyPrevious, "D6", TradeTemplateID, "TradeIndex", off)
+			return off, d.fail(fast.ErrEmptyPrevious, TradeTemplateID, "TradeIndex", off)
 		}
 	}
 	m.TradeIndex = d.dict.s0TradeIndex
@@ -239,7 +242,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 	if pm.Next() {
 		var v uint32
 		if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
-			return off, d.fail(err, "", TradeTemplateID, "TradeChannel", off)
+			return off, d.fail(err, TradeTemplateID, "TradeChannel", off)
 		}
 		if ok {
 			d.dict.s1TradeChannel, d.dict.s1TradeChannelState = v, slotAssigned
@@ -263,7 +266,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 	if pm.Next() {
 		var s []byte
 		if s, off, err = fast.ReadASCII(b, off, 6); err != nil {
-			return off, d.fail(err, "", TradeTemplateID, "SecurityID", off)
+			return off, d.fail(err, TradeTemplateID, "SecurityID", off)
 		}
 		var v [6]byte
 		fast.CopyASCII(v[:], s)
@@ -272,9 +275,9 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 		switch d.dict.s2SecurityIDState {
 		case slotAssigned:
 		case slotUndefined:
-			return off, d.fail(errNoPrevious, "D5", TradeTemplateID, "SecurityID", off)
+			return off, d.fail(fast.ErrNoPrevious, TradeTemplateID, "SecurityID", off)
 		case slotEmpty:
-			return off, d.fail(errEmptyPrevious, "D6", TradeTemplateID, "SecurityID", off)
+			return off, d.fail(fast.ErrEmptyPrevious, TradeTemplateID, "SecurityID", off)
 		}
 	}
 	m.SecurityID = d.dict.s2SecurityID
@@ -282,7 +285,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 	if pm.Next() {
 		var v uint32
 		if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
-			return off, d.fail(err, "", TradeTemplateID, "TradeTime", off)
+			return off, d.fail(err, TradeTemplateID, "TradeTime", off)
 		}
 		if ok {
 			d.dict.s3TradeTime, d.dict.s3TradeTimeState = v, slotAssigned
@@ -297,6 +300,9 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 		}
 	}
 	if d.dict.s3TradeTimeState == slotAssigned {
+		if x := Time(d.dict.s3TradeTime); uint32(x) != d.dict.s3TradeTime || (x < 0) != (d.dict.s3TradeTime < 0) {
+			return off, d.fail(fast.ErrRange, TradeTemplateID, "TradeTime", off)
+		}
 		m.TradeTime = Time(d.dict.s3TradeTime)
 		m.HasTradeTime = true
 	} else {
@@ -306,7 +312,10 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 	if pm.Next() {
 		var v int32
 		if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
-			return off, d.fail(err, "", TradeTemplateID, "TradePrice", off)
+			return off, d.fail(err, TradeTemplateID, "TradePrice", off)
+		}
+		if x := Price(v); int32(x) != v || (x < 0) != (v < 0) {
+			return off, d.fail(fast.ErrRange, TradeTemplateID, "TradePrice", off)
 		}
 		m.TradePrice = Price(v)
 		m.HasTradePrice = ok
@@ -317,7 +326,10 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 	if pm.Next() {
 		var v int64
 		if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
-			return off, d.fail(err, "", TradeTemplateID, "TradeQty", off)
+			return off, d.fail(err, TradeTemplateID, "TradeQty", off)
+		}
+		if x := Qty(v); int64(x) != v || (x < 0) != (v < 0) {
+			return off, d.fail(fast.ErrRange, TradeTemplateID, "TradeQty", off)
 		}
 		m.TradeQty = Qty(v)
 		m.HasTradeQty = ok
@@ -328,7 +340,10 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 	if pm.Next() {
 		var v int64
 		if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
-			return off, d.fail(err, "", TradeTemplateID, "TradeMoney", off)
+			return off, d.fail(err, TradeTemplateID, "TradeMoney", off)
+		}
+		if x := Money(v); int64(x) != v || (x < 0) != (v < 0) {
+			return off, d.fail(fast.ErrRange, TradeTemplateID, "TradeMoney", off)
 		}
 		m.TradeMoney = Money(v)
 		m.HasTradeMoney = ok
@@ -339,7 +354,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 	if pm.Next() {
 		var v uint64
 		if v, ok, off, err = fast.ReadNullableUint64(b, off); err != nil {
-			return off, d.fail(err, "", TradeTemplateID, "TradeBuyNo", off)
+			return off, d.fail(err, TradeTemplateID, "TradeBuyNo", off)
 		}
 		m.TradeBuyNo = v
 		m.HasTradeBuyNo = ok
@@ -350,7 +365,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 	if pm.Next() {
 		var v uint64
 		if v, ok, off, err = fast.ReadNullableUint64(b, off); err != nil {
-			return off, d.fail(err, "", TradeTemplateID, "TradeSellNo", off)
+			return off, d.fail(err, TradeTemplateID, "TradeSellNo", off)
 		}
 		m.TradeSellNo = v
 		m.HasTradeSellNo = ok
@@ -361,7 +376,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 	if pm.Next() {
 		var s []byte
 		if s, ok, off, err = fast.ReadNullableASCII(b, off, 1); err != nil {
-			return off, d.fail(err, "", TradeTemplateID, "TradeBSFlag", off)
+			return off, d.fail(err, TradeTemplateID, "TradeBSFlag", off)
 		}
 		v := asciiByte(s)
 		m.TradeBSFlag = v
@@ -373,7 +388,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 	if pm.Next() {
 		var v uint64
 		if v, off, err = fast.ReadUint64(b, off); err != nil {
-			return off, d.fail(err, "", TradeTemplateID, "BizIndex", off)
+			return off, d.fail(err, TradeTemplateID, "BizIndex", off)
 		}
 		d.dict.s4BizIndex, d.dict.s4BizIndexState = v, slotAssigned
 	} else {
@@ -381,9 +396,9 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 		case slotAssigned:
 			d.dict.s4BizIndex++
 		case slotUndefined:
-			return off, d.fail(errNoPrevious, "D5", TradeTemplateID, "BizIndex", off)
+			return off, d.fail(fast.ErrNoPrevious, TradeTemplateID, "BizIndex", off)
 		case slotEmpty:
-			return off, d.fail(errEmptyPrevious, "D6", TradeTemplateID, "BizIndex", off)
+			return off, d.fail(fast.ErrEmptyPrevious, TradeTemplateID, "BizIndex", off)
 		}
 	}
 	m.BizIndex = d.dict.s4BizIndex
@@ -399,7 +414,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 	if pm.Next() {
 		var v uint32
 		if v, off, err = fast.ReadUint32(b, off); err != nil {
-			return off, d.fail(err, "", OrderTemplateID, "OrderIndex", off)
+			return off, d.fail(err, OrderTemplateID, "OrderIndex", off)
 		}
 		d.dict.s5OrderIndex, d.dict.s5OrderIndexState = v, slotAssigned
 	} else {
@@ -407,9 +422,9 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 		case slotAssigned:
 			d.dict.s5OrderIndex++
 		case slotUndefined:
-			return off, d.fail(errNoPrevious, "D5", OrderTemplateID, "OrderIndex", off)
+			return off, d.fail(fast.ErrNoPrevious, OrderTemplateID, "OrderIndex", off)
 		case slotEmpty:
-			return off, d.fail(errEmptyPrevious, "D6", OrderTemplateID, "OrderIndex", off)
+			return off, d.fail(fast.ErrEmptyPrevious, OrderTemplateID, "OrderIndex", off)
 		}
 	}
 	m.OrderIndex = d.dict.s5OrderIndex
@@ -417,7 +432,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 	if pm.Next() {
 		var v uint32
 		if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
-			return off, d.fail(err, "", OrderTemplateID, "OrderChannel", off)
+			return off, d.fail(err, OrderTemplateID, "OrderChannel", off)
 		}
 		if ok {
 			d.dict.s6OrderChannel, d.dict.s6OrderChannelState = v, slotAssigned
@@ -441,7 +456,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 	if pm.Next() {
 		var s []byte
 		if s, off, err = fast.ReadASCII(b, off, 6); err != nil {
-			return off, d.fail(err, "", OrderTemplateID, "SecurityID", off)
+			return off, d.fail(err, OrderTemplateID, "SecurityID", off)
 		}
 		var v [6]byte
 		fast.CopyASCII(v[:], s)
@@ -450,9 +465,9 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 		switch d.dict.s2SecurityIDState {
 		case slotAssigned:
 		case slotUndefined:
-			return off, d.fail(errNoPrevious, "D5", OrderTemplateID, "SecurityID", off)
+			return off, d.fail(fast.ErrNoPrevious, OrderTemplateID, "SecurityID", off)
 		case slotEmpty:
-			return off, d.fail(errEmptyPrevious, "D6", OrderTemplateID, "SecurityID", off)
+			return off, d.fail(fast.ErrEmptyPrevious, OrderTemplateID, "SecurityID", off)
 		}
 	}
 	m.SecurityID = d.dict.s2SecurityID
@@ -460,7 +475,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 	if pm.Next() {
 		var v uint32
 		if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
-			return off, d.fail(err, "", OrderTemplateID, "OrderTime", off)
+			return off, d.fail(err, OrderTemplateID, "OrderTime", off)
 		}
 		if ok {
 			d.dict.s7OrderTime, d.dict.s7OrderTimeState = v, slotAssigned
@@ -475,6 +490,9 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 		}
 	}
 	if d.dict.s7OrderTimeState == slotAssigned {
+		if x := Time(d.dict.s7OrderTime); uint32(x) != d.dict.s7OrderTime || (x < 0) != (d.dict.s7OrderTime < 0) {
+			return off, d.fail(fast.ErrRange, OrderTemplateID, "OrderTime", off)
+		}
 		m.OrderTime = Time(d.dict.s7OrderTime)
 		m.HasOrderTime = true
 	} else {
@@ -484,7 +502,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 	if pm.Next() {
 		var s []byte
 		if s, off, err = fast.ReadASCII(b, off, 1); err != nil {
-			return off, d.fail(err, "", OrderTemplateID, "OrderType", off)
+			return off, d.fail(err, OrderTemplateID, "OrderType", off)
 		}
 		v := asciiByte(s)
 		d.dict.s8OrderType, d.dict.s8OrderTypeState = v, slotAssigned
@@ -492,9 +510,9 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 		switch d.dict.s8OrderTypeState {
 		case slotAssigned:
 		case slotUndefined:
-			return off, d.fail(errNoPrevious, "D5", OrderTemplateID, "OrderType", off)
+			return off, d.fail(fast.ErrNoPrevious, OrderTemplateID, "OrderType", off)
 		case slotEmpty:
-			return off, d.fail(errEmptyPrevious, "D6", OrderTemplateID, "OrderType", off)
+			return off, d.fail(fast.ErrEmptyPrevious, OrderTemplateID, "OrderType", off)
 		}
 	}
 	m.OrderType = d.dict.s8OrderType
@@ -502,7 +520,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 	{
 		var v uint64
 		if v, off, err = fast.ReadUint64(b, off); err != nil {
-			return off, d.fail(err, "", OrderTemplateID, "OrderNO", off)
+			return off, d.fail(err, OrderTemplateID, "OrderNO", off)
 		}
 		m.OrderNO = v
 	}
@@ -510,7 +528,10 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 	if pm.Next() {
 		var v uint32
 		if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
-			return off, d.fail(err, "", OrderTemplateID, "OrderPrice", off)
+			return off, d.fail(err, OrderTemplateID, "OrderPrice", off)
+		}
+		if x := Price(v); uint32(x) != v || (x < 0) != (v < 0) {
+			return off, d.fail(fast.ErrRange, OrderTemplateID, "OrderPrice", off)
 		}
 		m.OrderPrice = Price(v)
 		m.HasOrderPrice = ok
@@ -521,7 +542,10 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 	if pm.Next() {
 		var v uint64
 		if v, ok, off, err = fast.ReadNullableUint64(b, off); err != nil {
-			return off, d.fail(err, "", OrderTemplateID, "Balance", off)
+			return off, d.fail(err, OrderTemplateID, "Balance", off)
+		}
+		if x := Qty(v); uint64(x) != v || (x < 0) != (v < 0) {
+			return off, d.fail(fast.ErrRange, OrderTemplateID, "Balance", off)
 		}
 		m.Balance = Qty(v)
 		m.HasBalance = ok
@@ -532,7 +556,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 	if pm.Next() {
 		var s []byte
 		if s, off, err = fast.ReadASCII(b, off, 1); err != nil {
-			return off, d.fail(err, "", OrderTemplateID, "OrderBSFlag", off)
+			return off, d.fail(err, OrderTemplateID, "OrderBSFlag", off)
 		}
 		v := asciiByte(s)
 		d.dict.s9OrderBSFlag, d.dict.s9OrderBSFlagState = v, slotAssigned
@@ -540,9 +564,9 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 		switch d.dict.s9OrderBSFlagState {
 		case slotAssigned:
 		case slotUndefined:
-			return off, d.fail(errNoPrevious, "D5", OrderTemplateID, "OrderBSFlag", off)
+			return off, d.fail(fast.ErrNoPrevious, OrderTemplateID, "OrderBSFlag", off)
 		case slotEmpty:
-			return off, d.fail(errEmptyPrevious, "D6", OrderTemplateID, "OrderBSFlag", off)
+			return off, d.fail(fast.ErrEmptyPrevious, OrderTemplateID, "OrderBSFlag", off)
 		}
 	}
 	m.OrderBSFlag = d.dict.s9OrderBSFlag
@@ -550,7 +574,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 	if pm.Next() {
 		var v uint64
 		if v, off, err = fast.ReadUint64(b, off); err != nil {
-			return off, d.fail(err, "", OrderTemplateID, "BizIndex", off)
+			return off, d.fail(err, OrderTemplateID, "BizIndex", off)
 		}
 		d.dict.s4BizIndex, d.dict.s4BizIndexState = v, slotAssigned
 	} else {
@@ -558,9 +582,9 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 		case slotAssigned:
 			d.dict.s4BizIndex++
 		case slotUndefined:
-			return off, d.fail(errNoPrevious, "D5", OrderTemplateID, "BizIndex", off)
+			return off, d.fail(fast.ErrNoPrevious, OrderTemplateID, "BizIndex", off)
 		case slotEmpty:
-			return off, d.fail(errEmptyPrevious, "D6", OrderTemplateID, "BizIndex", off)
+			return off, d.fail(fast.ErrEmptyPrevious, OrderTemplateID, "BizIndex", off)
 		}
 	}
 	m.BizIndex = d.dict.s4BizIndex
@@ -700,7 +724,7 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 		has := m.HasTradeTime
 		_ = has
 		if has && Time(v) != m.TradeTime {
-			return dst, &EncodeError{TemplateID: TradeTemplateID, Field: "TradeTime", Err: errRange}
+			return dst, &EncodeError{TemplateID: TradeTemplateID, Field: "TradeTime", Err: fast.ErrRange}
 		}
 		var implied uint32
 		impliedHas, canImply := false, true
@@ -728,7 +752,7 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 		has := m.HasTradePrice
 		_ = has
 		if has && Price(v) != m.TradePrice {
-			return dst, &EncodeError{TemplateID: TradeTemplateID, Field: "TradePrice", Err: errRange}
+			return dst, &EncodeError{TemplateID: TradeTemplateID, Field: "TradePrice", Err: fast.ErrRange}
 		}
 		if !has {
 			e.pm.Add(false)
@@ -743,7 +767,7 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 		has := m.HasTradeQty
 		_ = has
 		if has && Qty(v) != m.TradeQty {
-			return dst, &EncodeError{TemplateID: TradeTemplateID, Field: "TradeQty", Err: errRange}
+			return dst, &EncodeError{TemplateID: TradeTemplateID, Field: "TradeQty", Err: fast.ErrRange}
 		}
 		if !has {
 			e.pm.Add(false)
@@ -758,7 +782,7 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 		has := m.HasTradeMoney
 		_ = has
 		if has && Money(v) != m.TradeMoney {
-			return dst, &EncodeError{TemplateID: TradeTemplateID, Field: "TradeMoney", Err: errRange}
+			return dst, &EncodeError{TemplateID: TradeTemplateID, Field: "TradeMoney", Err: fast.ErrRange}
 		}
 		if !has {
 			e.pm.Add(false)
@@ -939,7 +963,7 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 		has := m.HasOrderTime
 		_ = has
 		if has && Time(v) != m.OrderTime {
-			return dst, &EncodeError{TemplateID: OrderTemplateID, Field: "OrderTime", Err: errRange}
+			return dst, &EncodeError{TemplateID: OrderTemplateID, Field: "OrderTime", Err: fast.ErrRange}
 		}
 		var implied uint32
 		impliedHas, canImply := false, true
@@ -1001,7 +1025,7 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 		has := m.HasOrderPrice
 		_ = has
 		if has && Price(v) != m.OrderPrice {
-			return dst, &EncodeError{TemplateID: OrderTemplateID, Field: "OrderPrice", Err: errRange}
+			return dst, &EncodeError{TemplateID: OrderTemplateID, Field: "OrderPrice", Err: fast.ErrRange}
 		}
 		if !has {
 			e.pm.Add(false)
@@ -1016,7 +1040,7 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 		has := m.HasBalance
 		_ = has
 		if has && Qty(v) != m.Balance {
-			return dst, &EncodeError{TemplateID: OrderTemplateID, Field: "Balance", Err: errRange}
+			return dst, &EncodeError{TemplateID: OrderTemplateID, Field: "Balance", Err: fast.ErrRange}
 		}
 		if !has {
 			e.pm.Add(false)
@@ -1084,46 +1108,11 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 	return append(dst, e.scratch...), nil
 }
 
-var (
-	errNoTemplateID    = errors.New("no template id and no previous one")
-	errUnknownTemplate = errors.New("unknown template id")
-	errNoPrevious      = errors.New("no previous value and no initial value")
-	errEmptyPrevious   = errors.New("previous value is empty")
-	errRange           = errors.New("value out of the range of its wire type")
-)
-
-// DecodeError describes a record that cannot be decoded.
-type DecodeError struct {
-	// Code is the FAST spec's error code (D2 integer overflow, D5 no
-	// previous value, D6 empty previous value, D9 unknown template), or
-	// empty when the spec names none (a record cut short, a length bound).
-	Code       string
-	TemplateID uint32 // 0 when not known yet
-	Field      string // empty outside a field
-	Offset     int    // byte offset in the buffer passed to DecodeRecord
-	Err        error  // fast.ErrShort, fast.ErrOverflow, fast.ErrLimit or a generated sentinel
-}
-
-func (e *DecodeError) Error() string {
-	s := "sse: "
-	if e.Code != "" {
-		s += e.Code + " "
-	}
-	s += "template " + strconv.FormatUint(uint64(e.TemplateID), 10)
-	if e.Field != "" {
-		s += " field " + e.Field
-	}
-	return s + " at offset " + strconv.Itoa(e.Offset) + ": " + e.Err.Error()
-}
-
-// Unwrap returns the cause.
-func (e *DecodeError) Unwrap() error { return e.Err }
-
 // EncodeError describes a record value that cannot be encoded.
 type EncodeError struct {
 	TemplateID uint32
 	Field      string
-	Err        error
+	Err        error // fast.ErrRange
 }
 
 func (e *EncodeError) Error() string {
@@ -1134,14 +1123,8 @@ func (e *EncodeError) Error() string {
 func (e *EncodeError) Unwrap() error { return e.Err }
 
 // fail makes the sticky error for a failure at byte offset off.
-func (d *Decoder) fail(err error, code string, tid uint32, field string, off int) error {
-	if code == "" && errors.Is(err, fast.ErrOverflow) {
-		code = "D2"
-	}
-	if tid == 0 {
-		tid = d.dict.tid
-	}
-	d.err = &DecodeError{Code: code, TemplateID: tid, Field: field, Offset: off, Err: err}
+func (d *Decoder) fail(err error, tid uint32, field string, off int) error {
+	d.err = &fast.DecodeError{Code: fast.Code(err), TemplateID: tid, Field: field, Offset: off, Err: err}
 	return d.err
 }
 

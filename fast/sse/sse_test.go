@@ -277,7 +277,7 @@ func TestEncodeRange(t *testing.T) {
 	o := Order{OrderPrice: Price(math.MaxUint32 + 1), HasOrderPrice: true}
 	out, err := enc.AppendOrder([]byte("x"), &o)
 	var ee *EncodeError
-	if !errors.As(err, &ee) || ee.Field != "OrderPrice" || !errors.Is(err, errRange) || string(out) != "x" {
+	if !errors.As(err, &ee) || ee.Field != "OrderPrice" || !errors.Is(err, fast.ErrRange) || string(out) != "x" {
 		t.Fatalf("got %q, %v", out, err)
 	}
 	o.HasOrderPrice = false // absent: the value is not written, so not checked
@@ -358,20 +358,20 @@ func TestDecodeErrors(t *testing.T) {
 		code string
 		is   error
 	}{
-		{"no template id", []byte{0x80}, "D5", errNoTemplateID},
-		{"unknown template", []byte{0xc0, 0x19, 0x82}, "D9", errUnknownTemplate},
+		{"no template id", []byte{0x80}, "D5", fast.ErrNoPrevious},
+		{"unknown template", []byte{0xc0, 0x19, 0x82}, "D9", fast.ErrUnknownTemplate},
 		// TradeIndex bit clear in the first record: increment without a
 		// previous value.
-		{"increment undefined", []byte{0xc0, 0x19, 0x81}, "D5", errNoPrevious},
-		{"short", []byte{0xf0, 0x19, 0x81, 0x81}, "", fast.ErrShort},
+		{"increment undefined", []byte{0xc0, 0x19, 0x81}, "D5", fast.ErrNoPrevious},
+		{"short", []byte{0xf0, 0x19, 0x81, 0x81}, "SHORT", fast.ErrShort},
 		{"overflow", []byte{0xe0, 0x19, 0x81, 0x10, 0x7f, 0x7f, 0x7f, 0xff}, "D2", fast.ErrOverflow},
-		{"string too long", []byte{0xdc, 0x19, 0x81, 0x81, 0x81, '1', '2', '3', '4', '5', '6', 0xb7}, "", fast.ErrLimit},
-		{"pmap too long", bytes.Repeat([]byte{0}, 40), "", fast.ErrLimit},
+		{"string too long", []byte{0xdc, 0x19, 0x81, 0x81, 0x81, '1', '2', '3', '4', '5', '6', 0xb7}, "LIMIT", fast.ErrLimit},
+		{"pmap too long", bytes.Repeat([]byte{0}, 40), "LIMIT", fast.ErrLimit},
 	}
 	for _, tc := range cases {
 		var dec Decoder
 		_, err := dec.DecodeRecord(tc.wire, 0, &collect{})
-		var de *DecodeError
+		var de *fast.DecodeError
 		if !errors.As(err, &de) || de.Code != tc.code || !errors.Is(err, tc.is) {
 			t.Errorf("%s: got %v (%#v), want code %q wrapping %v", tc.name, err, de, tc.code, tc.is)
 			continue

@@ -319,6 +319,15 @@ func initExpr(f *field, v string) (string, error) {
 	return b.String(), nil
 }
 
+func (g *generator) hasTemplate(id uint32) bool {
+	for _, t := range g.templates {
+		if t.t.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 func (g *generator) p(format string, args ...any) {
 	fmt.Fprintf(&g.buf, format, args...)
 	g.buf.WriteByte('\n')
@@ -333,7 +342,6 @@ func (g *generator) emit() {
 	g.p("package %s", g.opt.Package)
 	g.p("")
 	g.p("import (")
-	g.p(`"errors"`)
 	g.p(`"strconv"`)
 	g.p("")
 	g.p(`"github.com/tickwire/tickwire/fast"`)
@@ -482,7 +490,9 @@ func (g *generator) emitDecoder() {
 	g.p("// is set, fields) starting at b[off], calls the handler's method for its")
 	g.p("// template and returns the offset just past the record. The whole record")
 	g.p("// must be in b: a record cut short is an error wrapping fast.ErrShort.")
-	g.p("// Errors are *DecodeError values.")
+	g.p("// Errors are *fast.DecodeError values. A record with the reset template")
+	g.p("// id (fast.ResetTemplateID, 120), when no generated template has it,")
+	g.p("// resets the dictionary and calls no handler method.")
 	g.p("func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {")
 	g.p("if d.err != nil {")
 	g.p("return off, d.err")
@@ -494,16 +504,16 @@ func (g *generator) emitDecoder() {
 	g.p("start := off")
 	g.p("pm, off, err := fast.ReadPMap(b, off, maxPMap)")
 	g.p("if err != nil {")
-	g.p(`return start, d.fail(err, "", 0, "", off)`)
+	g.p(`return start, d.fail(err, 0, "", off)`)
 	g.p("}")
 	g.p("if pm.Next() {")
 	g.p("var tid uint32")
 	g.p("if tid, off, err = fast.ReadUint32(b, off); err != nil {")
-	g.p(`return start, d.fail(err, "", 0, "", off)`)
+	g.p(`return start, d.fail(err, 0, "", off)`)
 	g.p("}")
 	g.p("d.dict.tid, d.dict.tidState = tid, slotAssigned")
 	g.p("} else if d.dict.tidState != slotAssigned {")
-	g.p(`return start, d.fail(errNoTemplateID, "D5", 0, "", off)`)
+	g.p(`return start, d.fail(fast.ErrNoPrevious, 0, "", off)`)
 	g.p("}")
 	g.p("switch d.dict.tid {")
 	for _, t := range g.templates {
@@ -513,8 +523,12 @@ func (g *generator) emitDecoder() {
 		g.p("}")
 		g.p("h.On%s(&d.rec%s)", t.goName, t.goName)
 	}
+	if !g.hasTemplate(fast.ResetTemplateID) {
+		g.p("case fast.ResetTemplateID:")
+		g.p("d.dict = dictionary{}")
+	}
 	g.p("default:")
-	g.p(`return start, d.fail(errUnknownTemplate, "D9", d.dict.tid, "", off)`)
+	g.p(`return start, d.fail(fast.ErrUnknownTemplate, d.dict.tid, "", off)`)
 	g.p("}")
 	g.p("return off, nil")
 	g.p("}")
@@ -525,7 +539,7 @@ func (g *generator) emitDecoder() {
 // an optional field), returning on error.
 func (g *generator) decodeRead(t *template, f *field) {
 	w := wires[f.f.Kind]
-	fail := fmt.Sprintf(`return off, d.fail(err, "", %sTemplateID, %q, off)`, t.goName, f.f.Name)
+	fail := fmt.Sprintf(`return off, d.fail(err, %sTemplateID, %q, off)`, t.goName, f.f.Name)
 	if f.isASCII() {
 		g.p("var s []byte")
 		if f.f.Optional {
@@ -569,7 +583,15 @@ func (g *generator) emitDecode(t *template) {
 	for _, f := range t.fields {
 		g.p("// %s", fieldDoc(f.f))
 		op := f.f.Op
-		set := func(expr string) { g.p("m.%s = %s", f.goName, conv(f, expr)) }
+		set := func(expr string) {
+			if f.goType != f.valType && !f.isASCII() {
+				// The Go type may be narrower or of another sign.
+				g.p("if x := %s; %s(x) != %s || (x < 0) != (%s < 0) {", conv(f, expr), f.valType, expr, expr)
+				g.p(`return off, d.fail(fast.ErrRange, %sTemplateID, %q, off)`, t.goName, f.f.Name)
+				g.p("}")
+			}
+			g.p("m.%s = %s", f.goName, conv(f, expr))
+		}
 		present := func(expr string) {
 			if f.f.Optional {
 				g.p("m.Has%s = %s", f.goName, expr)
@@ -609,8 +631,8 @@ func (g *generator) emitDecode(t *template) {
 		case fast.OpCopy, fast.OpIncrement:
 			s := "d.dict." + f.slot.name
 			st := s + "State"
-			d5 := fmt.Sprintf(`return off, d.fail(errNoPrevious, "D5", %sTemplateID, %q, off)`, t.goName, f.f.Name)
-			d6 := fmt.Sprintf(`return off, d.fail(errEmptyPrevious, "D6", %sTemplateID, %q, off)`, t.goName, f.f.Name)
+			d5 := fmt.Sprintf(`return off, d.fail(fast.ErrNoPrevious, %sTemplateID, %q, off)`, t.goName, f.f.Name)
+			d6 := fmt.Sprintf(`return off, d.fail(fast.ErrEmptyPrevious, %sTemplateID, %q, off)`, t.goName, f.f.Name)
 			g.p("if pm.Next() {")
 			g.decodeRead(t, f)
 			if f.f.Optional {
@@ -736,7 +758,7 @@ func (g *generator) emitEncode(t *template) {
 			if !f.isASCII() && f.goType != f.valType {
 				// Absent values are not written, so only present ones must fit.
 				g.p("if has && %s != m.%s {", conv(f, "v"), f.goName)
-				g.p(`return dst, &EncodeError{TemplateID: %sTemplateID, Field: %q, Err: errRange}`, t.goName, f.f.Name)
+				g.p(`return dst, &EncodeError{TemplateID: %sTemplateID, Field: %q, Err: fast.ErrRange}`, t.goName, f.f.Name)
 				g.p("}")
 			}
 		}
@@ -809,46 +831,11 @@ func (g *generator) emitEncode(t *template) {
 }
 
 func (g *generator) emitHelpers() {
-	g.p("var (")
-	g.p(`errNoTemplateID    = errors.New("no template id and no previous one")`)
-	g.p(`errUnknownTemplate = errors.New("unknown template id")`)
-	g.p(`errNoPrevious      = errors.New("no previous value and no initial value")`)
-	g.p(`errEmptyPrevious   = errors.New("previous value is empty")`)
-	g.p(`errRange           = errors.New("value out of the range of its wire type")`)
-	g.p(")")
-	g.p("")
-	g.p("// DecodeError describes a record that cannot be decoded.")
-	g.p("type DecodeError struct {")
-	g.p("// Code is the FAST spec's error code (D2 integer overflow, D5 no")
-	g.p("// previous value, D6 empty previous value, D9 unknown template), or")
-	g.p("// empty when the spec names none (a record cut short, a length bound).")
-	g.p("Code string")
-	g.p("TemplateID uint32 // 0 when not known yet")
-	g.p("Field string // empty outside a field")
-	g.p("Offset int // byte offset in the buffer passed to DecodeRecord")
-	g.p("Err error // fast.ErrShort, fast.ErrOverflow, fast.ErrLimit or a generated sentinel")
-	g.p("}")
-	g.p("")
-	g.p("func (e *DecodeError) Error() string {")
-	g.p("s := %q", g.opt.Package+": ")
-	g.p("if e.Code != \"\" {")
-	g.p("s += e.Code + \" \"")
-	g.p("}")
-	g.p("s += \"template \" + strconv.FormatUint(uint64(e.TemplateID), 10)")
-	g.p("if e.Field != \"\" {")
-	g.p("s += \" field \" + e.Field")
-	g.p("}")
-	g.p("return s + \" at offset \" + strconv.Itoa(e.Offset) + \": \" + e.Err.Error()")
-	g.p("}")
-	g.p("")
-	g.p("// Unwrap returns the cause.")
-	g.p("func (e *DecodeError) Unwrap() error { return e.Err }")
-	g.p("")
 	g.p("// EncodeError describes a record value that cannot be encoded.")
 	g.p("type EncodeError struct {")
 	g.p("TemplateID uint32")
 	g.p("Field string")
-	g.p("Err error")
+	g.p("Err error // fast.ErrRange")
 	g.p("}")
 	g.p("")
 	g.p("func (e *EncodeError) Error() string {")
@@ -859,14 +846,8 @@ func (g *generator) emitHelpers() {
 	g.p("func (e *EncodeError) Unwrap() error { return e.Err }")
 	g.p("")
 	g.p("// fail makes the sticky error for a failure at byte offset off.")
-	g.p("func (d *Decoder) fail(err error, code string, tid uint32, field string, off int) error {")
-	g.p("if code == \"\" && errors.Is(err, fast.ErrOverflow) {")
-	g.p("code = \"D2\"")
-	g.p("}")
-	g.p("if tid == 0 {")
-	g.p("tid = d.dict.tid")
-	g.p("}")
-	g.p("d.err = &DecodeError{Code: code, TemplateID: tid, Field: field, Offset: off, Err: err}")
+	g.p("func (d *Decoder) fail(err error, tid uint32, field string, off int) error {")
+	g.p("d.err = &fast.DecodeError{Code: fast.Code(err), TemplateID: tid, Field: field, Offset: off, Err: err}")
 	g.p("return d.err")
 	g.p("}")
 	g.p("")
