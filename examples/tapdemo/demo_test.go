@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/internal/kerneltest"
+	"github.com/tickwire/tickwire/link/frame"
+	"github.com/tickwire/tickwire/link/pcap"
+	"github.com/tickwire/tickwire/link/pipe"
+)
+
+// TestServeOverPipe checks the demo's services with a second tickwire stack
+// as the client, over an in-process pipe: no root needed.
+func TestServeOverPipe(t *testing.T) {
+	a, b := pipe.New(pipe.Options{})
+	server, err := tickwire.New(tickwire.Config{Link: a, Addr: netip.MustParsePrefix("10.201.0.2/24")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	client, err := tickwire.New(tickwire.Config{Link: b, Addr: netip.MustParsePrefix("10.201.0.1/24")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, server, func() { close(ready) }) }()
+	<-ready
+
+	dst := netip.MustParseAddr("10.201.0.2")
+	if _, err := client.Ping(ctx, dst); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	c, err := client.DialTCP(ctx, netip.AddrPortFrom(dst, EchoPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := bytes.Repeat([]byte("0123456789abcdef"), 4096)
+	go c.Write(msg)
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, msg) {
+		t.Fatalf("TCP echo: %v", err)
+	}
+	// A connection still open when Serve stops is closed by it.
+	d, err := client.DialTCP(ctx, netip.AddrPortFrom(dst, DiscardPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	u, err := client.DialUDP(netip.AddrPortFrom(dst, EchoPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	u.Write([]byte("datagram"))
+	u.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 64)
+	if n, err := u.Read(buf); err != nil || string(buf[:n]) != "datagram" {
+		t.Fatalf("UDP echo: %q %v", buf[:n], err)
+	}
+
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	d.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := d.Read(buf); err == nil {
+		t.Fatal("discard connection still open after Serve returned")
+	}
+	c.Close()
+	d.Close()
+}
+
+// buildDemo compiles the demo into a temporary directory.
+func buildDemo(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tapdemo")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestDemoAgainstKernel runs the demo binary inside a namespace of its own
+// and talks to it from the kernel side with ping and nc.
+func TestDemoAgainstKernel(t *testing.T) {
+	kerneltest.RequireRoot(t)
+	kerneltest.RequireTool(t, "ping")
+	kerneltest.RequireTool(t, "nc")
+	ns := kerneltest.NewNetns(t, "twl")
+	ns.MustRun(t, "sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1")
+	bin := buildDemo(t)
+	dev := kerneltest.Name("twl")
+	pcapFile := filepath.Join(t.TempDir(), "demo.pcap")
+
+	cmd := ns.Command(context.Background(), bin, "-tap", dev, "-addr", "10.201.0.2/24", "-host", "10.201.0.1/24", "-pcap", pcapFile)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	lines := make(chan string, 128)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var output strings.Builder
+	timeout := time.After(20 * time.Second)
+	for ready := false; !ready; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("demo exited before ready: %s\n%s", output.String(), stderr.String())
+			}
+			output.WriteString(l + "\n")
+			ready = l == "ready"
+		case <-timeout:
+			t.Fatalf("demo not ready: %s\n%s", output.String(), stderr.String())
+		}
+	}
+
+	ns.MustRun(t, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.201.0.2")
+
+	nc := func(stdin string, args ...string) string {
+		c := ns.Command(context.Background(), "nc", args...)
+		c.Stdin = strings.NewReader(stdin)
+		out, err := c.Output()
+		if err != nil {
+			t.Fatalf("nc %v: %v", args, err)
+		}
+		return string(out)
+	}
+	if got := nc("hello over TCP\n", "-N", "-w", "5", "10.201.0.2", "7"); got != "hello over TCP\n" {
+		t.Fatalf("TCP echo answered %q", got)
+	}
+	if got := nc("hello over UDP\n", "-u", "-w", "1", "10.201.0.2", "7"); got != "hello over UDP\n" {
+		t.Fatalf("UDP echo answered %q", got)
+	}
+	if got := nc(strings.Repeat("x", 100000), "-N", "-w", "5", "10.201.0.2", "9"); got != "" {
+		t.Fatalf("discard answered %q", got)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for l := range lines {
+		output.WriteString(l + "\n")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("demo exit: %v\n%s\n%s", err, output.String(), stderr.String())
+	}
+	out := output.String()
+	for _, want := range []string{"stats:", "ICMPEchoRequestsRx", "ConnsAccepted", "pcap:"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if o, err := ns.Run("ip", "link", "show", "dev", dev); err == nil {
+		t.Fatalf("device %s left behind: %s", dev, o)
+	}
+
+	// The recording holds the whole session.
+	r, err := pcap.Open(pcapFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	batch := frame.NewBatch(64, 2048)
+	frames := 0
+	for {
+		n, err := r.ReadFrames(batch)
+		frames += n
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if frames < 20 {
+		t.Fatalf("%d frames recorded, want the whole session", frames)
+	}
+}
+
+// TestDemoWithoutRoot runs the demo as an unprivileged user: it must say so
+// and exit non-zero.
+func TestDemoWithoutRoot(t *testing.T) {
+	kerneltest.RequireRoot(t) // to switch to another user
+	setpriv := kerneltest.RequireTool(t, "setpriv")
+	bin := buildDemo(t)
+	os.Chmod(filepath.Dir(bin), 0o755)
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-tap", "twlnobody")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("demo succeeded without root: %s", out)
+	}
+	if !strings.Contains(string(out), "needs root") {
+		t.Fatalf("demo output without root: %s", out)
+	}
+	if _, err := net.InterfaceByName("twlnobody"); err == nil {
+		t.Fatal("device created without root")
+	}
+}
