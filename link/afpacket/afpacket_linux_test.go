@@ -10,62 +10,44 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"os"
-	"os/exec"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tickwire/tickwire/internal/kerneltest"
 	"github.com/tickwire/tickwire/link/afpacket"
 	"github.com/tickwire/tickwire/link/frame"
 )
 
-func needRoot(t *testing.T) {
+// vethPair creates a network namespace holding a veth pair without
+// addresses or IPv6 link-local addresses, so nothing but the frames a test
+// injects crosses it. It returns the namespace and the two ends' names.
+func vethPair(t *testing.T) (ns *kerneltest.Netns, a, b string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("AF_PACKET capture needs root; skipping")
-	}
-}
-
-func run(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
-// testName returns a name with the twa prefix, unique per test process and
-// call, short enough for an interface name (15 bytes) with a suffix.
-var nameSeq struct {
-	sync.Mutex
-	n int
-}
-
-func testName() string {
-	nameSeq.Lock()
-	defer nameSeq.Unlock()
-	nameSeq.n++
-	return fmt.Sprintf("twa%d%04d", nameSeq.n%10, os.Getpid()%10000)
-}
-
-// vethPair creates a veth pair whose two ends stay in the root namespace,
-// without addresses and with IPv6 off, so nothing but the frames a test
-// injects crosses it. It returns the two names.
-func vethPair(t *testing.T) (a, b string) {
-	t.Helper()
-	base := testName()
-	a, b = base+"a", base+"b"
-	run(t, "ip", "link", "add", a, "type", "veth", "peer", "name", b)
-	t.Cleanup(func() { exec.Command("ip", "link", "del", a).Run() })
+	ns = kerneltest.NewNetns(t, "twa")
+	a, b = "twa0", "twa1"
+	ns.MustRun(t, "ip", "link", "add", a, "type", "veth", "peer", "name", b)
 	for _, n := range []string{a, b} {
-		os.WriteFile("/proc/sys/net/ipv6/conf/"+n+"/disable_ipv6", []byte("1"), 0)
-		run(t, "ip", "link", "set", n, "up")
+		ns.MustRun(t, "ip", "link", "set", n, "addrgenmode", "none")
+		ns.MustRun(t, "ip", "link", "set", n, "up")
 	}
-	return a, b
+	return ns, a, b
+}
+
+// openIn opens a Source on an interface of ns.
+func openIn(t *testing.T, ns *kerneltest.Netns, iface string, cfg afpacket.Config) *afpacket.Source {
+	t.Helper()
+	var src *afpacket.Source
+	if err := ns.Do(func() (err error) {
+		src, err = afpacket.New(iface, cfg)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	return src
 }
 
 // injector sends raw Ethernet frames out of an interface.
@@ -74,18 +56,23 @@ type injector struct {
 	sa unix.SockaddrLinklayer
 }
 
-func newInjector(t *testing.T, iface string) *injector {
+func newInjector(t *testing.T, ns *kerneltest.Netns, iface string) *injector {
 	t.Helper()
-	ifi, err := net.InterfaceByName(iface)
+	in := &injector{fd: -1}
+	err := ns.Do(func() error {
+		ifi, err := net.InterfaceByName(iface)
+		if err != nil {
+			return err
+		}
+		in.sa.Ifindex = ifi.Index
+		in.fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	return &injector{fd: fd, sa: unix.SockaddrLinklayer{Ifindex: ifi.Index}}
+	t.Cleanup(func() { unix.Close(in.fd) })
+	return in
 }
 
 // send sends a frame with EtherType 0x88b5 (local experimental) whose
@@ -129,14 +116,9 @@ func TestNewErrors(t *testing.T) {
 }
 
 func TestBatchOrderTimestampsAndAllocs(t *testing.T) {
-	needRoot(t)
-	a, b := vethPair(t)
-	src, err := afpacket.New(a, afpacket.Config{RingFrames: 512, ReadTimeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	in := newInjector(t, b)
+	ns, a, b := vethPair(t)
+	src := openIn(t, ns, a, afpacket.Config{RingFrames: 512, ReadTimeout: 2 * time.Second})
+	in := newInjector(t, ns, b)
 
 	const total = 300
 	start := time.Now()
@@ -207,14 +189,9 @@ func TestBatchOrderTimestampsAndAllocs(t *testing.T) {
 }
 
 func TestTruncationCounted(t *testing.T) {
-	needRoot(t)
-	a, b := vethPair(t)
-	src, err := afpacket.New(a, afpacket.Config{RingFrames: 64, ReadTimeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	newInjector(t, b).send(t, 7, 1000)
+	ns, a, b := vethPair(t)
+	src := openIn(t, ns, a, afpacket.Config{RingFrames: 64, ReadTimeout: 2 * time.Second})
+	newInjector(t, ns, b).send(t, 7, 1000)
 	batch := frame.NewBatch(1, 100) // smaller than the frame
 	for {
 		n, err := src.ReadFrames(batch)
@@ -234,12 +211,8 @@ func TestTruncationCounted(t *testing.T) {
 }
 
 func TestReadTimeoutAndClose(t *testing.T) {
-	needRoot(t)
-	a, _ := vethPair(t)
-	src, err := afpacket.New(a, afpacket.Config{RingFrames: 64, ReadTimeout: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, a, _ := vethPair(t)
+	src := openIn(t, ns, a, afpacket.Config{RingFrames: 64, ReadTimeout: 20 * time.Millisecond})
 	batch := frame.NewBatch(4, 2048)
 	if n, err := src.ReadFrames(batch); n != 0 || err != afpacket.ErrTimeout {
 		t.Fatalf("ReadFrames on a silent link = %d, %v; want 0, ErrTimeout", n, err)
@@ -251,10 +224,7 @@ func TestReadTimeoutAndClose(t *testing.T) {
 
 	// Without a timeout, a blocked ReadFrames returns io.EOF when another
 	// goroutine calls Close.
-	src, err = afpacket.New(a, afpacket.Config{RingFrames: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src = openIn(t, ns, a, afpacket.Config{RingFrames: 64})
 	done := make(chan error, 1)
 	go func() {
 		_, err := src.ReadFrames(batch)
@@ -278,67 +248,35 @@ func TestReadTimeoutAndClose(t *testing.T) {
 	_ = src.Stats() // safe after Close
 }
 
-// netnsPeer creates a network namespace holding one end of a veth pair and
-// returns the root-side interface name, the root-side address and the
-// namespace-side address. Offloads that would merge segments into
-// super-frames are turned off (gso_max_segs 1), as on a real mirror port.
-func netnsPeer(t *testing.T) (ns, rootIf string, rootIP, nsIP net.IP) {
+// serverClient creates two namespaces joined by a veth pair, 10.0.0.1/30 in
+// the server one (where the test captures) and 10.0.0.2/30 in the client one.
+// Offloads that would merge segments into super-frames are turned off
+// (gso_max_segs 1), as a switch's mirror port delivers wire segments.
+func serverClient(t *testing.T) (server, client *kerneltest.Netns, serverIf string, serverIP net.IP) {
 	t.Helper()
-	base := testName()
-	ns, rootIf, nsIf := base, base+"r", base+"n"
-	run(t, "ip", "netns", "add", ns)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
-	run(t, "ip", "link", "add", rootIf, "gso_max_segs", "1", "type", "veth", "peer", "name", nsIf, "netns", ns, "gso_max_segs", "1")
-	t.Cleanup(func() { exec.Command("ip", "link", "del", rootIf).Run() })
-	// A /30 out of 10.201.0.0/16 that depends on the process, so parallel
-	// test binaries do not route over each other's links.
-	sub := (os.Getpid()*4 + nameSeq.n*4) % 65536 & ^3
-	rootIP = net.IPv4(10, 201, byte(sub>>8), byte(sub|1)).To4()
-	nsIP = net.IPv4(10, 201, byte(sub>>8), byte(sub|2)).To4()
-	run(t, "ip", "addr", "add", rootIP.String()+"/30", "dev", rootIf)
-	run(t, "ip", "link", "set", rootIf, "up")
-	run(t, "ip", "-n", ns, "addr", "add", nsIP.String()+"/30", "dev", nsIf)
-	run(t, "ip", "-n", ns, "link", "set", nsIf, "up")
-	run(t, "ip", "-n", ns, "link", "set", "lo", "up")
-	return ns, rootIf, rootIP, nsIP
+	server, client = kerneltest.NewNetns(t, "twa"), kerneltest.NewNetns(t, "twa")
+	serverIf = "twas"
+	server.MustRun(t, "ip", "link", "add", serverIf, "gso_max_segs", "1", "type", "veth",
+		"peer", "name", "twac", "netns", client.Name, "gso_max_segs", "1")
+	server.MustRun(t, "ip", "addr", "add", "10.0.0.1/30", "dev", serverIf)
+	server.MustRun(t, "ip", "link", "set", serverIf, "up")
+	client.MustRun(t, "ip", "addr", "add", "10.0.0.2/30", "dev", "twac")
+	client.MustRun(t, "ip", "link", "set", "twac", "up")
+	return server, client, serverIf, net.IPv4(10, 0, 0, 1).To4()
 }
 
-// inNetns runs f on an OS thread that has entered the named network
-// namespace. The thread is never unlocked, so Go discards it afterwards
-// instead of reusing it in the wrong namespace.
-func inNetns(ns string, f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		fd, err := unix.Open("/var/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer unix.Close(fd)
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("setns: %w", err)
-			return
-		}
-		errc <- f()
-	}()
-	return <-errc
-}
-
-// TestLiveCapture sends real kernel TCP traffic from a namespace to a
-// listener on the root side and checks that the captured segments carry
+// TestLiveCapture sends real kernel TCP traffic from one namespace to a
+// listener in another and checks that the captured segments carry
 // exactly the bytes sent.
 func TestLiveCapture(t *testing.T) {
-	needRoot(t)
-	ns, rootIf, rootIP, _ := netnsPeer(t)
-	src, err := afpacket.New(rootIf, afpacket.Config{ReadTimeout: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
+	server, client, serverIf, serverIP := serverClient(t)
+	src := openIn(t, server, serverIf, afpacket.Config{ReadTimeout: 50 * time.Millisecond})
 
-	ln, err := net.Listen("tcp4", rootIP.String()+":0")
-	if err != nil {
+	var ln net.Listener
+	if err := server.Do(func() (err error) {
+		ln, err = net.Listen("tcp4", serverIP.String()+":0")
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
@@ -388,8 +326,8 @@ func TestLiveCapture(t *testing.T) {
 		b, _ := io.ReadAll(c)
 		received <- b
 	}()
-	err = inNetns(ns, func() error {
-		c, err := net.DialTimeout("tcp4", net.JoinHostPort(rootIP.String(), fmt.Sprint(port)), 5*time.Second)
+	err := client.Do(func() error {
+		c, err := net.DialTimeout("tcp4", net.JoinHostPort(serverIP.String(), fmt.Sprint(port)), 5*time.Second)
 		if err != nil {
 			return err
 		}
