@@ -32,6 +32,7 @@ const (
 	// neighbor table holds 512 entries per interface.
 	MaxARPEntries = gstack.NeighborCacheSize
 	minMTU        = 576 // the IPv4 minimum reassembly size (RFC 791)
+	minMSS        = 536 // the TCP default MSS (RFC 1122)
 	maxMTU        = 65535
 	minARPTimeout = 3 * time.Millisecond // three probes, netstack's 1 ms minimum apart
 	maxARPTimeout = time.Minute
@@ -57,12 +58,12 @@ type Config struct {
 	Gateway netip.Addr
 
 	// MTU is the largest IPv4 packet sent, excluding the Ethernet header.
-	// Default 1500; at least 576 and MSS+40, at most Link.MTU().
+	// Default 1500; 576 to 65535, at least MSS+40, at most Link.MTU().
 	MTU int
 	// MSS is the TCP maximum segment size, advertised in SYN and SYN-ACK and
 	// the exact payload of every full segment sent (the peer's MSS option is
 	// clamped to it, and TCP timestamps are not negotiated, so no option
-	// bytes are taken from the payload). Default 1408. With SACK enabled,
+	// bytes are taken from the payload). Default 1408; 536 to MTU-40. With SACK enabled,
 	// netstack reserves 36 bytes of option space per segment and full
 	// segments carry MSS-36 bytes; a connection established through a SYN
 	// cookie (under a SYN flood) uses the cookie's coarser MSS (1300 for
@@ -145,8 +146,8 @@ func (c Config) withDefaults() (Config, error) {
 	if linkMTU != 0 && c.MTU > linkMTU {
 		return c, configErrorf("MTU", "%d exceeds the link's MTU %d", c.MTU, linkMTU)
 	}
-	if maxMSS := c.MTU - header.IPv4MinimumSize - header.TCPMinimumSize; c.MSS < header.TCPMinimumMSS || c.MSS > maxMSS {
-		return c, configErrorf("MSS", "%d out of range [%d, %d] (MTU %d)", c.MSS, header.TCPMinimumMSS, maxMSS, c.MTU)
+	if maxMSS := c.MTU - header.IPv4MinimumSize - header.TCPMinimumSize; c.MSS < minMSS || c.MSS > maxMSS {
+		return c, configErrorf("MSS", "%d out of range [%d, %d] (MTU %d)", c.MSS, minMSS, maxMSS, c.MTU)
 	}
 
 	for _, b := range []struct {

@@ -94,13 +94,19 @@ func (w *wire) inboundIPv4(pkt *gstack.PacketBuffer, size int) bool {
 // original bytes may be shared with the sender (link/pipe hands buffers
 // over), so they are copied, not edited; SYNs are rare enough.
 func (w *wire) inboundSYN(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer) bool {
-	b, _ := pkt.Data().PullUp(header.IPv4MinimumSize)
+	b, ok := pkt.Data().PullUp(header.IPv4MinimumSize)
+	if !ok {
+		return false
+	}
 	ip := header.IPv4(b)
 	if ip.Protocol() != uint8(header.TCPProtocolNumber) || ip.FragmentOffset() != 0 {
 		return false
 	}
 	ihl := int(ip.HeaderLength())
-	b, ok := pkt.Data().PullUp(ihl + header.TCPMinimumSize)
+	if ihl < header.IPv4MinimumSize {
+		return false
+	}
+	b, ok = pkt.Data().PullUp(ihl + header.TCPMinimumSize)
 	if !ok || header.TCP(b[ihl:]).Flags()&header.TCPFlagSyn == 0 {
 		return false
 	}
@@ -125,9 +131,9 @@ func (w *wire) inboundSYN(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketB
 	return true
 }
 
-// WritePackets implements stack.LinkEndpoint.WritePackets. It takes ownership
-// of pkts and passes them to the link after counting them and removing the
-// timestamps option from SYNs.
+// WritePackets implements stack.LinkEndpoint.WritePackets. It does NOT take
+// ownership of the packets: it counts them, removes the timestamps option
+// from SYNs, and passes them on to the link.
 func (w *wire) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 	for _, pkt := range pkts.AsSlice() {
 		size := pkt.Size()

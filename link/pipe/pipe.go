@@ -156,10 +156,11 @@ func (e *Endpoint) SetSniffer(fn func(frame []byte)) {
 	e.sniffMu.Unlock()
 }
 
-// WritePackets implements stack.LinkEndpoint.WritePackets. It takes ownership
-// of the list's references, as the interface requires; frames that cannot be
-// delivered are counted as dropped but reported as written, like frames lost
-// on a cable.
+// WritePackets implements stack.LinkEndpoint.WritePackets. It does NOT take
+// ownership of the packets' references (the caller drops them after the
+// call, as netstack does): the peer receives new packets that share their
+// bytes. Frames that cannot be delivered are counted as dropped but reported
+// as written, like frames lost on a cable.
 func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	n := 0
 	for _, pkt := range pkts.AsSlice() {

@@ -1,0 +1,120 @@
+package tickwire_test
+
+import (
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// TestCloseStopsEverything closes a pair with a listener blocked in Accept,
+// a connection blocked in Read and a UDP socket blocked in ReadFrom: every
+// call returns, later calls fail with net.ErrClosed, and no goroutine is
+// left.
+func TestCloseStopsEverything(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	p := newPair(t, nil)
+	ln, err := p.b.ListenTCP(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	c, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := <-accepted
+	pc, err := p.a.ListenUDP(9)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	errs := make(chan error, 3)
+	go func() { _, err := ln.Accept(); errs <- err }()
+	go func() { _, err := c.Read(make([]byte, 10)); errs <- err }()
+	go func() { _, _, err := pc.ReadFrom(make([]byte, 10)); errs <- err }()
+	time.Sleep(20 * time.Millisecond) // let them block
+
+	p.a.Close()
+	p.b.Close()
+	for range 3 {
+		select {
+		case err := <-errs:
+			if err == nil {
+				t.Error("a blocked call returned no error after Close")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a blocked call did not return after Close")
+		}
+	}
+	c.Close()
+	srv.Close()
+	pc.Close()
+	ln.Close()
+	if _, err := p.a.DialTCP(ctxTimeout(t, time.Second), addrPort(addrB, 7)); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("dial after Close: %v, want net.ErrClosed", err)
+	}
+	if _, err := p.a.ListenTCP(8); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("listen after Close: %v, want net.ErrClosed", err)
+	}
+	if _, err := p.a.ListenUDP(8); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("ListenUDP after Close: %v, want net.ErrClosed", err)
+	}
+}
+
+// TestConnSemantics checks io.EOF at the peer's FIN, deadlines, and
+// net.ErrClosed after Close.
+func TestConnSemantics(t *testing.T) {
+	p := newPair(t, nil)
+	ln, err := p.b.ListenTCP(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	c, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv := <-accepted
+
+	c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	_, err = c.Read(make([]byte, 1))
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("read past deadline: %v, want a timeout", err)
+	}
+	c.SetReadDeadline(time.Time{})
+
+	if _, err := srv.Write([]byte("bye")); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	got, err := io.ReadAll(c)
+	if err != nil || string(got) != "bye" {
+		t.Fatalf("ReadAll = %q, %v; want \"bye\" then io.EOF", got, err)
+	}
+	c.Close()
+	if _, err := c.Write([]byte("x")); err == nil {
+		t.Error("write after Close succeeded")
+	}
+	if la, ra := c.LocalAddr().String(), c.RemoteAddr().String(); ra != "10.0.0.2:7" || la[:9] != "10.0.0.1:" {
+		t.Errorf("addresses %s -> %s", la, ra)
+	}
+}

@@ -1,0 +1,116 @@
+package tickwire_test
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/link/pipe"
+)
+
+// TestConfigErrors checks that each invalid field yields a *ConfigError
+// naming that field.
+func TestConfigErrors(t *testing.T) {
+	pa, _ := pipe.New(pipe.Options{})
+	valid := func() tickwire.Config {
+		return tickwire.Config{Link: pa, MAC: pa.MAC(), Addr: addrA}
+	}
+	for _, tc := range []struct {
+		field string
+		edit  func(*tickwire.Config)
+	}{
+		{"Link", func(c *tickwire.Config) { c.Link = nil }},
+		{"MAC", func(c *tickwire.Config) { c.MAC = net.HardwareAddr{1, 2, 3} }},
+		{"MAC", func(c *tickwire.Config) { c.MAC = net.HardwareAddr{1, 0, 0x5e, 0, 0, 1} }}, // multicast
+		{"Addr", func(c *tickwire.Config) { c.Addr = netip.Prefix{} }},
+		{"Addr", func(c *tickwire.Config) { c.Addr = netip.MustParsePrefix("fd00::1/64") }},
+		{"Addr", func(c *tickwire.Config) { c.Addr = netip.MustParsePrefix("224.0.0.1/24") }},
+		{"Gateway", func(c *tickwire.Config) { c.Gateway = netip.MustParseAddr("192.168.1.1") }},
+		{"Gateway", func(c *tickwire.Config) { c.Gateway = addrA.Addr() }},
+		{"MTU", func(c *tickwire.Config) { c.MTU = 100 }},
+		{"MTU", func(c *tickwire.Config) { c.MTU = 9000 }}, // above the pipe's 1500
+		{"MTU", func(c *tickwire.Config) { c.MTU = -1 }},
+		{"MSS", func(c *tickwire.Config) { c.MSS = 1461 }},
+		{"MSS", func(c *tickwire.Config) { c.MSS = 100 }},
+		{"MSS", func(c *tickwire.Config) { c.MTU, c.MSS = 1000, 1408 }},
+		{"SendBuffer", func(c *tickwire.Config) { c.SendBuffer = 100 }},
+		{"SendBuffer", func(c *tickwire.Config) { c.SendBuffer = 1 << 30 }},
+		{"ReceiveBuffer", func(c *tickwire.Config) { c.ReceiveBuffer = -5 }},
+		{"Congestion", func(c *tickwire.Config) { c.Congestion = "bbr" }},
+		{"MaxConnections", func(c *tickwire.Config) { c.MaxConnections = -1 }},
+		{"MaxConnections", func(c *tickwire.Config) { c.MaxConnections = tickwire.MaxMaxConnections + 1 }},
+		{"ARPEntries", func(c *tickwire.Config) { c.ARPEntries = 513 }},
+		{"ARPEntries", func(c *tickwire.Config) { c.ARPEntries = -1 }},
+		{"ARPTimeout", func(c *tickwire.Config) { c.ARPTimeout = time.Microsecond }},
+		{"ARPTimeout", func(c *tickwire.Config) { c.ARPTimeout = time.Hour }},
+		{"StaticARP[10.9.9.9]", func(c *tickwire.Config) {
+			c.StaticARP = map[netip.Addr]net.HardwareAddr{netip.MustParseAddr("10.9.9.9"): {2, 0, 0, 0, 0, 1}}
+		}},
+		{"StaticARP[10.0.0.9]", func(c *tickwire.Config) {
+			c.StaticARP = map[netip.Addr]net.HardwareAddr{netip.MustParseAddr("10.0.0.9"): {2, 0}}
+		}},
+	} {
+		cfg := valid()
+		tc.edit(&cfg)
+		s, err := tickwire.New(cfg)
+		if err == nil {
+			s.Close()
+			t.Errorf("%s: New accepted an invalid config", tc.field)
+			continue
+		}
+		var ce *tickwire.ConfigError
+		if !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("%s: err = %v, want a *ConfigError for field %s", tc.field, err, tc.field)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), "tickwire: Config."+tc.field+": ") {
+			t.Errorf("message %q lacks the prefix and field", err)
+		}
+	}
+}
+
+// TestConfigDefaults checks the defaults New applies.
+func TestConfigDefaults(t *testing.T) {
+	pa, _ := pipe.New(pipe.Options{})
+	s, err := tickwire.New(tickwire.Config{Link: pa, Addr: addrA}) // MAC from the link
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := s.Config()
+	want := tickwire.Config{
+		Link: pa, MAC: pa.MAC(), Addr: addrA, MTU: 1500, MSS: 1408, SendBuffer: 32 << 10, ReceiveBuffer: 32 << 10,
+		Congestion: "reno", MaxConnections: 64, ARPEntries: 128, ARPTimeout: 500 * time.Millisecond,
+	}
+	if got.MTU != want.MTU || got.MSS != want.MSS || got.SendBuffer != want.SendBuffer || got.ReceiveBuffer != want.ReceiveBuffer ||
+		got.Congestion != want.Congestion || got.MaxConnections != want.MaxConnections || got.ARPEntries != want.ARPEntries ||
+		got.ARPTimeout != want.ARPTimeout || got.MAC.String() != want.MAC.String() || got.DisableNoDelay || got.SACK {
+		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestCubic runs a transfer with CUBIC congestion control and Nagle on.
+func TestCubic(t *testing.T) {
+	p := newPair(t, func(c *tickwire.Config) {
+		c.Congestion = "cubic"
+		c.DisableNoDelay = true
+	})
+	ln, err := p.b.ListenTCP(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	echoServer(ln)
+	c, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := exchange(c, randomBytes(1<<20, 9), randomBytes(1<<20, 9)); err != nil {
+		t.Fatal(err)
+	}
+}

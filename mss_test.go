@@ -1,0 +1,136 @@
+package tickwire_test
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+)
+
+// wireMSS sends 1 MiB from A to B and reports what the wire saw: the MSS
+// options of A's SYN and B's SYN-ACK, whether any SYN offered timestamps,
+// and the largest TCP payload A sent (with how many segments had it).
+type wireMSS struct {
+	synMSS, synAckMSS int
+	timestamps        bool
+	maxPayload, atMax int
+}
+
+func measureMSS(t *testing.T, tweakA, tweakB func(*tickwire.Config)) wireMSS {
+	t.Helper()
+	p := newPair(t, func(c *tickwire.Config) {
+		if c.Addr == addrA && tweakA != nil {
+			tweakA(c)
+		}
+		if c.Addr == addrB && tweakB != nil {
+			tweakB(c)
+		}
+	})
+	var fromA, fromB capture
+	p.pa.SetSniffer(fromA.record)
+	p.pb.SetSniffer(fromB.record)
+
+	ln, err := p.b.ListenTCP(5001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			done <- err
+			return
+		}
+		defer c.Close()
+		_, err = io.Copy(io.Discard, c)
+		done <- err
+	}()
+	c, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 5001))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(randomBytes(1<<20, 3)); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	p.pa.SetSniffer(nil)
+	p.pb.SetSniffer(nil)
+
+	var m wireMSS
+	for _, f := range fromA.snapshot() {
+		seg, n, ok := tcpSegment(f)
+		if !ok {
+			continue
+		}
+		if seg.Flags()&header.TCPFlagSyn != 0 {
+			opts := header.ParseSynOptions(seg.Options(), false)
+			m.synMSS = int(opts.MSS)
+			m.timestamps = m.timestamps || opts.TS
+		}
+		switch {
+		case n > m.maxPayload:
+			m.maxPayload, m.atMax = n, 1
+		case n == m.maxPayload:
+			m.atMax++
+		}
+	}
+	for _, f := range fromB.snapshot() {
+		if seg, _, ok := tcpSegment(f); ok && seg.Flags()&header.TCPFlagSyn != 0 {
+			opts := header.ParseSynOptions(seg.Options(), true)
+			m.synAckMSS = int(opts.MSS)
+			m.timestamps = m.timestamps || opts.TS
+		}
+	}
+	return m
+}
+
+// TestMSSOnTheWire checks the SYN and SYN-ACK MSS options and the payload of
+// full segments on the wire.
+func TestMSSOnTheWire(t *testing.T) {
+	t.Run("default", func(t *testing.T) {
+		m := measureMSS(t, nil, nil)
+		if m.synMSS != 1408 || m.synAckMSS != 1408 {
+			t.Errorf("MSS options: SYN %d, SYN-ACK %d; want 1408 both", m.synMSS, m.synAckMSS)
+		}
+		if m.timestamps {
+			t.Error("a SYN on the wire offers TCP timestamps")
+		}
+		if m.maxPayload != 1408 || m.atMax < 100 {
+			t.Errorf("largest payload %d bytes in %d segments; want 1408 in most of 1 MiB", m.maxPayload, m.atMax)
+		}
+	})
+	t.Run("peer offers 1460", func(t *testing.T) {
+		// B advertises 1460, as a Linux host on a 1500-byte link does; A
+		// clamps it and still sends 1408-byte segments.
+		m := measureMSS(t, nil, func(c *tickwire.Config) { c.MSS = 1460 })
+		if m.synAckMSS != 1460 {
+			t.Errorf("SYN-ACK MSS %d, want 1460", m.synAckMSS)
+		}
+		if m.maxPayload != 1408 {
+			t.Errorf("largest payload %d, want 1408", m.maxPayload)
+		}
+	})
+	t.Run("SACK", func(t *testing.T) {
+		// netstack reserves 36 bytes of SACK option space per segment.
+		m := measureMSS(t, func(c *tickwire.Config) { c.SACK = true }, func(c *tickwire.Config) { c.SACK = true })
+		if m.synMSS != 1408 || m.maxPayload != 1408-36 {
+			t.Errorf("SYN MSS %d, largest payload %d; want 1408 and %d", m.synMSS, m.maxPayload, 1408-36)
+		}
+	})
+}
+
+// TestInitialCongestionWindow pins netstack's initial window of 10 segments,
+// the figure tickwire documents, so that an upgrade cannot change it
+// silently.
+func TestInitialCongestionWindow(t *testing.T) {
+	if tcp.InitialCwnd != 10 {
+		t.Fatalf("tcp.InitialCwnd = %d, want 10", tcp.InitialCwnd)
+	}
+}
