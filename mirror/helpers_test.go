@@ -155,8 +155,9 @@ type stream struct {
 	next   uint64 // offset after the last Data or Gap
 	// bytes maps stream offsets to delivered bytes (with gaps as holes), for
 	// the property tests.
-	offsets []uint64 // offset of each delivered chunk
-	events  []string
+	img       []byte // stream image of the current flow: delivered bytes at their offsets
+	delivered []bool // which offsets of img were delivered (the others are gaps)
+	events    []string
 }
 
 // recorder is a Handler that checks the call-order contract and records
@@ -189,6 +190,7 @@ func (r *recorder) FlowStart(k mirror.FlowKey, ts int64) {
 	}
 	s.starts++
 	s.next = 0
+	s.img, s.delivered = s.img[:0], s.delivered[:0]
 	if !r.quiet {
 		s.events = append(s.events, "start")
 	}
@@ -207,6 +209,12 @@ func (r *recorder) Data(k mirror.FlowKey, off uint64, data []byte, ts int64) {
 	}
 	s.next = off + uint64(len(data))
 	s.data = append(s.data, data...)
+	if !r.quiet {
+		s.img = append(s.img, data...)
+		for range data {
+			s.delivered = append(s.delivered, true)
+		}
+	}
 	if !r.quiet {
 		s.events = append(s.events, fmt.Sprintf("data %d %q", off, data))
 	}
@@ -228,6 +236,10 @@ func (r *recorder) Gap(k mirror.FlowKey, off, n uint64, ts int64) {
 	}
 	s.next = off + n
 	s.gaps = append(s.gaps, gapRec{off, n})
+	if !r.quiet && n < 1<<24 {
+		s.img = append(s.img, make([]byte, n)...)
+		s.delivered = append(s.delivered, make([]bool, n)...)
+	}
 	if !r.quiet {
 		s.events = append(s.events, fmt.Sprintf("gap %d %d", off, n))
 	}

@@ -1,0 +1,65 @@
+package mirror_test
+
+import (
+	"testing"
+
+	"github.com/tickwire/tickwire/mirror"
+)
+
+// TestSteadyStateDoesNotAllocate asserts zero allocations per frame for
+// in-order and reordered input, with and without history, and with a lossy
+// stream whose gaps are skipped by the buffer bound.
+func TestSteadyStateDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	cases := []struct {
+		name    string
+		reorder float64
+		loss    int // drop every loss-th frame (0: none)
+		cfg     mirror.Config
+	}{
+		{"in order", 0, 0, mirror.Config{}},
+		{"reordered 10%", 0.10, 0, mirror.Config{}},
+		{"in order with history", 0, 0, mirror.Config{History: true}},
+		{"reordered 30% with history", 0.30, 0, mirror.Config{History: true}},
+		{"lossy, small buffer", 0.10, 7, mirror.Config{BufferPerFlow: 4096}},
+		{"checksum ignored", 0.10, 0, mirror.Config{Checksum: mirror.ChecksumIgnore}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			feed := newBenchFeed(c.reorder)
+			h := &nopHandler{}
+			a, err := mirror.New(c.cfg, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.HandleFrame(feed.syn, 1); err != nil {
+				t.Fatal(err)
+			}
+			pos := 0
+			ts := int64(2)
+			step := func() {
+				if c.loss == 0 || pos%c.loss != 3 {
+					if err := a.HandleFrame(feed.frames[feed.order[pos]], ts); err != nil {
+						t.Fatal(err)
+					}
+				}
+				pos++
+				ts += 1000
+			}
+			for range 100 { // warm up: the reassembly buffer is allocated once
+				step()
+			}
+			if n := testing.AllocsPerRun(3000, step); n != 0 {
+				t.Fatalf("%v allocations per frame", n)
+			}
+			if h.bytes == 0 {
+				t.Fatal("nothing delivered")
+			}
+			if c.loss != 0 && a.Stats().Gaps == 0 {
+				t.Fatal("lossy case produced no gap")
+			}
+		})
+	}
+}
