@@ -40,9 +40,9 @@ type program struct {
 // nesting levels; the template dictionary per template; the type dictionary
 // per application type (typeRef); a named dictionary by its name.
 type compiler struct {
-	ts     *Templates
-	limits Limits
-	slots  map[string]int32
+	ts       *Templates
+	limits   Limits
+	slots    map[string]int32
 	fieldTab []*Field
 	fids     map[*Field]int32
 }

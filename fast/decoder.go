@@ -497,9 +497,12 @@ func (d *Decoder) state(e *entry) uint8 {
 func (d *Decoder) write(slot int32) *entry {
 	e := &d.dict[slot]
 	if e.gen != d.gen {
+		// The undo record keeps the old buffer; the entry continues with a
+		// copy, so writes during this message never touch what undo restores.
 		d.undo = append(d.undo, undoRec{slot: slot, e: *e})
 		e.gen = d.gen
-		e.b, e.alt = e.alt[:0], e.b
+		nb := append(e.alt[:0], e.b...)
+		e.alt, e.b = e.b, nb
 	}
 	e.epoch = d.epoch
 	return e

@@ -1,0 +1,718 @@
+package fast
+
+import (
+	"bytes"
+	"errors"
+	"math"
+)
+
+// ErrNotEncodable means a value cannot be expressed with its field's
+// operator: a delta that does not fit 64 bits, a tail that would shorten the
+// previous value, a value that contradicts a constant, a mandatory field
+// without a value, or a Message whose values do not follow its template.
+var ErrNotEncodable = errors.New("fast: value not encodable with its operator")
+
+// EncoderOptions configures an Encoder.
+type EncoderOptions struct {
+	// ResetEachMessage resets every dictionary and forgets the previous
+	// template id before each message, matching a decoder that does the same.
+	ResetEachMessage bool
+	// MaxDepth bounds the nesting of groups, sequences and dynamic
+	// templateRefs. Default DefaultLimits.MaxDepth.
+	MaxDepth int
+}
+
+// Encoder encodes Messages into FAST bytes with minimal presence maps,
+// keeping dictionary state between messages like the Decoder it feeds. It
+// is not safe for concurrent use.
+type Encoder struct {
+	c         *compiled
+	resetEach bool
+	maxDepth  int
+	dict      []entry
+	epoch     uint32
+	prevTID   uint32
+	hasTID    bool
+	bufs      [][]byte // scratch body per nesting depth
+	pmbs      []PMapBuilder
+	vi        int // cursor in Message.Values
+	err       error
+}
+
+// NewEncoder compiles ts for encoding. ts must not change afterwards.
+func NewEncoder(ts *Templates, opts *EncoderOptions) (*Encoder, error) {
+	var o EncoderOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = DefaultLimits.MaxDepth
+	}
+	c, err := compileTemplates(ts, DefaultLimits)
+	if err != nil {
+		return nil, err
+	}
+	return &Encoder{
+		c: c, resetEach: o.ResetEachMessage, maxDepth: o.MaxDepth,
+		dict: make([]entry, c.nslots), epoch: 1,
+		bufs: make([][]byte, o.MaxDepth+2), pmbs: make([]PMapBuilder, o.MaxDepth+2),
+	}, nil
+}
+
+// Reset resets every dictionary and forgets the previous template id: call
+// it where the decoder's side resets (per block or packet).
+func (e *Encoder) Reset() {
+	e.resetDicts()
+	e.hasTID = false
+}
+
+func (e *Encoder) resetDicts() {
+	e.epoch++
+	if e.epoch == 0 {
+		clear(e.dict)
+		e.epoch = 1
+	}
+}
+
+// Encode appends the encoding of m to dst. m.TemplateID selects the
+// template; m.Values must hold one value per field in template order, as the
+// Decoder produces them (composite values are followed by their members;
+// End is ignored). The Add methods of Message build such a list.
+//
+// On error the dictionary state may be out of step with a decoder's: call
+// Reset before encoding more.
+func (e *Encoder) Encode(dst []byte, m *Message) ([]byte, error) {
+	p := e.c.lookup(m.TemplateID)
+	if p == nil {
+		if m.TemplateID == ResetTemplateID {
+			e.resetDicts()
+			e.hasTID = false
+			return append(dst, 0xc0, 0x00, 0xf8), nil // pmap with the TID bit, then 120
+		}
+		return dst, ErrUnknownTemplate
+	}
+	if e.resetEach {
+		e.Reset()
+	}
+	e.vi = 0
+	pmb := &e.pmbs[0]
+	pmb.Reset()
+	body := e.bufs[0][:0]
+	if e.hasTID && e.prevTID == m.TemplateID {
+		pmb.Add(false)
+	} else {
+		pmb.Add(true)
+		body = AppendUint32(body, m.TemplateID)
+	}
+	e.prevTID, e.hasTID = m.TemplateID, true
+	if p.t.Reset {
+		e.resetDicts()
+	}
+	body, err := e.fields(body, pmb, p.fields, m, 0)
+	e.bufs[0] = body
+	if err != nil {
+		return dst, err
+	}
+	if e.vi != len(m.Values) {
+		return dst, ErrNotEncodable
+	}
+	if m.TemplateID == ResetTemplateID {
+		e.resetDicts()
+		e.hasTID = false
+	}
+	dst = pmb.AppendTo(dst)
+	return append(dst, body...), nil
+}
+
+// next returns the next value of m, or nil when the list is exhausted.
+func (e *Encoder) next(m *Message) *Value {
+	if e.vi >= len(m.Values) {
+		return nil
+	}
+	v := &m.Values[e.vi]
+	e.vi++
+	return v
+}
+
+func (e *Encoder) fields(body []byte, pmb *PMapBuilder, ins []instr, m *Message, depth int) ([]byte, error) {
+	for i := range ins {
+		in := &ins[i]
+		var err error
+		if in.kind == KindGroup || in.kind == KindSequence || in.kind == KindTemplateRef {
+			body, err = e.composite(body, pmb, in, m, depth)
+		} else {
+			v := e.next(m)
+			if v == nil {
+				return body, ErrNotEncodable
+			}
+			switch {
+			case in.kind.IsInteger():
+				body, err = e.intOp(body, pmb, in, v.U, v.Present)
+			case in.kind == KindDecimal && in.exp != nil:
+				if v.Present && (v.Exp < -63 || v.Exp > 63) {
+					return body, ErrExponent
+				}
+				body, err = e.intOp(body, pmb, in.exp, uint64(int64(v.Exp)), v.Present)
+				if err == nil && v.Present {
+					body, err = e.intOp(body, pmb, in.mant, v.U, true)
+				}
+			case in.kind == KindDecimal:
+				body, err = e.decimalOp(body, pmb, in, int64(v.U), v.Exp, v.Present)
+			default:
+				var b []byte
+				if v.Present {
+					if uint64(v.off)+uint64(v.n) > uint64(len(m.arena)) {
+						return body, ErrNotEncodable
+					}
+					b = m.arena[v.off : v.off+v.n]
+				}
+				body, err = e.bytesOp(body, pmb, in, b, v.Present)
+			}
+		}
+		if err != nil {
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				err = &FieldError{Field: in.f.Name, Err: err}
+			}
+			return body, err
+		}
+	}
+	return body, nil
+}
+
+// FieldError names the field an Encoder could not encode.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return "fast: field " + e.Field + ": " + e.Err.Error() }
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// nested encodes members that carry their own presence map, appending the
+// map and then their bytes to body.
+func (e *Encoder) nested(body []byte, ins []instr, needPMap bool, m *Message, depth int) ([]byte, error) {
+	if !needPMap {
+		var none PMapBuilder
+		return e.fields(body, &none, ins, m, depth+1)
+	}
+	pmb := &e.pmbs[depth+1]
+	pmb.Reset()
+	sub, err := e.fields(e.bufs[depth+1][:0], pmb, ins, m, depth+1)
+	e.bufs[depth+1] = sub
+	if err != nil {
+		return body, err
+	}
+	body = pmb.AppendTo(body)
+	return append(body, sub...), nil
+}
+
+func (e *Encoder) composite(body []byte, pmb *PMapBuilder, in *instr, m *Message, depth int) ([]byte, error) {
+	if depth >= e.maxDepth {
+		return body, ErrLimit
+	}
+	v := e.next(m)
+	if v == nil || v.Kind != 0 && v.Kind != in.kind {
+		return body, ErrNotEncodable
+	}
+	var err error
+	switch in.kind {
+	case KindGroup:
+		if in.optional {
+			pmb.Add(v.Present)
+		} else if !v.Present {
+			return body, ErrNotEncodable
+		}
+		if v.Present {
+			return e.nested(body, in.children, in.needPMap, m, depth)
+		}
+		return body, nil
+	case KindSequence:
+		if body, err = e.intOp(body, pmb, in.length, v.U, v.Present); err != nil || !v.Present {
+			return body, err
+		}
+		for k := uint64(0); k < v.U; k++ {
+			if el := e.next(m); el == nil || !el.Elem {
+				return body, ErrNotEncodable
+			}
+			if body, err = e.nested(body, in.children, in.needPMap, m, depth); err != nil {
+				return body, err
+			}
+		}
+		return body, nil
+	}
+	// Dynamic templateRef: a nested message with its own presence map.
+	tid := uint32(v.U)
+	p := e.c.lookup(tid)
+	if p == nil {
+		return body, ErrUnknownTemplate
+	}
+	sub := &e.pmbs[depth+1]
+	sub.Reset()
+	buf := e.bufs[depth+1][:0]
+	if e.hasTID && e.prevTID == tid {
+		sub.Add(false)
+	} else {
+		sub.Add(true)
+		buf = AppendUint32(buf, tid)
+	}
+	e.prevTID, e.hasTID = tid, true
+	buf, err = e.fields(buf, sub, p.fields, m, depth+1)
+	e.bufs[depth+1] = buf
+	if err != nil {
+		return body, err
+	}
+	body = sub.AppendTo(body)
+	return append(body, buf...), nil
+}
+
+func (e *Encoder) state(en *entry) uint8 {
+	if en.epoch != e.epoch {
+		return stateUndefined
+	}
+	return en.state
+}
+
+func (e *Encoder) set(slot int32, u uint64, exp int32, b []byte, isBytes bool) {
+	en := &e.dict[slot]
+	en.epoch, en.state, en.u, en.exp = e.epoch, stateAssigned, u, exp
+	if isBytes {
+		en.b = append(en.b[:0], b...)
+	}
+}
+
+func (e *Encoder) setEmpty(slot int32) {
+	en := &e.dict[slot]
+	en.epoch, en.state = e.epoch, stateEmpty
+}
+
+func appendIntKind(dst []byte, kind Kind, u uint64, present, nullable bool) []byte {
+	if nullable {
+		switch kind {
+		case KindUint32:
+			return AppendNullableUint32(dst, uint32(u), present)
+		case KindInt32:
+			return AppendNullableInt32(dst, int32(u), present)
+		case KindInt64:
+			return AppendNullableInt64(dst, int64(u), present)
+		}
+		return AppendNullableUint64(dst, u, present)
+	}
+	switch kind {
+	case KindUint32:
+		return AppendUint32(dst, uint32(u))
+	case KindInt32:
+		return AppendInt32(dst, int32(u))
+	case KindInt64:
+		return AppendInt64(dst, int64(u))
+	}
+	return AppendUint64(dst, u)
+}
+
+// fits reports whether u is a valid value of an integer kind.
+func fits(k Kind, u uint64) bool {
+	switch k {
+	case KindUint32:
+		return u <= math.MaxUint32
+	case KindInt32:
+		return int64(u) >= math.MinInt32 && int64(u) <= math.MaxInt32
+	}
+	return true
+}
+
+// subDelta returns v - base as the int64 a delta operator transmits.
+func subDelta(k Kind, v, base uint64) (int64, bool) {
+	switch k {
+	case KindInt32, KindInt64:
+		a, b := int64(v), int64(base)
+		d := a - b
+		if (b < 0 && d < a) || (b > 0 && d > a) {
+			return 0, false
+		}
+		return d, true
+	}
+	if v >= base {
+		d := v - base
+		return int64(d), d <= math.MaxInt64
+	}
+	d := base - v
+	return -int64(d), d <= 1<<63
+}
+
+// intOp writes an integer with its operator; it also serves sequence lengths
+// and the individual operators of decimals.
+func (e *Encoder) intOp(body []byte, pmb *PMapBuilder, in *instr, u uint64, present bool) ([]byte, error) {
+	if present && !fits(in.kind, u) {
+		return body, ErrNotEncodable
+	}
+	if !present && !in.optional {
+		return body, ErrNotEncodable
+	}
+	switch in.op {
+	case OpNone:
+		return appendIntKind(body, in.kind, u, present, in.nullable), nil
+	case OpConstant:
+		if present && u != in.init.u {
+			return body, ErrNotEncodable
+		}
+		if in.optional {
+			pmb.Add(present)
+		}
+		return body, nil
+	case OpDefault:
+		if (present && in.hasInit && u == in.init.u) || (!present && !in.hasInit) {
+			pmb.Add(false)
+			return body, nil
+		}
+		pmb.Add(true)
+		return appendIntKind(body, in.kind, u, present, in.nullable), nil
+	case OpCopy, OpIncrement:
+		en := &e.dict[in.slot]
+		switch e.state(en) {
+		case stateAssigned:
+			want := en.u
+			if in.op == OpIncrement {
+				want = increment(in.kind, want)
+			}
+			if present && u == want {
+				pmb.Add(false)
+				e.set(in.slot, u, 0, nil, false)
+				return body, nil
+			}
+		case stateEmpty:
+			if !present {
+				pmb.Add(false)
+				return body, nil
+			}
+		default:
+			if (in.hasInit && present && u == in.init.u) || (!in.hasInit && !present) {
+				pmb.Add(false)
+				if present {
+					e.set(in.slot, u, 0, nil, false)
+				} else {
+					e.setEmpty(in.slot)
+				}
+				return body, nil
+			}
+		}
+		pmb.Add(true)
+		if present {
+			e.set(in.slot, u, 0, nil, false)
+		} else {
+			e.setEmpty(in.slot)
+		}
+		return appendIntKind(body, in.kind, u, present, in.nullable), nil
+	case OpDelta:
+		if !present {
+			return AppendNullableInt64(body, 0, false), nil
+		}
+		var base uint64
+		en := &e.dict[in.slot]
+		switch e.state(en) {
+		case stateAssigned:
+			base = en.u
+		case stateEmpty:
+			return body, ErrNotEncodable
+		default:
+			base = in.init.u
+		}
+		d, ok := subDelta(in.kind, u, base)
+		if !ok {
+			return body, ErrNotEncodable
+		}
+		e.set(in.slot, u, 0, nil, false)
+		if in.nullable {
+			return AppendNullableInt64(body, d, true), nil
+		}
+		return AppendInt64(body, d), nil
+	}
+	return body, ErrNotEncodable
+}
+
+func appendDecimal(dst []byte, mant int64, exp int32, present, nullable bool) []byte {
+	if nullable {
+		dst = AppendNullableInt32(dst, exp, present)
+		if !present {
+			return dst
+		}
+	} else {
+		dst = AppendInt32(dst, exp)
+	}
+	return AppendInt64(dst, mant)
+}
+
+func (e *Encoder) decimalOp(body []byte, pmb *PMapBuilder, in *instr, mant int64, exp int32, present bool) ([]byte, error) {
+	if present && (exp < -63 || exp > 63) {
+		return body, ErrExponent
+	}
+	if !present && !in.optional {
+		return body, ErrNotEncodable
+	}
+	isInit := present && in.hasInit && uint64(mant) == in.init.u && exp == in.init.exp
+	switch in.op {
+	case OpNone:
+		return appendDecimal(body, mant, exp, present, in.nullable), nil
+	case OpConstant:
+		if present && !isInit {
+			return body, ErrNotEncodable
+		}
+		if in.optional {
+			pmb.Add(present)
+		}
+		return body, nil
+	case OpDefault:
+		if isInit || (!present && !in.hasInit) {
+			pmb.Add(false)
+			return body, nil
+		}
+		pmb.Add(true)
+		return appendDecimal(body, mant, exp, present, in.nullable), nil
+	case OpCopy:
+		en := &e.dict[in.slot]
+		switch e.state(en) {
+		case stateAssigned:
+			if present && uint64(mant) == en.u && exp == en.exp {
+				pmb.Add(false)
+				return body, nil
+			}
+		case stateEmpty:
+			if !present {
+				pmb.Add(false)
+				return body, nil
+			}
+		default:
+			if isInit || (!in.hasInit && !present) {
+				pmb.Add(false)
+				if present {
+					e.set(in.slot, uint64(mant), exp, nil, false)
+				} else {
+					e.setEmpty(in.slot)
+				}
+				return body, nil
+			}
+		}
+		pmb.Add(true)
+		if present {
+			e.set(in.slot, uint64(mant), exp, nil, false)
+		} else {
+			e.setEmpty(in.slot)
+		}
+		return appendDecimal(body, mant, exp, present, in.nullable), nil
+	case OpDelta:
+		if !present {
+			return AppendNullableInt32(body, 0, false), nil
+		}
+		var bm uint64
+		var bexp int32
+		en := &e.dict[in.slot]
+		switch e.state(en) {
+		case stateAssigned:
+			bm, bexp = en.u, en.exp
+		case stateEmpty:
+			return body, ErrNotEncodable
+		default:
+			bm, bexp = in.init.u, in.init.exp
+		}
+		dm, ok := subDelta(KindInt64, uint64(mant), bm)
+		if !ok {
+			return body, ErrNotEncodable
+		}
+		e.set(in.slot, uint64(mant), exp, nil, false)
+		if in.nullable {
+			body = AppendNullableInt32(body, exp-bexp, true)
+		} else {
+			body = AppendInt32(body, exp-bexp)
+		}
+		return AppendInt64(body, dm), nil
+	}
+	return body, ErrNotEncodable
+}
+
+func appendBytesKind(dst []byte, kind Kind, b []byte, present, nullable bool) []byte {
+	if kind == KindASCII {
+		if nullable {
+			return AppendNullableASCII(dst, b, present)
+		}
+		return AppendASCII(dst, b)
+	}
+	if nullable {
+		return AppendNullableByteVector(dst, b, present)
+	}
+	return AppendByteVector(dst, b)
+}
+
+func (e *Encoder) bytesOp(body []byte, pmb *PMapBuilder, in *instr, b []byte, present bool) ([]byte, error) {
+	if !present && !in.optional {
+		return body, ErrNotEncodable
+	}
+	if in.kind == KindASCII {
+		for _, c := range b {
+			if c >= 0x80 {
+				return body, ErrNotEncodable
+			}
+		}
+	}
+	isInit := present && in.hasInit && bytes.Equal(b, in.init.b)
+	switch in.op {
+	case OpNone:
+		return appendBytesKind(body, in.kind, b, present, in.nullable), nil
+	case OpConstant:
+		if present && !bytes.Equal(b, in.init.b) {
+			return body, ErrNotEncodable
+		}
+		if in.optional {
+			pmb.Add(present)
+		}
+		return body, nil
+	case OpDefault:
+		if isInit || (!present && !in.hasInit) {
+			pmb.Add(false)
+			return body, nil
+		}
+		pmb.Add(true)
+		return appendBytesKind(body, in.kind, b, present, in.nullable), nil
+	case OpCopy, OpTail:
+		en := &e.dict[in.slot]
+		st := e.state(en)
+		switch st {
+		case stateAssigned:
+			if present && bytes.Equal(b, en.b) {
+				pmb.Add(false)
+				return body, nil
+			}
+		case stateEmpty:
+			if !present {
+				pmb.Add(false)
+				return body, nil
+			}
+		default:
+			if isInit || (!in.hasInit && !present) {
+				pmb.Add(false)
+				if present {
+					e.set(in.slot, 0, 0, b, true)
+				} else {
+					e.setEmpty(in.slot)
+				}
+				return body, nil
+			}
+		}
+		pmb.Add(true)
+		if !present {
+			e.setEmpty(in.slot)
+			return appendBytesKind(body, in.kind, nil, false, in.nullable), nil
+		}
+		wire := b
+		if in.op == OpTail {
+			base := in.init.b
+			if st == stateAssigned {
+				base = en.b
+			}
+			switch {
+			case len(b) < len(base):
+				return body, ErrNotEncodable
+			case len(b) == len(base):
+				// Send only what differs; an empty tail means "the base".
+				k := 0
+				for k < len(b) && b[k] == base[k] {
+					k++
+				}
+				wire = b[k:]
+			}
+		}
+		e.set(in.slot, 0, 0, b, true)
+		return appendBytesKind(body, in.kind, wire, true, in.nullable), nil
+	case OpDelta:
+		if !present {
+			return AppendNullableInt32(body, 0, false), nil
+		}
+		base := in.init.b
+		en := &e.dict[in.slot]
+		switch e.state(en) {
+		case stateAssigned:
+			base = en.b
+		case stateEmpty:
+			return body, ErrNotEncodable
+		}
+		// Keep the longer of the common prefix and common suffix.
+		p := 0
+		for p < len(b) && p < len(base) && b[p] == base[p] {
+			p++
+		}
+		s := 0
+		for s < len(b) && s < len(base) && b[len(b)-1-s] == base[len(base)-1-s] {
+			s++
+		}
+		var sub int64
+		var part []byte
+		if p >= s {
+			sub, part = int64(len(base)-p), b[p:]
+		} else {
+			sub, part = -int64(len(base)-s)-1, b[:len(b)-s]
+		}
+		if sub > math.MaxInt32 || sub < math.MinInt32 {
+			return body, ErrNotEncodable
+		}
+		if in.nullable {
+			body = AppendNullableInt32(body, int32(sub), true)
+		} else {
+			body = AppendInt32(body, int32(sub))
+		}
+		body = appendBytesKind(body, in.kind, part, true, false)
+		e.set(in.slot, 0, 0, b, true)
+		return body, nil
+	}
+	return body, ErrNotEncodable
+}
+
+// Message building for the Encoder: each Add appends one value in template
+// order.
+
+// SetTemplate empties m and makes it a message of template t.
+func (m *Message) SetTemplate(t *Template) {
+	m.Reset()
+	m.Template, m.TemplateID = t, t.ID
+}
+
+func (m *Message) add(v Value) {
+	v.End = int32(len(m.Values) + 1)
+	m.Values = append(m.Values, v)
+}
+
+// AddUint appends a present unsigned integer (or a sequence length's
+// value: see AddSequence).
+func (m *Message) AddUint(u uint64) { m.add(Value{U: u, Present: true}) }
+
+// AddInt appends a present signed integer.
+func (m *Message) AddInt(i int64) { m.add(Value{U: uint64(i), Present: true}) }
+
+// AddDecimal appends a present decimal mantissa * 10^exponent.
+func (m *Message) AddDecimal(mantissa int64, exponent int32) {
+	m.add(Value{U: uint64(mantissa), Exp: exponent, Present: true})
+}
+
+// AddBytes appends a present string or byte vector; b is copied.
+func (m *Message) AddBytes(b []byte) {
+	off := len(m.arena)
+	m.arena = append(m.arena, b...)
+	m.add(Value{off: uint32(off), n: uint32(len(b)), Present: true})
+}
+
+// AddAbsent appends an absent optional field, group or sequence.
+func (m *Message) AddAbsent() { m.add(Value{}) }
+
+// AddSequence appends a present sequence of n elements; follow it with n
+// times AddElement and the element's fields.
+func (m *Message) AddSequence(n int) { m.add(Value{U: uint64(n), Kind: KindSequence, Present: true}) }
+
+// AddElement starts a sequence element.
+func (m *Message) AddElement() { m.add(Value{Kind: KindGroup, Present: true, Elem: true}) }
+
+// AddGroup appends a present group; follow it with the group's fields.
+func (m *Message) AddGroup() { m.add(Value{Kind: KindGroup, Present: true}) }
+
+// AddTemplateRef starts a dynamic templateRef to template id; follow it with
+// that template's fields.
+func (m *Message) AddTemplateRef(id uint32) {
+	m.add(Value{U: uint64(id), Kind: KindTemplateRef, Present: true})
+}
