@@ -177,7 +177,23 @@ func (a *Assembler) ipv4(p []byte, ts int64) error {
 // segment handles one TCP segment whose headers are valid.
 func (a *Assembler) segment(k *FlowKey, seq uint32, flags uint8, payload []byte, cs checksumState, ts int64) error {
 	fi, h := a.t.lookup(k)
-	if fi < 0 {
+	if fi >= 0 {
+		// Fast path: the next in-order data segment of a flow with nothing
+		// held, no FIN pending and a good (or unchecked) checksum.
+		f := &a.t.flows[fi]
+		if f.state == flowActive && f.nRuns == 0 && !f.finSeen && len(payload) > 0 &&
+			flags&(tcpFlagSYN|tcpFlagFIN|tcpFlagRST) == 0 && seq == f.startSeq+uint32(f.next) &&
+			(cs == checksumGood || cs == checksumUnchecked) {
+			if cs == checksumGood {
+				f.hadGood, f.badRun = true, 0
+			}
+			a.stats.Segments++
+			f.lastSeen = ts
+			a.t.touch(fi)
+			a.deliver(f, payload, ts)
+			return nil
+		}
+	} else {
 		if len(payload) == 0 && flags&tcpFlagSYN == 0 {
 			// Cannot start a flow: only count it.
 			if !a.acceptChecksum(nil, cs, false) {
@@ -281,17 +297,29 @@ func (a *Assembler) acceptChecksum(f *flow, cs checksumState, hasPayload bool) b
 	return false
 }
 
-// newFlow adds an idle flow for k, evicting the least recently active one if
-// the table is full.
+// evictScan bounds the walk from the least recently active flow towards
+// the head looking for a flow that is not active, which can be reused
+// without losing anything.
+const evictScan = 16
+
+// newFlow adds an idle flow for k. When the table is full it reuses an ended
+// or idle flow near the least recently active end, or else evicts the least
+// recently active flow.
 func (a *Assembler) newFlow(k *FlowKey, h uint64) int32 {
 	if len(a.t.free) == 0 {
 		victim := a.t.tail
+		for i, fi := 0, a.t.tail; i < evictScan && fi >= 0; i, fi = i+1, a.t.flows[fi].lruPrev {
+			if a.t.flows[fi].state != flowActive {
+				victim = fi
+				break
+			}
+		}
 		v := &a.t.flows[victim]
 		if v.state == flowActive {
+			a.stats.Evictions++
 			a.end(v, EndEvicted, v.lastSeen)
 		}
 		a.releaseRing(v)
-		a.stats.Evictions++
 		a.t.remove(victim)
 	}
 	if h == 0 {

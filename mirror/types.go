@@ -88,9 +88,11 @@ type Config struct {
 	// oldest holes are skipped (Stats.BufferFullSkips). 0 means
 	// DefaultBufferPerFlow; at most MaxBufferPerFlow.
 	BufferPerFlow int
-	// MaxFlows is the number of flow directions tracked at once. A new one
-	// evicts the least recently active one when the table is full
-	// (Stats.Evictions). 0 means DefaultMaxFlows; at most MaxMaxFlows.
+	// MaxFlows is the number of flow directions tracked at once, including
+	// ended ones (kept so that their late segments do not start a new flow).
+	// When the table is full, a new direction reuses an ended one or, if the
+	// 16 least recently active are all active, evicts the least recently
+	// active (Stats.Evictions). 0 means DefaultMaxFlows; at most MaxMaxFlows.
 	MaxFlows int
 	// HoleTimeout is the capture time after which a hole is skipped (the
 	// hole's age counts from the arrival of the first byte held after it).
@@ -235,7 +237,7 @@ type Stats struct {
 
 	Flows       uint64 // flow directions started (FlowStart calls)
 	ActiveFlows uint64 // flow directions started and not yet ended
-	Evictions   uint64 // flow directions evicted to make room (live ones end with EndEvicted)
+	Evictions   uint64 // active flow directions evicted to make room (they end with EndEvicted)
 }
 
 // Errors returned by HandleFrame and HandleIPv4 for a frame that is dropped.
