@@ -308,6 +308,7 @@ func (d *Decoder) message(b []byte, m *Message) (int, error) {
 		return 0, d.fail(nil, 0, err)
 	}
 	tid := d.prevTID
+	tidOff := off
 	if pm.Next() {
 		var next int
 		tid, next, err = ReadUint32(b, off)
@@ -327,7 +328,7 @@ func (d *Decoder) message(b []byte, m *Message) (int, error) {
 			m.TemplateID = tid
 			return off, nil
 		}
-		return 0, d.fail(nil, off, ErrUnknownTemplate)
+		return 0, d.fail(nil, tidOff, ErrUnknownTemplate)
 	}
 	d.prevTID, d.hasTID = tid, true
 	m.TemplateID, m.Template = tid, p.t

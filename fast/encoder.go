@@ -87,7 +87,7 @@ func (e *Encoder) Encode(dst []byte, m *Message) ([]byte, error) {
 		if m.TemplateID == ResetTemplateID {
 			e.resetDicts()
 			e.hasTID = false
-			return append(dst, 0xc0, 0x00, 0xf8), nil // pmap with the TID bit, then 120
+			return append(dst, 0xc0, 0xf8), nil // pmap with the TID bit, then 120
 		}
 		return dst, ErrUnknownTemplate
 	}
