@@ -117,13 +117,14 @@ func Create(child stack.LinkEndpoint, path string) (*Endpoint, error) {
 // record writes the whole frame held in pkt: from its first header byte,
 // pushed (outbound) or consumed (inbound), to its end.
 func (e *Endpoint) record(pkt *stack.PacketBuffer, inbound bool) {
-	now := time.Now().UnixNano()
 	size := pkt.Size()
 	e.mu.Lock()
 	if e.w == nil {
 		e.mu.Unlock()
 		return
 	}
+	// Read the clock under the lock so that records are in time order.
+	now := time.Now().UnixNano()
 	n := 0
 	views, off := pkt.AsViewList()
 	for v := views.Front(); v != nil && n < len(e.scratch); v = v.Next() {

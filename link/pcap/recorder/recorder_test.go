@@ -178,8 +178,9 @@ func TestRecordTCPExchange(t *testing.T) {
 			payload += len(tl.Payload)
 		}
 	}
-	if n != want || syns != 2 || payload != 2*len(msg) {
-		t.Fatalf("file: %d frames (want %d), %d SYNs (want 2), %d payload bytes (want %d)", n, want, syns, payload, 2*len(msg))
+	// Retransmissions may add payload bytes, never remove them.
+	if n != want || syns != 2 || payload < 2*len(msg) {
+		t.Fatalf("file: %d frames (want %d), %d SYNs (want 2), %d payload bytes (want at least %d)", n, want, syns, payload, 2*len(msg))
 	}
 
 	if _, err := exec.LookPath("tshark"); err != nil {
@@ -344,5 +345,19 @@ func TestRecordFrameBytesAndNoAllocs(t *testing.T) {
 	}
 	if frames != 602 {
 		t.Fatalf("%d frames in the file, want 602", frames)
+	}
+}
+
+func BenchmarkRecord(b *testing.B) {
+	rec, err := New(ethernet.New(channel.New(16, 1500, macA)), io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pkt := testPacket(1408 + 20)
+	defer pkt.DecRef()
+	b.SetBytes(int64(pkt.Size()))
+	b.ReportAllocs()
+	for range b.N {
+		rec.record(pkt, false)
 	}
 }
