@@ -24,6 +24,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
@@ -696,6 +697,22 @@ func mssOption(tl *layers.TCP) uint16 {
 		}
 	}
 	return 0
+}
+
+// TestStackCloseOverTAP checks that closing a stack that served the kernel
+// removes the device and leaves no goroutine behind.
+func TestStackCloseOverTAP(t *testing.T) {
+	kerneltest.RequireRoot(t)
+	ignore := goleak.IgnoreCurrent()
+	p := newPeer(t)
+	c := p.kernelDial(t, "tcp", netip.AddrPortFrom(stackIP, echoPort).String())
+	echoRoundTrip(t, c, 64<<10)
+	p.s.Close()
+	if out, err := p.ns.Run("ip", "link", "show", "dev", p.dev); err == nil {
+		t.Fatalf("device still there after Stack.Close: %s", out)
+	}
+	c.Close()
+	goleak.VerifyNone(t, ignore)
 }
 
 // BenchmarkKernelEcho measures a kernel TCP client echoing 1 MiB through the

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/refs"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -207,4 +208,20 @@ func TestConfigErrors(t *testing.T) {
 	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "Config.Name") {
 		t.Errorf("empty config: %v", err)
 	}
+}
+
+// TestCloseJoinsDispatcher checks that detaching and closing leaves no
+// goroutine behind.
+func TestCloseJoinsDispatcher(t *testing.T) {
+	kerneltest.RequireRoot(t)
+	ignore := goleak.IgnoreCurrent()
+	_, ep := newNetnsTAP(t, Config{Name: kerneltest.Name("twl")})
+	frames := make(sink, 1)
+	ep.Attach(frames)
+	if !ep.IsAttached() {
+		t.Fatal("not attached")
+	}
+	ep.Attach(nil) // what the stack does when it removes the link
+	ep.Close()
+	goleak.VerifyNone(t, ignore)
 }
