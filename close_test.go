@@ -111,10 +111,53 @@ func TestConnSemantics(t *testing.T) {
 		t.Fatalf("ReadAll = %q, %v; want \"bye\" then io.EOF", got, err)
 	}
 	c.Close()
-	if _, err := c.Write([]byte("x")); err == nil {
-		t.Error("write after Close succeeded")
+	if _, err := c.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("write after Close: %v, want net.ErrClosed", err)
+	}
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("read after Close: %v, want net.ErrClosed", err)
+	}
+	if err := c.Close(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("second Close: %v, want net.ErrClosed", err)
 	}
 	if la, ra := c.LocalAddr().String(), c.RemoteAddr().String(); ra != "10.0.0.2:7" || la[:9] != "10.0.0.1:" {
 		t.Errorf("addresses %s -> %s", la, ra)
+	}
+}
+
+// TestUDPSemantics checks UDP deadlines, truncation and Close.
+func TestUDPSemantics(t *testing.T) {
+	p := newPair(t, nil)
+	pc, err := p.b.ListenUDP(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := pc.LocalAddr().(*net.UDPAddr).Port
+	if port == 0 || pc.LocalAddr().(*net.UDPAddr).IP.String() != "10.0.0.2" {
+		t.Fatalf("local address %v", pc.LocalAddr())
+	}
+	pc.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+	var ne net.Error
+	if _, _, err := pc.ReadFrom(make([]byte, 10)); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("ReadFrom past deadline: %v", err)
+	}
+	pc.SetReadDeadline(time.Time{})
+	c, err := p.a.DialUDP(addrPort(addrB, uint16(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("0123456789"))
+	buf := make([]byte, 4)
+	n, from, err := pc.ReadFrom(buf)
+	if err != nil || n != 4 || string(buf) != "0123" || from.(*net.UDPAddr).IP.String() != "10.0.0.1" {
+		t.Fatalf("truncated read: %d %q from %v, %v", n, buf[:n], from, err)
+	}
+	if _, err := pc.WriteTo([]byte("x"), &net.UDPAddr{IP: net.ParseIP("fd00::1"), Port: 1}); err == nil {
+		t.Error("WriteTo an IPv6 address succeeded")
+	}
+	pc.Close()
+	if _, _, err := pc.ReadFrom(buf); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("ReadFrom after Close: %v, want net.ErrClosed", err)
 	}
 }

@@ -5,9 +5,6 @@ import (
 	"sync"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
-	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
-	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
 	"gvisor.dev/gvisor/pkg/waiter"
 )
 
@@ -74,46 +71,3 @@ func (l *tcpListener) Close() error {
 
 // Addr returns the listening address.
 func (l *tcpListener) Addr() net.Addr { return l.addr }
-
-// tcpConn is the net.Conn of DialTCP and Accept. It holds one
-// MaxConnections slot until Close.
-type tcpConn struct {
-	*gonet.TCPConn
-	s       *Stack
-	release sync.Once
-}
-
-func (s *Stack) newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *tcpConn {
-	return &tcpConn{TCPConn: gonet.NewTCPConn(wq, ep), s: s}
-}
-
-// Close closes the connection and frees its MaxConnections slot.
-func (c *tcpConn) Close() error {
-	err := c.TCPConn.Close()
-	c.release.Do(c.s.conns.release)
-	return err
-}
-
-// udpEndpoint opens a UDP socket bound to local and, when remote is not nil,
-// connected to it.
-func (s *Stack) udpEndpoint(local tcpip.FullAddress, remote *tcpip.FullAddress) (*gonet.UDPConn, error) {
-	if s.closed.Load() {
-		return nil, net.ErrClosed
-	}
-	wq := new(waiter.Queue)
-	ep, err := s.st.NewEndpoint(udp.ProtocolNumber, ipv4.ProtocolNumber, wq)
-	if err != nil {
-		return nil, convertError(err)
-	}
-	if err := ep.Bind(local); err != nil {
-		ep.Close()
-		return nil, convertError(err)
-	}
-	if remote != nil {
-		if err := ep.Connect(*remote); err != nil {
-			ep.Close()
-			return nil, convertError(err)
-		}
-	}
-	return gonet.NewUDPConn(wq, ep), nil
-}

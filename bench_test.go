@@ -1,0 +1,104 @@
+package tickwire_test
+
+import (
+	"io"
+	"testing"
+	"time"
+)
+
+// BenchmarkTCPPingPong64 measures a 64-byte request and its 64-byte echo on
+// one connection between two stacks over link/pipe.
+func BenchmarkTCPPingPong64(b *testing.B) {
+	p := newPair(b, nil)
+	ln, err := p.b.ListenTCP(7)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	echoServer(ln)
+	c, err := p.a.DialTCP(ctxTimeout(b, 5*time.Second), addrPort(addrB, 7))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	msg := make([]byte, 64)
+	buf := make([]byte, 64)
+	b.ReportAllocs()
+	b.SetBytes(64)
+	for b.Loop() {
+		if _, err := c.Write(msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTCPBulk measures one-way throughput in 64 KiB writes.
+func BenchmarkTCPBulk(b *testing.B) {
+	p := newPair(b, nil)
+	ln, err := p.b.ListenTCP(9)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.Copy(io.Discard, c)
+	}()
+	c, err := p.a.DialTCP(ctxTimeout(b, 5*time.Second), addrPort(addrB, 9))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	chunk := make([]byte, 64<<10)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(chunk)))
+	for b.Loop() {
+		if _, err := c.Write(chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUDPPingPong64 measures a 64-byte datagram and its echo.
+func BenchmarkUDPPingPong64(b *testing.B) {
+	p := newPair(b, nil)
+	srv, err := p.b.ListenUDP(7)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := srv.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			srv.WriteTo(buf[:n], from)
+		}
+	}()
+	c, err := p.a.DialUDP(addrPort(addrB, 7))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	msg := make([]byte, 64)
+	buf := make([]byte, 2048)
+	b.ReportAllocs()
+	b.SetBytes(64)
+	for b.Loop() {
+		if _, err := c.Write(msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Read(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,302 @@
+package tickwire
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/waiter"
+)
+
+// deadline is one direction's deadline: a channel that is closed when the
+// deadline passes.
+type deadline struct {
+	mu sync.Mutex
+	// +checklocks:mu
+	timer *time.Timer
+	// +checklocks:mu
+	ch chan struct{}
+}
+
+func newDeadline() deadline { return deadline{ch: make(chan struct{})} }
+
+// expired returns the channel to wait on; it is valid across set calls that
+// only move the deadline.
+func (d *deadline) expired() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ch
+}
+
+// set arms the deadline at t; the zero t disarms it.
+func (d *deadline) set(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+	select {
+	case <-d.ch: // it passed: a new deadline needs a fresh channel
+		d.ch = make(chan struct{})
+	default:
+	}
+	if t.IsZero() {
+		return
+	}
+	ch := d.ch
+	if dur := time.Until(t); dur <= 0 {
+		close(ch)
+		return
+	}
+	d.timer = time.AfterFunc(time.Until(t), func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		// A set that raced with this timer may have closed or replaced ch.
+		if d.ch == ch {
+			select {
+			case <-ch:
+			default:
+				close(ch)
+			}
+		}
+	})
+}
+
+func (d *deadline) stop() {
+	d.mu.Lock()
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+	d.mu.Unlock()
+}
+
+// sock is what the TCP and UDP wrappers share: the netstack endpoint, its
+// waiter queue with one permanently registered entry per direction (so that
+// blocking allocates nothing), the deadlines and the closed state.
+type sock struct {
+	ep tcpip.Endpoint
+	wq *waiter.Queue
+
+	readEntry waiter.Entry
+	readCh    chan struct{}
+	rd        deadline
+
+	writeEntry waiter.Entry
+	writeCh    chan struct{}
+	wd         deadline
+
+	closed atomic.Bool
+	done   chan struct{}
+}
+
+func (k *sock) init(wq *waiter.Queue, ep tcpip.Endpoint) {
+	k.ep, k.wq = ep, wq
+	k.rd, k.wd = newDeadline(), newDeadline()
+	k.done = make(chan struct{})
+	k.readEntry, k.readCh = waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
+	k.writeEntry, k.writeCh = waiter.NewChannelEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
+	wq.EventRegister(&k.readEntry)
+	wq.EventRegister(&k.writeEntry)
+}
+
+// shut closes the endpoint once, reporting false when already closed.
+func (k *sock) shut() bool {
+	if !k.closed.CompareAndSwap(false, true) {
+		return false
+	}
+	close(k.done)
+	k.ep.Close()
+	k.wq.EventUnregister(&k.readEntry)
+	k.wq.EventUnregister(&k.writeEntry)
+	k.rd.stop()
+	k.wd.stop()
+	return true
+}
+
+// check returns the error a call must fail with before trying: closed or
+// past its deadline.
+func (k *sock) check(expired <-chan struct{}) error {
+	if k.closed.Load() {
+		return net.ErrClosed
+	}
+	select {
+	case <-expired:
+		return os.ErrDeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// wait blocks until ch signals, the deadline passes or the socket closes.
+func (k *sock) wait(ch, expired <-chan struct{}) {
+	select {
+	case <-ch:
+	case <-expired:
+	case <-k.done:
+	}
+}
+
+// cause converts a netstack error, reporting net.ErrClosed after Close.
+func (k *sock) cause(err tcpip.Error) error {
+	if k.closed.Load() {
+		return net.ErrClosed
+	}
+	return convertError(err)
+}
+
+// SetDeadline sets both deadlines.
+func (k *sock) SetDeadline(t time.Time) error {
+	k.rd.set(t)
+	k.wd.set(t)
+	return nil
+}
+
+// SetReadDeadline sets the deadline for pending and future reads.
+func (k *sock) SetReadDeadline(t time.Time) error {
+	k.rd.set(t)
+	return nil
+}
+
+// SetWriteDeadline sets the deadline for pending and future writes.
+func (k *sock) SetWriteDeadline(t time.Time) error {
+	k.wd.set(t)
+	return nil
+}
+
+// tcpConn is the net.Conn of DialTCP and Accept: a thin wrapper over a
+// netstack TCP endpoint and its waiter queue. It holds one MaxConnections
+// slot until Close.
+//
+// All methods are safe for concurrent use; concurrent Reads (and concurrent
+// Writes) are serialised. Read and Write allocate nothing in steady state.
+type tcpConn struct {
+	sock
+	s            *Stack
+	laddr, raddr *net.TCPAddr
+
+	readMu sync.Mutex
+	// +checklocks:readMu
+	rw tcpip.SliceWriter
+
+	writeMu sync.Mutex
+	// +checklocks:writeMu
+	wr bytes.Reader
+}
+
+var _ net.Conn = (*tcpConn)(nil)
+
+func (s *Stack) newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *tcpConn {
+	c := &tcpConn{s: s}
+	c.init(wq, ep)
+	if a, err := ep.GetLocalAddress(); err == nil {
+		c.laddr = &net.TCPAddr{IP: a.Addr.AsSlice(), Port: int(a.Port)}
+	}
+	if a, err := ep.GetRemoteAddress(); err == nil {
+		c.raddr = &net.TCPAddr{IP: a.Addr.AsSlice(), Port: int(a.Port)}
+	}
+	return c
+}
+
+func (c *tcpConn) opError(op string, err error) error {
+	return opError(op, "tcp", c.laddr, c.raddr, err)
+}
+
+// Read reads up to len(b) bytes. It returns io.EOF after the peer's FIN, an
+// error wrapping os.ErrDeadlineExceeded after the read deadline, and one
+// wrapping net.ErrClosed after Close.
+func (c *tcpConn) Read(b []byte) (int, error) {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	expired := c.rd.expired()
+	for {
+		if err := c.check(expired); err != nil {
+			return 0, c.opError("read", err)
+		}
+		if len(b) == 0 {
+			return 0, nil
+		}
+		c.rw = b
+		res, err := c.ep.Read(&c.rw, tcpip.ReadOptions{})
+		c.rw = nil
+		switch err.(type) {
+		case nil:
+			return res.Count, nil
+		case *tcpip.ErrWouldBlock:
+			c.wait(c.readCh, expired)
+		case *tcpip.ErrClosedForReceive:
+			return 0, io.EOF
+		default:
+			return 0, c.opError("read", c.cause(err))
+		}
+	}
+}
+
+// Write writes all of b unless an error occurs: a reset (ECONNRESET), the
+// write deadline (os.ErrDeadlineExceeded), or Close (net.ErrClosed). It
+// blocks while the send buffer (Config.SendBuffer) is full.
+func (c *tcpConn) Write(b []byte) (int, error) {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	expired := c.wd.expired()
+	n := 0
+	for {
+		if err := c.check(expired); err != nil {
+			return n, c.opError("write", err)
+		}
+		if n == len(b) {
+			return n, nil
+		}
+		c.wr.Reset(b[n:])
+		m, err := c.ep.Write(&c.wr, tcpip.WriteOptions{})
+		c.wr.Reset(nil)
+		n += int(m)
+		switch err.(type) {
+		case nil:
+		case *tcpip.ErrWouldBlock:
+			c.wait(c.writeCh, expired)
+		default:
+			return n, c.opError("write", c.cause(err))
+		}
+	}
+}
+
+// Close closes the connection (with a RST when unread data remains, as
+// Linux does) and frees its MaxConnections slot. Blocked Reads and Writes
+// return net.ErrClosed. A second Close returns an error wrapping
+// net.ErrClosed.
+func (c *tcpConn) Close() error {
+	if !c.shut() {
+		return c.opError("close", net.ErrClosed)
+	}
+	c.s.conns.release()
+	return nil
+}
+
+// CloseWrite shuts down the sending side (sends FIN); reads continue.
+func (c *tcpConn) CloseWrite() error {
+	if err := c.ep.Shutdown(tcpip.ShutdownWrite); err != nil {
+		return c.opError("close", c.cause(err))
+	}
+	return nil
+}
+
+// CloseRead shuts down the receiving side.
+func (c *tcpConn) CloseRead() error {
+	if err := c.ep.Shutdown(tcpip.ShutdownRead); err != nil {
+		return c.opError("close", c.cause(err))
+	}
+	return nil
+}
+
+// LocalAddr returns the local address.
+func (c *tcpConn) LocalAddr() net.Addr { return c.laddr }
+
+// RemoteAddr returns the peer's address.
+func (c *tcpConn) RemoteAddr() net.Addr { return c.raddr }

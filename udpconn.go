@@ -1,0 +1,195 @@
+package tickwire
+
+import (
+	"bytes"
+	"net"
+	"sync"
+	"syscall"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+	"gvisor.dev/gvisor/pkg/waiter"
+)
+
+// udpConn is the net.PacketConn of ListenUDP and the net.Conn of DialUDP: a
+// thin wrapper over a netstack UDP endpoint. All methods are safe for
+// concurrent use; concurrent reads (and concurrent writes) are serialised.
+// Read, Write and WriteTo allocate nothing in steady state; ReadFrom
+// allocates the returned address.
+type udpConn struct {
+	sock
+	laddr, raddr *net.UDPAddr // raddr nil when not connected
+
+	readMu sync.Mutex
+	// +checklocks:readMu
+	rw tcpip.SliceWriter
+
+	writeMu sync.Mutex
+	// +checklocks:writeMu
+	wr bytes.Reader
+	// +checklocks:writeMu
+	to tcpip.FullAddress
+}
+
+var (
+	_ net.PacketConn = (*udpConn)(nil)
+	_ net.Conn       = (*udpConn)(nil)
+)
+
+// udpEndpoint opens a UDP socket bound to local and, when remote is not nil,
+// connected to it.
+func (s *Stack) udpEndpoint(local tcpip.FullAddress, remote *tcpip.FullAddress) (*udpConn, error) {
+	if s.closed.Load() {
+		return nil, net.ErrClosed
+	}
+	wq := new(waiter.Queue)
+	ep, err := s.st.NewEndpoint(udp.ProtocolNumber, ipv4.ProtocolNumber, wq)
+	if err != nil {
+		return nil, convertError(err)
+	}
+	if err := ep.Bind(local); err != nil {
+		ep.Close()
+		return nil, convertError(err)
+	}
+	if remote != nil {
+		if err := ep.Connect(*remote); err != nil {
+			ep.Close()
+			return nil, convertError(err)
+		}
+	}
+	c := &udpConn{}
+	c.init(wq, ep)
+	if a, err := ep.GetLocalAddress(); err == nil {
+		c.laddr = &net.UDPAddr{IP: s.cfg.Addr.Addr().AsSlice(), Port: int(a.Port)}
+	}
+	if remote != nil {
+		c.raddr = &net.UDPAddr{IP: remote.Addr.AsSlice(), Port: int(remote.Port)}
+	}
+	return c, nil
+}
+
+func (c *udpConn) opError(op string, addr net.Addr, err error) error {
+	if addr == nil && c.raddr != nil {
+		addr = c.raddr
+	}
+	return opError(op, "udp", c.laddr, addr, err)
+}
+
+// read receives one datagram into b (truncating it to len(b)).
+func (c *udpConn) read(b []byte, from *tcpip.FullAddress) (int, error) {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	expired := c.rd.expired()
+	for {
+		if err := c.check(expired); err != nil {
+			return 0, err
+		}
+		c.rw = b
+		res, err := c.ep.Read(&c.rw, tcpip.ReadOptions{NeedRemoteAddr: from != nil})
+		c.rw = nil
+		switch err.(type) {
+		case nil:
+			if from != nil {
+				*from = res.RemoteAddr
+			}
+			return res.Count, nil
+		case *tcpip.ErrWouldBlock:
+			c.wait(c.readCh, expired)
+		default:
+			return 0, c.cause(err)
+		}
+	}
+}
+
+// ReadFrom receives one datagram; a datagram longer than b is truncated.
+func (c *udpConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	var from tcpip.FullAddress
+	n, err := c.read(b, &from)
+	if err != nil {
+		return 0, nil, c.opError("read", nil, err)
+	}
+	return n, &net.UDPAddr{IP: from.Addr.AsSlice(), Port: int(from.Port)}, nil
+}
+
+// Read receives one datagram on a connected socket.
+func (c *udpConn) Read(b []byte) (int, error) {
+	n, err := c.read(b, nil)
+	if err != nil {
+		return 0, c.opError("read", nil, err)
+	}
+	return n, nil
+}
+
+// write sends b as one datagram, to the connected peer when to is nil.
+func (c *udpConn) write(b []byte, to *net.UDPAddr) (int, error) {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	opts := tcpip.WriteOptions{}
+	if to != nil {
+		ip := to.IP.To4()
+		if ip == nil {
+			return 0, syscall.EAFNOSUPPORT
+		}
+		c.to = tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4Slice(ip), Port: uint16(to.Port)}
+		opts.To = &c.to
+	}
+	expired := c.wd.expired()
+	for {
+		if err := c.check(expired); err != nil {
+			return 0, err
+		}
+		c.wr.Reset(b)
+		n, err := c.ep.Write(&c.wr, opts)
+		c.wr.Reset(nil)
+		switch err.(type) {
+		case nil:
+			return int(n), nil
+		case *tcpip.ErrWouldBlock:
+			c.wait(c.writeCh, expired)
+		default:
+			return 0, c.cause(err)
+		}
+	}
+}
+
+// WriteTo sends b as one datagram to addr, a *net.UDPAddr.
+func (c *udpConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	ua, ok := addr.(*net.UDPAddr)
+	if !ok {
+		return 0, c.opError("write", addr, syscall.EINVAL)
+	}
+	n, err := c.write(b, ua)
+	if err != nil {
+		return n, c.opError("write", addr, err)
+	}
+	return n, nil
+}
+
+// Write sends b as one datagram on a connected socket.
+func (c *udpConn) Write(b []byte) (int, error) {
+	n, err := c.write(b, nil)
+	if err != nil {
+		return n, c.opError("write", nil, err)
+	}
+	return n, nil
+}
+
+// Close closes the socket; blocked calls return net.ErrClosed.
+func (c *udpConn) Close() error {
+	if !c.shut() {
+		return c.opError("close", nil, net.ErrClosed)
+	}
+	return nil
+}
+
+// LocalAddr returns the local address.
+func (c *udpConn) LocalAddr() net.Addr { return c.laddr }
+
+// RemoteAddr returns the connected peer, nil for a listening socket.
+func (c *udpConn) RemoteAddr() net.Addr {
+	if c.raddr == nil {
+		return nil
+	}
+	return c.raddr
+}
