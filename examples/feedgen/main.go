@@ -12,7 +12,8 @@
 // it, duplicate it, or add a retransmission overlapping it with the same
 // bytes. The same seed gives the same file.
 //
-// Beside the capture it writes the truth, FILE.truth.jsonl (or -truth):
+// Beside the capture it writes the truth, FILE.truth.jsonl (or -truth; -truth -
+// writes none):
 // one JSON line per record sent, with its flow, the STEP message's sequence
 // numbers and stream byte range, and its fields; then one line per flow with
 // the stream ranges lost by the impairments. internal/feed's WriteTruth
@@ -38,7 +39,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("feedgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("o", "", "output pcap `file` (required)")
-	truth := fs.String("truth", "", "truth `file` (default: the pcap name + .truth.jsonl)")
+	truth := fs.String("truth", "", "truth `file` (default: the pcap name + .truth.jsonl; - for none)")
 	var opt feed.Options
 	fs.IntVar(&opt.Messages, "messages", 1000, "STEP messages in all, spread over the flows")
 	fs.Uint64Var(&opt.Seed, "seed", 1, "random seed: the same seed gives the same file")
@@ -75,9 +76,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "feedgen: %v\n", err)
 		return 1
 	}
-	if err := writeFile(*truth, f.WriteTruth); err != nil {
-		fmt.Fprintf(stderr, "feedgen: %v\n", err)
-		return 1
+	if *truth != "-" {
+		if err := writeFile(*truth, f.WriteTruth); err != nil {
+			fmt.Fprintf(stderr, "feedgen: %v\n", err)
+			return 1
+		}
 	}
 	var stream, lost uint64
 	var trades, orders int

@@ -89,6 +89,7 @@ type Flow struct {
 	Channel        uint32
 	ServerISN      uint32
 	StreamBytes    uint64  // bytes the server sent
+	Stream         []byte  // those bytes: the STEP messages in order
 	Messages       int     // STEP messages
 	Records        int     // records in them
 	Lost           []Range // stream ranges no captured segment covers, sorted; never nil
@@ -188,6 +189,7 @@ func Generate(opt Options) (*Feed, error) {
 			return nil, err
 		}
 		fl.StreamBytes = uint64(len(stream))
+		fl.Stream = stream
 		fl.Messages = n
 		fl.Records = len(recs)
 		f.Records = append(f.Records, recs...)

@@ -1,0 +1,273 @@
+// Command mirrorfeed is tickwire's passive market-data path end to end:
+// frames from a mirror port or a capture file are reassembled per TCP flow
+// direction (package mirror), the in-order bytes are decoded as the Shanghai
+// Stock Exchange STEP/FAST Level-2 feed (package fast/sse), and every trade
+// and order is printed.
+//
+//	go run ./examples/mirrorfeed                  # a small feed embedded in the binary
+//	go run ./examples/mirrorfeed -pcap feed.pcap  # pcap (4 variants) or pcapng, gzip too
+//	go run ./examples/mirrorfeed -iface eth1      # live AF_PACKET capture (root), ^C ends
+//
+// After the records it prints a summary line: records, flows, bytes
+// delivered, gaps, overlap anomalies, STEP sequence gaps, decode errors and
+// records per second of wall time. A progress line goes to stderr every
+// second on long inputs. A capture that cannot be read (not a capture,
+// truncated, corrupt) is reported on stderr with a non-zero exit status,
+// after the summary of what was read before the fault.
+//
+// Flags:
+//
+//	-format text|json|csv  record output (text by default). json prints one
+//	                       object per line: {"type":"trade"|"order","flow":...,
+//	                       "ts":capture ns,"template":3201|5801,"fields":{...}}
+//	                       with the fields of internal/feed's Trade and Order
+//	                       (integers with implied decimals), and
+//	                       {"type":"gap","flow":...,"offset":N,"length":M} for
+//	                       every skipped hole; csv prints a header and one row
+//	                       per record. With json and csv the summary goes to
+//	                       stderr, so stdout stays machine-readable.
+//	-quiet                 print no records, only the summary
+//	-decode sse|none       none switches market-data decoding off: any TCP
+//	                       payload is reassembled (useful with -raw)
+//	-raw DIR               write, per flow direction that delivered data,
+//	                       DIR/<srcIP>_<srcPort>-<dstIP>_<dstPort>.bin holding
+//	                       the delivered bytes in stream order (gaps are not
+//	                       filled in: the file is the concatenation of the
+//	                       delivered bytes) and DIR/<same>.gaps.json, a JSON
+//	                       array of {"offset": N, "length": M} in stream
+//	                       offsets ([] when there is none). A later connection
+//	                       on the same addresses and ports (a new SYN) is
+//	                       written to <same>.2.bin and so on, never over the
+//	                       first one.
+//	-buffer BYTES          bytes held out of order per flow direction
+//	                       (mirror.Config.BufferPerFlow, default 32 KiB)
+//	-checksum auto|verify|ignore  checksum policy (mirror.Config.Checksum)
+//	-hole-timeout D        capture time a hole is waited for (default 100ms)
+//	-history=false         do not keep the last -buffer delivered bytes per
+//	                       direction: retransmissions of delivered bytes are
+//	                       then not compared, so a differing one is counted as
+//	                       a duplicate, not an anomaly (saves one copy per byte)
+//
+// The stream semantics (stream start, first copy wins, gaps) are the mirror
+// package's; see its documentation.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/tickwire/tickwire/link/afpacket"
+	"github.com/tickwire/tickwire/link/frame"
+	"github.com/tickwire/tickwire/link/pcap"
+	"github.com/tickwire/tickwire/mirror"
+)
+
+// demoPcap is the embedded demo feed: two channels, 800 STEP messages, light
+// mirror impairments including a little loss, so the summary shows gaps
+// being reported rather than hidden. TestDemoPcapIsGenerated checks that it
+// is exactly what this line writes:
+//
+//go:generate go run ../feedgen -o demo.pcap -truth - -messages 800 -seed 2026 -flows 2 -loss 0.005 -reorder 0.02 -dup 0.02 -overlap 0.02
+//go:embed demo.pcap
+var demoPcap []byte
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+type options struct {
+	pcapFile    string
+	iface       string
+	format      string
+	decode      string
+	rawDir      string
+	quiet       bool
+	buffer      int
+	holeTimeout time.Duration
+	checksum    mirror.ChecksumMode
+	history     bool
+}
+
+// run is the whole program; it returns the exit status: 0, 1 when the input
+// failed, 2 for bad usage.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mirrorfeed", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.pcapFile, "pcap", "", "read a pcap or pcapng `file` instead of the embedded demo feed")
+	fs.StringVar(&o.iface, "iface", "", "capture live from `interface` with AF_PACKET (root); ^C ends")
+	fs.StringVar(&o.format, "format", "text", "record output: text, json or csv")
+	fs.StringVar(&o.decode, "decode", "sse", "sse: decode STEP/FAST Level-2 records; none: reassemble only")
+	fs.StringVar(&o.rawDir, "raw", "", "write each flow direction's delivered bytes and gaps to `dir`")
+	fs.BoolVar(&o.quiet, "quiet", false, "print only the summary, no records")
+	fs.IntVar(&o.buffer, "buffer", mirror.DefaultBufferPerFlow, "`bytes` held out of order per flow direction")
+	fs.DurationVar(&o.holeTimeout, "hole-timeout", mirror.DefaultHoleTimeout, "capture time a hole is waited for")
+	fs.Var(&o.checksum, "checksum", "checksum policy: auto, verify or ignore")
+	fs.BoolVar(&o.history, "history", true, "compare retransmissions of delivered bytes with them (count differing ones as anomalies)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	usage := func(msg string) int {
+		fmt.Fprintln(stderr, "mirrorfeed: "+msg)
+		return 2
+	}
+	switch {
+	case fs.NArg() != 0:
+		return usage(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	case o.pcapFile != "" && o.iface != "":
+		return usage("-pcap and -iface are exclusive")
+	case o.format != "text" && o.format != "json" && o.format != "csv":
+		return usage(fmt.Sprintf("-format %q: want text, json or csv", o.format))
+	case o.decode != "sse" && o.decode != "none":
+		return usage(fmt.Sprintf("-decode %q: want sse or none", o.decode))
+	case o.buffer <= 0 || o.buffer > mirror.MaxBufferPerFlow:
+		return usage(fmt.Sprintf("-buffer %d: want 1 to %d", o.buffer, mirror.MaxBufferPerFlow))
+	case o.holeTimeout <= 0:
+		return usage("-hole-timeout must be positive")
+	}
+	if o.rawDir != "" {
+		if err := os.MkdirAll(o.rawDir, 0o755); err != nil {
+			fmt.Fprintf(stderr, "mirrorfeed: -raw: %v\n", err)
+			return 1
+		}
+	}
+
+	src, live, err := openSource(o)
+	if err != nil {
+		fmt.Fprintf(stderr, "mirrorfeed: %v\n", err)
+		return 1
+	}
+	defer src.Close()
+	if live {
+		// Close wakes a blocked ReadFrames, which then ends the loop with
+		// io.EOF.
+		stopLive := context.AfterFunc(ctx, func() { src.Close() })
+		defer stopLive()
+		fmt.Fprintf(stderr, "mirrorfeed: capturing on %s (AF_PACKET, promiscuous); interrupt to stop\n", o.iface)
+	}
+
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	summaryTo := io.Writer(out)
+	if o.format != "text" {
+		summaryTo = stderr
+	}
+	p := newPipeline(o, out)
+	a, err := mirror.New(mirror.Config{BufferPerFlow: o.buffer, HoleTimeout: o.holeTimeout, Checksum: o.checksum, History: o.history}, p)
+	if err != nil {
+		fmt.Fprintf(stderr, "mirrorfeed: %v\n", err)
+		return 2
+	}
+	p.printHeader()
+
+	start := time.Now()
+	readErr := pump(ctx, src, a, live, stderr, p)
+	a.Close()
+	elapsed := time.Since(start)
+	p.finish()
+
+	fmt.Fprintln(summaryTo, p.summary(a, elapsed))
+	flushErr := out.Flush()
+	if readErr != nil {
+		fmt.Fprintf(stderr, "mirrorfeed: %v\n", readErr)
+		return 1
+	}
+	if err := errors.Join(p.rawErr, flushErr); err != nil {
+		fmt.Fprintf(stderr, "mirrorfeed: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// openSource opens the input: the capture file, the live interface, or the
+// embedded demo feed.
+func openSource(o options) (src frame.Source, live bool, err error) {
+	switch {
+	case o.iface != "":
+		s, err := afpacket.New(o.iface, afpacket.Config{Promiscuous: true, ReadTimeout: 50 * time.Millisecond})
+		return s, true, err
+	case o.pcapFile != "":
+		r, err := pcap.Open(o.pcapFile)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s: %w", o.pcapFile, err)
+		}
+		return r, false, nil
+	default:
+		r, err := pcap.NewReader(bytes.NewReader(demoPcap))
+		return r, false, err
+	}
+}
+
+// Batch geometry: slots hold the longest frame a capture may record whole
+// (64 KiB plus an Ethernet header, as tcpdump's default snap length).
+const (
+	batchFrames = 64
+	slotSize    = 65536 + 14
+)
+
+// pump is the one reader loop for files and live capture: frames from src
+// into the Assembler, until the end of the file, Close (live), or an error.
+// It returns the input's error, nil at a clean end.
+func pump(ctx context.Context, src frame.Source, a *mirror.Assembler, live bool, stderr io.Writer, p *pipeline) error {
+	batch := frame.NewBatch(batchFrames, slotSize)
+	var frames, bytesIn uint64
+	lastProgress := time.Now()
+	progressShown := false
+	defer func() {
+		if progressShown {
+			fmt.Fprintln(stderr)
+		}
+	}()
+	for {
+		n, err := src.ReadFrames(batch)
+		for i := range batch[:n] {
+			f := &batch[i]
+			a.HandleFrame(f.Data(), f.Time) // per-frame errors are counted in a.Stats
+			bytesIn += uint64(f.N)
+		}
+		frames += uint64(n)
+		if now := time.Now(); now.Sub(lastProgress) >= time.Second {
+			lastProgress = now
+			progressShown = true
+			fmt.Fprintf(stderr, "\rmirrorfeed: %d frames, %.1f MB, %d records...", frames, float64(bytesIn)/1e6, p.trades+p.orders)
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF):
+			return nil
+		case live && errors.Is(err, afpacket.ErrTimeout):
+			// A quiet link: let capture time advance so holes time out.
+			a.Flush(time.Now().UnixNano())
+		case live && ctx.Err() != nil:
+			return nil
+		default:
+			return describeReadError(err, frames)
+		}
+	}
+}
+
+// describeReadError turns a reader error into a message that says where the
+// capture broke.
+func describeReadError(err error, frames uint64) error {
+	var rec *pcap.RecordError
+	if errors.As(err, &rec) {
+		what := "corrupt"
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			what = "truncated"
+		}
+		return fmt.Errorf("capture %s at record %d, after %d good frames: %w", what, rec.Record, frames, err)
+	}
+	return fmt.Errorf("reading the capture after %d frames: %w", frames, err)
+}
