@@ -106,7 +106,7 @@ func TestDemoAgainstKernel(t *testing.T) {
 	kerneltest.RequireTool(t, "ping")
 	kerneltest.RequireTool(t, "nc")
 	ns := kerneltest.NewNetns(t, "twl")
-	ns.MustRun(t, "sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1")
+	ns.DisableIPv6(t)
 	bin := buildDemo(t)
 	dev := kerneltest.Name("twl")
 	pcapFile := filepath.Join(t.TempDir(), "demo.pcap")

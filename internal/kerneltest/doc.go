@@ -5,10 +5,11 @@
 // Nothing here touches the host's own network: a test creates its devices
 // inside a namespace (Netns.Do) or moves them there before configuring them.
 //
-//	kerneltest.RequireRoot(t)
-//	ns := kerneltest.NewNetns(t, "twl")
-//	ns.MustRun(t, "ip", "link", "set", "lo", "up")
-//	out, err := ns.Run("ping", "-c", "1", "10.201.0.2")
+//	a, b := kerneltest.NewNetns(t, "twl"), kerneltest.NewNetns(t, "twl") // skip unless root
+//	kerneltest.Veth(t, a, "twl0", b, "twl1")
+//	a.MustRun(t, "ip", "addr", "add", "10.201.0.1/24", "dev", "twl0")
+//	err := b.Do(func() error { ep, err = tap.New(...); return err }) // a device made inside b
+//	out, err := a.Run("ping", "-c", "1", "10.201.0.2")
 //
 // Tests need iproute2 (the ip command); helpers that run other tools skip
 // the test when the tool is absent (RequireTool).

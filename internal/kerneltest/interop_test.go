@@ -65,7 +65,7 @@ func newPeer(t testing.TB) *peer {
 	p := &peer{ns: kerneltest.NewNetns(t, "twl"), dev: kerneltest.Name("twl")}
 	// IPv6 off for devices made in the namespace: only the test's frames
 	// cross the device.
-	p.ns.MustRun(t, "sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1")
+	p.ns.DisableIPv6(t)
 	if err := p.ns.Do(func() error {
 		var err error
 		if p.ep, err = tap.New(tap.Config{Name: p.dev, Host: netip.PrefixFrom(kernelIP, 24)}); err != nil {

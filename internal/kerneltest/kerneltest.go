@@ -76,6 +76,13 @@ func NewNetns(tb testing.TB, prefix string) *Netns {
 	return ns
 }
 
+// DisableIPv6 turns IPv6 off for devices created in n from now on, so that
+// router solicitations and MLD reports do not mix with a test's frames.
+func (n *Netns) DisableIPv6(tb testing.TB) {
+	tb.Helper()
+	n.MustRun(tb, "sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1")
+}
+
 // Path returns the namespace's file, usable with unix.Setns.
 func (n *Netns) Path() string { return filepath.Join("/run/netns", n.Name) }
 
@@ -103,12 +110,27 @@ func (n *Netns) MustRun(tb testing.TB, name string, args ...string) []byte {
 	return out
 }
 
-// MoveLink moves a device of the current namespace into n.
-func (n *Netns) MoveLink(tb testing.TB, dev string) {
+// MoveLink moves device dev into n, from namespace from (nil: the
+// caller's namespace).
+func (n *Netns) MoveLink(tb testing.TB, from *Netns, dev string) {
 	tb.Helper()
-	if out, err := exec.Command("ip", "link", "set", "dev", dev, "netns", n.Name).CombinedOutput(); err != nil {
+	args := []string{"link", "set", "dev", dev, "netns", n.Name}
+	if from != nil {
+		args = append([]string{"-n", from.Name}, args...)
+	}
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 		tb.Fatalf("kerneltest: move %s into %s: %v: %s", dev, n.Name, err, out)
 	}
+}
+
+// Veth creates a veth pair with one end, nameA, in a and the other, nameB,
+// in b, both up. Namespaces delete their devices when they go.
+func Veth(tb testing.TB, a *Netns, nameA string, b *Netns, nameB string) {
+	tb.Helper()
+	a.MustRun(tb, "ip", "link", "add", nameA, "type", "veth", "peer", "name", nameB)
+	b.MoveLink(tb, a, nameB)
+	a.MustRun(tb, "ip", "link", "set", nameA, "up")
+	b.MustRun(tb, "ip", "link", "set", nameB, "up")
 }
 
 // Do runs fn on an OS thread switched into the namespace, then switches the

@@ -43,3 +43,16 @@ func TestNetnsIsolatesAndCleansUp(t *testing.T) {
 		t.Fatalf("namespace %s not removed: %v", name, err)
 	}
 }
+
+func TestVethBetweenNamespaces(t *testing.T) {
+	RequireTool(t, "ping")
+	a, b := NewNetns(t, "twl"), NewNetns(t, "twl")
+	va, vb := Name("twl"), Name("twl")
+	Veth(t, a, va, b, vb)
+	a.MustRun(t, "ip", "addr", "add", "10.201.99.1/24", "dev", va)
+	b.MustRun(t, "ip", "addr", "add", "10.201.99.2/24", "dev", vb)
+	a.MustRun(t, "ping", "-c", "1", "-W", "2", "10.201.99.2")
+	if _, err := a.Run("ip", "link", "show", "dev", vb); err == nil {
+		t.Fatalf("%s still in the first namespace", vb)
+	}
+}

@@ -34,7 +34,7 @@ func newNetnsTAP(t *testing.T, cfg Config) (*kerneltest.Netns, *Endpoint) {
 	ns := kerneltest.NewNetns(t, "twl")
 	// No IPv6 on devices created in the namespace: no router solicitations
 	// or MLD reports among the frames the tests look at.
-	ns.MustRun(t, "sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1")
+	ns.DisableIPv6(t)
 	var ep *Endpoint
 	if err := ns.Do(func() error {
 		var err error
