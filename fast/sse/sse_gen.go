@@ -598,9 +598,12 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 // An Encoder is not safe for concurrent use; the zero value is ready to use
 // and allocates nothing in steady state.
 type Encoder struct {
-	dict    dictionary
-	pm      fast.PMapBuilder
-	scratch []byte
+	// ExplicitTemplateID makes every record carry its template id, even
+	// when it repeats (the decoder accepts both forms).
+	ExplicitTemplateID bool
+	dict               dictionary
+	pm                 fast.PMapBuilder
+	scratch            []byte
 }
 
 // Reset forgets the dictionary, including the previous template id.
@@ -617,7 +620,7 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 	var one [1]byte
 	_ = one
 	dict := e.dict
-	if dict.tidState == slotAssigned && dict.tid == TradeTemplateID {
+	if !e.ExplicitTemplateID && dict.tidState == slotAssigned && dict.tid == TradeTemplateID {
 		e.pm.Add(false)
 	} else {
 		e.pm.Add(true)
@@ -868,7 +871,7 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 	var one [1]byte
 	_ = one
 	dict := e.dict
-	if dict.tidState == slotAssigned && dict.tid == OrderTemplateID {
+	if !e.ExplicitTemplateID && dict.tidState == slotAssigned && dict.tid == OrderTemplateID {
 		e.pm.Add(false)
 	} else {
 		e.pm.Add(true)

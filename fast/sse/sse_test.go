@@ -344,6 +344,16 @@ func TestKnownBytes(t *testing.T) {
 	if !bytes.Equal(out, wire) {
 		t.Fatalf("encoded\n% x\nwant\n% x", out, wire)
 	}
+	// With ExplicitTemplateID the second record carries 19 81 too.
+	enc = Encoder{ExplicitTemplateID: true}
+	out = out[:0]
+	for i := range want {
+		out, _ = enc.AppendTrade(out, &want[i])
+	}
+	explicit := append(bytes.Clone(wire[:25]), 0xc1, 0x19, 0x81, 0x00, 0x60, 0xbf)
+	if !bytes.Equal(out, explicit) {
+		t.Fatalf("explicit template ids\n% x\nwant\n% x", out, explicit)
+	}
 	// 5801's template id is 2d a9.
 	out, _ = enc.AppendOrder(out[:0], &Order{})
 	if !bytes.Equal(out[2:4], []byte{0x2d, 0xa9}) { // after a 2-byte pmap

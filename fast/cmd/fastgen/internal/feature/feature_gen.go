@@ -737,9 +737,12 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm *fast.PMap, m *Strings) (i
 // An Encoder is not safe for concurrent use; the zero value is ready to use
 // and allocates nothing in steady state.
 type Encoder struct {
-	dict    dictionary
-	pm      fast.PMapBuilder
-	scratch []byte
+	// ExplicitTemplateID makes every record carry its template id, even
+	// when it repeats (the decoder accepts both forms).
+	ExplicitTemplateID bool
+	dict               dictionary
+	pm                 fast.PMapBuilder
+	scratch            []byte
 }
 
 // Reset forgets the dictionary, including the previous template id.
@@ -756,7 +759,7 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 	var one [1]byte
 	_ = one
 	dict := e.dict
-	if dict.tidState == slotAssigned && dict.tid == IntsTemplateID {
+	if !e.ExplicitTemplateID && dict.tidState == slotAssigned && dict.tid == IntsTemplateID {
 		e.pm.Add(false)
 	} else {
 		e.pm.Add(true)
@@ -1140,7 +1143,7 @@ func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 	var one [1]byte
 	_ = one
 	dict := e.dict
-	if dict.tidState == slotAssigned && dict.tid == StringsTemplateID {
+	if !e.ExplicitTemplateID && dict.tidState == slotAssigned && dict.tid == StringsTemplateID {
 		e.pm.Add(false)
 	} else {
 		e.pm.Add(true)
