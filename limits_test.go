@@ -42,13 +42,13 @@ func ping(t *testing.T, c net.Conn, msg string) {
 	}
 }
 
-// TestConnectionLimitAccept: B allows 4 connections; the fifth is reset,
-// the first four keep working, and closing one frees a slot.
+// TestConnectionLimitAccept: B allows the default 64 connections; the 65th
+// is reset, the first 64 keep working, and closing one frees a slot.
 func TestConnectionLimitAccept(t *testing.T) {
-	const limit = 4
+	const limit = tickwire.DefaultMaxConnections
 	p := newPair(t, func(c *tickwire.Config) {
-		if c.Addr == addrB {
-			c.MaxConnections = limit
+		if c.Addr == addrA {
+			c.MaxConnections = 2 * limit // only B's limit is under test
 		}
 	})
 	ln, err := p.b.ListenTCP(7)
@@ -68,7 +68,7 @@ func TestConnectionLimitAccept(t *testing.T) {
 		ping(t, c, "hello")
 		conns = append(conns, c)
 	}
-	// The handshake of the fifth completes in netstack; Accept then resets it.
+	// The handshake of the 65th completes in netstack; Accept then resets it.
 	extra, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 7))
 	if err == nil {
 		extra.SetDeadline(time.Now().Add(5 * time.Second))
@@ -76,7 +76,7 @@ func TestConnectionLimitAccept(t *testing.T) {
 		extra.Close()
 	}
 	if err == nil || errors.Is(err, io.EOF) {
-		t.Fatalf("fifth connection: err = %v, want a reset", err)
+		t.Fatalf("connection %d: err = %v, want a reset", limit+1, err)
 	}
 	for _, c := range conns {
 		ping(t, c, "still here")
@@ -320,5 +320,26 @@ func TestARPBound(t *testing.T) {
 	}
 	if n := tickwire.NeighborCount(p.b); n > bound {
 		t.Errorf("table holds %d entries after the newcomer", n)
+	}
+
+	// Entries netstack creates to resolve outgoing packets are trimmed too.
+	evicted := p.b.Stats().ARPEvictions
+	pc, err := p.b.ListenUDP(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	for i := range 300 {
+		pc.WriteTo([]byte("x"), &net.UDPAddr{IP: net.IPv4(10, 0, byte(100+i/250), byte(1+i%250)), Port: 9})
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for tickwire.NeighborCount(p.b) > bound {
+		if time.Now().After(deadline) {
+			t.Fatalf("table still holds %d entries after resolving 300 hosts", tickwire.NeighborCount(p.b))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if p.b.Stats().ARPEvictions == evicted {
+		t.Error("no eviction counted for outgoing resolutions")
 	}
 }

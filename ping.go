@@ -12,6 +12,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/icmp"
 	"gvisor.dev/gvisor/pkg/waiter"
 )
@@ -27,6 +28,9 @@ func (s *Stack) Ping(ctx context.Context, addr netip.Addr) (time.Duration, error
 	}
 	if !addr.Is4() {
 		return 0, opError("ping", "ip4:icmp", nil, raddr, syscall.EAFNOSUPPORT)
+	}
+	if err := s.resolve(ctx, addr); err != nil {
+		return 0, opError("ping", "ip4:icmp", nil, raddr, err)
 	}
 	var wq waiter.Queue
 	ep, err := s.st.NewEndpoint(icmp.ProtocolNumber4, ipv4.ProtocolNumber, &wq)
@@ -55,7 +59,7 @@ func (s *Stack) Ping(ctx context.Context, addr netip.Addr) (time.Duration, error
 		if _, ok := err.(*tcpip.ErrWouldBlock); !ok {
 			return 0, opError("ping", "ip4:icmp", nil, raddr, convertError(err))
 		}
-		// Waiting for ARP: the endpoint queues nothing, so retry shortly.
+		// No room in the send buffer yet: retry shortly.
 		select {
 		case <-ctx.Done():
 			return 0, opError("ping", "ip4:icmp", nil, raddr, ctx.Err())
@@ -86,4 +90,38 @@ func (s *Stack) Ping(ctx context.Context, addr netip.Addr) (time.Duration, error
 			return time.Since(start), nil
 		}
 	}
+}
+
+// resolve makes sure the next hop toward addr has a link address, waiting
+// for ARP at most Config.ARPTimeout. An ICMP endpoint reports no error when
+// resolution fails, so Ping asks first.
+func (s *Stack) resolve(ctx context.Context, addr netip.Addr) error {
+	hop := addr
+	if !s.cfg.Addr.Masked().Contains(addr) {
+		if !s.cfg.Gateway.IsValid() {
+			return syscall.ENETUNREACH
+		}
+		hop = s.cfg.Gateway
+	}
+	if hop.IsMulticast() || hop == s.cfg.Addr.Addr() {
+		return nil
+	}
+	done := make(chan tcpip.Error, 1)
+	err := s.st.GetLinkAddress(nicID, tcpip.AddrFrom4(hop.As4()), tcpip.Address{}, ipv4.ProtocolNumber, func(r gstack.LinkResolutionResult) {
+		select {
+		case done <- r.Err:
+		default:
+		}
+	})
+	if _, ok := err.(*tcpip.ErrWouldBlock); ok {
+		select {
+		case err = <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err != nil {
+		return &stackError{errno: syscall.EHOSTUNREACH, msg: "no ARP reply from " + hop.String()}
+	}
+	return nil
 }

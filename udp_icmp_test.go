@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"syscall"
 	"testing"
 	"time"
 
@@ -126,13 +127,18 @@ func TestPing(t *testing.T) {
 	}
 }
 
-// TestPingNobody pings an address nobody holds: no reply, ctx ends it.
+// TestPingNobody pings an address nobody holds: ARP gives up after
+// ARPTimeout and Ping fails with EHOSTUNREACH; off-link without a gateway it
+// fails with ENETUNREACH.
 func TestPingNobody(t *testing.T) {
 	p := newPair(t, nil)
-	_, err := p.a.Ping(ctxTimeout(t, 300*time.Millisecond), netip.MustParseAddr("10.0.0.99"))
+	_, err := p.a.Ping(ctxTimeout(t, 5*time.Second), netip.MustParseAddr("10.0.0.99"))
 	var op *net.OpError
-	if !errors.As(err, &op) {
-		t.Fatalf("err = %v, want a *net.OpError", err)
+	if !errors.As(err, &op) || !errors.Is(err, syscall.EHOSTUNREACH) {
+		t.Fatalf("err = %v, want a *net.OpError wrapping EHOSTUNREACH", err)
+	}
+	if _, err := p.a.Ping(ctxTimeout(t, 5*time.Second), netip.MustParseAddr("192.0.2.1")); !errors.Is(err, syscall.ENETUNREACH) {
+		t.Fatalf("off-link: %v, want ENETUNREACH", err)
 	}
 }
 
