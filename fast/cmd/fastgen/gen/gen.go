@@ -194,6 +194,10 @@ func (g *generator) addTemplate(ft *fast.Template) error {
 	if !token.IsIdentifier(t.goName) || !token.IsExported(t.goName) {
 		return fail(nil, "Go name %q is not an exported identifier", t.goName)
 	}
+	switch t.goName {
+	case "Decoder", "Encoder", "Handler", "EncodeError", "TemplateNames", "DefaultMaxPMapBytes":
+		return fail(nil, "Go name %s clashes with a generated identifier; set twf:goType", t.goName)
+	}
 	for _, o := range g.templates {
 		if o.goName == t.goName {
 			return fail(nil, "Go name %s used twice", t.goName)
@@ -206,10 +210,16 @@ func (g *generator) addTemplate(ft *fast.Template) error {
 			return fail(ff, "%s fields are not supported by the generator", ff.Kind)
 		}
 		f := &field{f: ff, goName: goIdent(ff.Name), valType: w.goType}
-		if seen[f.goName] || strings.HasPrefix(f.goName, "Has") && seen[strings.TrimPrefix(f.goName, "Has")] {
-			return fail(ff, "Go field name %s clashes", f.goName)
+		idents := []string{f.goName}
+		if ff.Optional {
+			idents = append(idents, "Has"+f.goName)
 		}
-		seen[f.goName] = true
+		for _, id := range idents {
+			if seen[id] {
+				return fail(ff, "Go field name %s clashes with another field's", id)
+			}
+			seen[id] = true
+		}
 		if ff.Kind == fast.KindASCII && ff.Op.Kind != fast.OpConstant {
 			v, ok := attr(ff.Attrs, attrFixedLen)
 			n, err := strconv.Atoi(v)
@@ -241,6 +251,9 @@ func (g *generator) addTemplate(ft *fast.Template) error {
 				return fail(ff, "initial value %q: %v", op.Value, err)
 			}
 			f.init = init
+		}
+		if op.Kind == fast.OpConstant && f.goName == "TemplateID" {
+			return fail(ff, "constant named TemplateID clashes with the generated template id constant")
 		}
 		if op.Kind == fast.OpConstant && !ff.Optional {
 			f.goName = ""

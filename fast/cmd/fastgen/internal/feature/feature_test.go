@@ -347,6 +347,8 @@ func TestReject(t *testing.T) {
 		`<uInt32 name="X" dictionary="type"><copy/></uInt32>`: "type dictionary",
 		`<uInt32 name="K"><copy/></uInt32><string name="K2" twf:fixedLen="2"><copy key="K"/></string>`: "D4",
 		`<string name="S" twf:goType="Foo" twf:fixedLen="2"/>`:                                         "twf:goType",
+		`<uInt32 name="HasX"/><uInt32 name="X" presence="optional"/>`:                                  "clashes",
+		`<uInt32 name="TemplateID"><constant value="1"/></uInt32>`:                                     "clashes",
 	}
 	for body, want := range cases {
 		xml := `<templates xmlns="http://www.fixprotocol.org/ns/fast/td/1.1" xmlns:twf="urn:tickwire:fast">` +
