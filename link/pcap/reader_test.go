@@ -7,7 +7,9 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -376,6 +378,19 @@ func TestWriterRoundTrip(t *testing.T) {
 	pr, err := pcapgo.NewReader(f2)
 	if err != nil || pr.Resolution() != gopacket.TimestampResolutionNanosecond {
 		t.Fatalf("pcapgo: %v %v", err, pr)
+	}
+	// And tshark, when installed: every record, nanosecond times intact.
+	if _, err := exec.LookPath("tshark"); err != nil {
+		t.Log("tshark not installed; skipping the tshark check")
+		return
+	}
+	out, err := exec.Command("tshark", "-r", path, "-T", "fields", "-e", "frame.time_epoch").Output()
+	if err != nil {
+		t.Fatalf("tshark -r: %v", err)
+	}
+	times := strings.Fields(string(out))
+	if len(times) != len(got) || !strings.HasSuffix(times[3], "789") {
+		t.Fatalf("tshark read %d records (want %d), fourth at %v", len(times), len(got), times[3])
 	}
 }
 
