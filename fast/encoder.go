@@ -552,6 +552,9 @@ func (e *Encoder) bytesOp(body []byte, pmb *PMapBuilder, in *instr, b []byte, pr
 				return body, ErrNotEncodable
 			}
 		}
+		if badLeadingNUL(b) {
+			return body, ErrNotEncodable
+		}
 	}
 	isInit := present && in.hasInit && bytes.Equal(b, in.init.b)
 	switch in.op {
@@ -618,6 +621,9 @@ func (e *Encoder) bytesOp(body []byte, pmb *PMapBuilder, in *instr, b []byte, pr
 					k++
 				}
 				wire = b[k:]
+				if in.kind == KindASCII && badLeadingNUL(wire) {
+					wire = b
+				}
 			}
 		}
 		e.set(in.slot, 0, 0, b, true)
@@ -649,6 +655,9 @@ func (e *Encoder) bytesOp(body []byte, pmb *PMapBuilder, in *instr, b []byte, pr
 			sub, part = int64(len(base)-p), b[p:]
 		} else {
 			sub, part = -int64(len(base)-s)-1, b[:len(b)-s]
+		}
+		if in.kind == KindASCII && badLeadingNUL(part) {
+			sub, part = int64(len(base)), b
 		}
 		if sub > math.MaxInt32 || sub < math.MinInt32 {
 			return body, ErrNotEncodable
@@ -716,3 +725,9 @@ func (m *Message) AddGroup() { m.add(Value{Kind: KindGroup, Present: true}) }
 func (m *Message) AddTemplateRef(id uint32) {
 	m.add(Value{U: uint64(id), Kind: KindTemplateRef, Present: true})
 }
+
+// badLeadingNUL reports whether an ASCII string cannot be sent because it
+// starts with NUL and is longer than "\x00": spec 10.6.3 gives 00 80 the
+// meaning "\x00", so "\x00\x00" has no encoding, and other strings with a
+// leading NUL are overlong encodings that decoders may reject.
+func badLeadingNUL(b []byte) bool { return len(b) > 1 && b[0] == 0 }

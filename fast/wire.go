@@ -520,7 +520,8 @@ func appendInt(dst []byte, v int64) []byte {
 
 // AppendASCII appends a mandatory ASCII string. "" is 80 and "\x00" is 00 80
 // (spec 10.6.3). Characters are 7-bit: the top bit of each byte of s is
-// ignored.
+// ignored. A string longer than one byte must not start with NUL: it has no
+// faithful encoding ("\x00\x00" would read back as "\x00").
 func AppendASCII(dst []byte, s []byte) []byte {
 	switch {
 	case len(s) == 0:

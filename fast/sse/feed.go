@@ -19,6 +19,14 @@ type FeedHandler interface {
 	OnGap(category uint32, expected, got uint64)
 }
 
+// StepHandler is an optional extension of FeedHandler: a handler that has
+// OnStep is told about every verified STEP message before its records are
+// decoded (its header, stream offset and raw bytes). m is valid until OnStep
+// returns.
+type StepHandler interface {
+	OnStep(m *step.Message)
+}
+
 // FeedConfig bounds a FeedDecoder. The zero value selects the defaults.
 type FeedConfig struct {
 	// STEP bounds the STEP parser (message size, tracked categories).
@@ -58,6 +66,7 @@ type FeedDecoder struct {
 	parser *step.Parser
 	dec    Decoder
 	h      FeedHandler
+	sh     StepHandler // h as a StepHandler, or nil
 	stats  FeedStats
 }
 
@@ -73,6 +82,7 @@ func (s *sink) OnOrder(o *Order) { s.stats.Orders++; s.h.OnOrder(o) }
 // (cfg.STEP.MaxMessageSize bytes) once.
 func NewFeedDecoder(cfg FeedConfig, h FeedHandler) *FeedDecoder {
 	f := &FeedDecoder{parser: step.NewParser(cfg.STEP), h: h}
+	f.sh, _ = h.(StepHandler)
 	f.dec.MaxPMapBytes = cfg.MaxPMapBytes
 	return f
 }
@@ -97,6 +107,9 @@ func (f *FeedDecoder) Feed(chunk []byte) error {
 		}
 		if m.Gap {
 			f.h.OnGap(m.Category, m.ExpectedSeq, m.CategorySeq)
+		}
+		if f.sh != nil {
+			f.sh.OnStep(m)
 		}
 		if err := f.decodePayload(m); err != nil && first == nil {
 			first = err

@@ -22,8 +22,17 @@
 //		}
 //	}
 //
+// A handler that also has OnStep (StepHandler) sees each STEP message's
+// header and stream offset before its records. After a TCP gap, call
+// Discontinuity: decoding resumes at the next STEP message and the lost
+// messages show up through OnGap.
+//
 // FeedEncoder is the reverse, for feed generators and tests: records in,
-// STEP messages out.
+// STEP messages out:
+//
+//	fe := sse.NewFeedEncoder()
+//	stream, err := fe.AppendTrades(stream, trades) // one STEP message, category 7
+//	stream, err = fe.AppendOrders(stream, orders)  // one STEP message, category 58
 //
 // # What is reconstructed
 //

@@ -448,6 +448,31 @@ func TestFeedRoundTrip(t *testing.T) {
 	}
 }
 
+type stepCollector struct {
+	collect
+	offsets []int64
+}
+
+func (s *stepCollector) OnStep(m *step.Message) { s.offsets = append(s.offsets, m.Offset) }
+
+func TestFeedOnStep(t *testing.T) {
+	stream, want := feed(6, 3, 2)
+	c := &stepCollector{}
+	fd := NewFeedDecoder(FeedConfig{}, c)
+	if err := fd.Feed(stream); err != nil {
+		t.Fatal(err)
+	}
+	p := step.NewParser(step.Config{})
+	p.Feed(stream)
+	var offsets []int64
+	for m, _ := p.Next(); m != nil; m, _ = p.Next() {
+		offsets = append(offsets, m.Offset)
+	}
+	if fmt.Sprint(c.offsets) != fmt.Sprint(offsets) || len(offsets) != 3 || len(c.all) != len(want) {
+		t.Fatalf("OnStep offsets %v, want %v", c.offsets, offsets)
+	}
+}
+
 func TestFeedGapsAndErrors(t *testing.T) {
 	fe := NewFeedEncoder()
 	mk := newMarket(2)
