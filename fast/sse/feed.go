@@ -41,6 +41,7 @@ type FeedStats struct {
 	Trades          uint64     // records passed to OnTrade
 	Orders          uint64     // records passed to OnOrder
 	DecodeErrors    uint64     // STEP messages whose payload failed to decode
+	LimitHits       uint64     // of those, failures on a bound (presence map length, fixed string length)
 	UnknownTemplate uint64     // STEP messages skipped for a template id the decoder does not know (D9)
 }
 
@@ -130,6 +131,9 @@ func (f *FeedDecoder) decodePayload(m *step.Message) error {
 				return nil
 			}
 			f.stats.DecodeErrors++
+			if errors.Is(err, fast.ErrLimit) {
+				f.stats.LimitHits++
+			}
 			return &FeedError{Offset: m.Offset, SeqNum: m.SeqNum, Err: err}
 		}
 		off = next

@@ -490,12 +490,14 @@ func TestFeedGapsAndErrors(t *testing.T) {
 	// STEP framing is fine, and one with an unknown template (5803).
 	bad := step.AppendMessage(nil, &step.Header{MsgType: []byte("UA3201")}, []byte{0xf0, 0x19, 0x81, 0x81})
 	unknown := step.AppendMessage(nil, &step.Header{MsgType: []byte("UA5803")}, []byte{0xc0, 0x2d, 0xab, 0x80})
+	// SecurityID longer than its 6 characters: a bound of the typed path.
+	long := step.AppendMessage(nil, &step.Header{MsgType: []byte("UA3201")}, []byte{0xdc, 0x19, 0x81, 0x81, 0x81, '1', '2', '3', '4', '5', '6', 0xb7})
 
 	c := &collect{}
 	fd := NewFeedDecoder(FeedConfig{}, c)
 	var errs []error
 	// Message 2 (trades, category seq 2) is lost in a TCP gap.
-	for _, m := range [][]byte{msgs[0], msgs[1], bad, unknown, msgs[3], msgs[4][:20]} {
+	for _, m := range [][]byte{msgs[0], msgs[1], bad, unknown, long, msgs[3], msgs[4][:20]} {
 		if err := fd.Feed(m); err != nil {
 			errs = append(errs, err)
 		}
@@ -511,11 +513,11 @@ func TestFeedGapsAndErrors(t *testing.T) {
 		t.Errorf("gaps %v", c.gaps)
 	}
 	var fe2 *FeedError
-	if len(errs) != 1 || !errors.As(errs[0], &fe2) || !errors.Is(errs[0], fast.ErrShort) {
+	if len(errs) != 2 || !errors.As(errs[0], &fe2) || !errors.Is(errs[0], fast.ErrShort) || !errors.Is(errs[1], fast.ErrLimit) {
 		t.Errorf("errors %v", errs)
 	}
 	st := fd.Stats()
-	if st.DecodeErrors != 1 || st.UnknownTemplate != 1 || st.Trades != 3 || st.Orders != 3 || st.STEP.Gaps != 2 {
+	if st.DecodeErrors != 2 || st.LimitHits != 1 || st.UnknownTemplate != 1 || st.Trades != 3 || st.Orders != 3 || st.STEP.Gaps != 2 {
 		t.Errorf("stats %+v", st)
 	}
 }
