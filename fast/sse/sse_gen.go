@@ -23,38 +23,38 @@ const (
 // Trade is a record of template "UA3201" (id 3201).
 // An optional field X is only valid when HasX is true.
 type Trade struct {
-	// DataStatus: int32 DataStatus, id 10121, optional, default.
+	// DataStatus is the int32 DataStatus, id 10121, optional, default.
 	DataStatus    int32
 	HasDataStatus bool
-	// TradeIndex: uInt32 TradeIndex, id 10011, mandatory, increment.
+	// TradeIndex is the uInt32 TradeIndex, id 10011, mandatory, increment.
 	TradeIndex uint32
-	// TradeChannel: uInt32 TradeChannel, id 10115, optional, copy.
+	// TradeChannel is the uInt32 TradeChannel, id 10115, optional, copy.
 	TradeChannel    uint32
 	HasTradeChannel bool
-	// SecurityID: string SecurityID, id 48, mandatory, copy.
+	// SecurityID is the string SecurityID, id 48, mandatory, copy.
 	SecurityID [6]byte
-	// TradeTime: uInt32 TradeTime, id 10013, optional, copy.
+	// TradeTime is the uInt32 TradeTime, id 10013, optional, copy.
 	TradeTime    Time
 	HasTradeTime bool
-	// TradePrice: int32 TradePrice, id 10014, optional, default, decimalPlaces="3".
+	// TradePrice is the int32 TradePrice, id 10014, optional, default, decimalPlaces="3".
 	TradePrice    Price
 	HasTradePrice bool
-	// TradeQty: int64 TradeQty, id 10015, optional, default, decimalPlaces="3".
+	// TradeQty is the int64 TradeQty, id 10015, optional, default, decimalPlaces="3".
 	TradeQty    Qty
 	HasTradeQty bool
-	// TradeMoney: int64 TradeMoney, id 10016, optional, default, decimalPlaces="5".
+	// TradeMoney is the int64 TradeMoney, id 10016, optional, default, decimalPlaces="5".
 	TradeMoney    Money
 	HasTradeMoney bool
-	// TradeBuyNo: uInt64 TradeBuyNo, optional, default.
+	// TradeBuyNo is the uInt64 TradeBuyNo, optional, default.
 	TradeBuyNo    uint64
 	HasTradeBuyNo bool
-	// TradeSellNo: uInt64 TradeSellNo, optional, default.
+	// TradeSellNo is the uInt64 TradeSellNo, optional, default.
 	TradeSellNo    uint64
 	HasTradeSellNo bool
-	// TradeBSFlag: string TradeBSFlag, optional, default.
+	// TradeBSFlag is the string TradeBSFlag, optional, default.
 	TradeBSFlag    byte
 	HasTradeBSFlag bool
-	// BizIndex: uInt64 BizIndex, mandatory, increment.
+	// BizIndex is the uInt64 BizIndex, mandatory, increment.
 	BizIndex uint64
 }
 
@@ -66,29 +66,29 @@ const (
 // Order is a record of template "UA5801" (id 5801).
 // An optional field X is only valid when HasX is true.
 type Order struct {
-	// OrderIndex: uInt32 OrderIndex, mandatory, increment.
+	// OrderIndex is the uInt32 OrderIndex, mandatory, increment.
 	OrderIndex uint32
-	// OrderChannel: uInt32 OrderChannel, optional, copy.
+	// OrderChannel is the uInt32 OrderChannel, optional, copy.
 	OrderChannel    uint32
 	HasOrderChannel bool
-	// SecurityID: string SecurityID, id 48, mandatory, copy.
+	// SecurityID is the string SecurityID, id 48, mandatory, copy.
 	SecurityID [6]byte
-	// OrderTime: uInt32 OrderTime, optional, copy.
+	// OrderTime is the uInt32 OrderTime, optional, copy.
 	OrderTime    Time
 	HasOrderTime bool
-	// OrderType: string OrderType, mandatory, copy.
+	// OrderType is the string OrderType, mandatory, copy.
 	OrderType byte
-	// OrderNO: uInt64 OrderNO, mandatory.
+	// OrderNO is the uInt64 OrderNO, mandatory.
 	OrderNO uint64
-	// OrderPrice: uInt32 OrderPrice, optional, default, decimalPlaces="3".
+	// OrderPrice is the uInt32 OrderPrice, optional, default, decimalPlaces="3".
 	OrderPrice    Price
 	HasOrderPrice bool
-	// Balance: uInt64 Balance, optional, default, decimalPlaces="3".
+	// Balance is the uInt64 Balance, optional, default, decimalPlaces="3".
 	Balance    Qty
 	HasBalance bool
-	// OrderBSFlag: string OrderBSFlag, mandatory, copy.
+	// OrderBSFlag is the string OrderBSFlag, mandatory, copy.
 	OrderBSFlag byte
-	// BizIndex: uInt64 BizIndex, mandatory, increment.
+	// BizIndex is the uInt64 BizIndex, mandatory, increment.
 	BizIndex uint64
 }
 
@@ -230,7 +230,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 	} else {
 		switch d.dict.s0TradeIndexState {
 		case slotAssigned:
-			d.dict.s0TradeIndex++
+			d.dict.s0TradeIndex++ // wraps from the type's maximum to its minimum (6.3.6)
 		case slotUndefined:
 			return off, d.fail(fast.ErrNoPrevious, TradeTemplateID, "TradeIndex", off)
 		case slotEmpty:
@@ -251,7 +251,6 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 		}
 	} else {
 		switch d.dict.s1TradeChannelState {
-		case slotAssigned:
 		case slotUndefined:
 			d.dict.s1TradeChannelState = slotEmpty
 		}
@@ -273,7 +272,6 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 		d.dict.s2SecurityID, d.dict.s2SecurityIDState = v, slotAssigned
 	} else {
 		switch d.dict.s2SecurityIDState {
-		case slotAssigned:
 		case slotUndefined:
 			return off, d.fail(fast.ErrNoPrevious, TradeTemplateID, "SecurityID", off)
 		case slotEmpty:
@@ -294,7 +292,6 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 		}
 	} else {
 		switch d.dict.s3TradeTimeState {
-		case slotAssigned:
 		case slotUndefined:
 			d.dict.s3TradeTimeState = slotEmpty
 		}
@@ -394,7 +391,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 	} else {
 		switch d.dict.s4BizIndexState {
 		case slotAssigned:
-			d.dict.s4BizIndex++
+			d.dict.s4BizIndex++ // wraps from the type's maximum to its minimum (6.3.6)
 		case slotUndefined:
 			return off, d.fail(fast.ErrNoPrevious, TradeTemplateID, "BizIndex", off)
 		case slotEmpty:
@@ -420,7 +417,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 	} else {
 		switch d.dict.s5OrderIndexState {
 		case slotAssigned:
-			d.dict.s5OrderIndex++
+			d.dict.s5OrderIndex++ // wraps from the type's maximum to its minimum (6.3.6)
 		case slotUndefined:
 			return off, d.fail(fast.ErrNoPrevious, OrderTemplateID, "OrderIndex", off)
 		case slotEmpty:
@@ -441,7 +438,6 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 		}
 	} else {
 		switch d.dict.s6OrderChannelState {
-		case slotAssigned:
 		case slotUndefined:
 			d.dict.s6OrderChannelState = slotEmpty
 		}
@@ -463,7 +459,6 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 		d.dict.s2SecurityID, d.dict.s2SecurityIDState = v, slotAssigned
 	} else {
 		switch d.dict.s2SecurityIDState {
-		case slotAssigned:
 		case slotUndefined:
 			return off, d.fail(fast.ErrNoPrevious, OrderTemplateID, "SecurityID", off)
 		case slotEmpty:
@@ -484,7 +479,6 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 		}
 	} else {
 		switch d.dict.s7OrderTimeState {
-		case slotAssigned:
 		case slotUndefined:
 			d.dict.s7OrderTimeState = slotEmpty
 		}
@@ -508,7 +502,6 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 		d.dict.s8OrderType, d.dict.s8OrderTypeState = v, slotAssigned
 	} else {
 		switch d.dict.s8OrderTypeState {
-		case slotAssigned:
 		case slotUndefined:
 			return off, d.fail(fast.ErrNoPrevious, OrderTemplateID, "OrderType", off)
 		case slotEmpty:
@@ -562,7 +555,6 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 		d.dict.s9OrderBSFlag, d.dict.s9OrderBSFlagState = v, slotAssigned
 	} else {
 		switch d.dict.s9OrderBSFlagState {
-		case slotAssigned:
 		case slotUndefined:
 			return off, d.fail(fast.ErrNoPrevious, OrderTemplateID, "OrderBSFlag", off)
 		case slotEmpty:
@@ -580,7 +572,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, 
 	} else {
 		switch d.dict.s4BizIndexState {
 		case slotAssigned:
-			d.dict.s4BizIndex++
+			d.dict.s4BizIndex++ // wraps from the type's maximum to its minimum (6.3.6)
 		case slotUndefined:
 			return off, d.fail(fast.ErrNoPrevious, OrderTemplateID, "BizIndex", off)
 		case slotEmpty:
@@ -617,9 +609,8 @@ func (e *Encoder) Reset() {
 func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 	e.pm.Reset()
 	e.scratch = e.scratch[:0]
-	var one [1]byte
-	_ = one
-	dict := e.dict
+	var one [1]byte // backs a one-character string
+	dict := e.dict  // committed at the end, so a failed call changes nothing
 	if !e.ExplicitTemplateID && dict.tidState == slotAssigned && dict.tid == TradeTemplateID {
 		e.pm.Add(false)
 	} else {
@@ -628,13 +619,10 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 		dict.tid, dict.tidState = TradeTemplateID, slotAssigned
 	}
 	// string MessageType, id 35, mandatory, constant "UA3201"
-	{
-	}
 	// int32 DataStatus, id 10121, optional, default
 	{
 		v := int32(m.DataStatus)
 		has := m.HasDataStatus
-		_ = has
 		if !has {
 			e.pm.Add(false)
 		} else {
@@ -646,15 +634,12 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 	{
 		v := uint32(m.TradeIndex)
 		has := true
-		_ = has
 		var implied uint32
 		impliedHas, canImply := false, true
 		switch dict.s0TradeIndexState {
 		case slotAssigned:
 			implied, impliedHas = dict.s0TradeIndex+1, true
-		case slotUndefined:
-			canImply = false
-		default:
+		default: // a mandatory field must be sent
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
@@ -673,14 +658,11 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 	{
 		v := uint32(m.TradeChannel)
 		has := m.HasTradeChannel
-		_ = has
 		var implied uint32
 		impliedHas, canImply := false, true
 		switch dict.s1TradeChannelState {
 		case slotAssigned:
 			implied, impliedHas = dict.s1TradeChannel, true
-		case slotUndefined:
-		default:
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
 			e.pm.Add(false)
@@ -698,15 +680,12 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 	{
 		v := m.SecurityID
 		has := true
-		_ = has
 		var implied [6]byte
 		impliedHas, canImply := false, true
 		switch dict.s2SecurityIDState {
 		case slotAssigned:
 			implied, impliedHas = dict.s2SecurityID, true
-		case slotUndefined:
-			canImply = false
-		default:
+		default: // a mandatory field must be sent
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
@@ -725,7 +704,6 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 	{
 		v := uint32(m.TradeTime)
 		has := m.HasTradeTime
-		_ = has
 		if has && Time(v) != m.TradeTime {
 			return dst, &EncodeError{TemplateID: TradeTemplateID, Field: "TradeTime", Err: fast.ErrRange}
 		}
@@ -734,8 +712,6 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 		switch dict.s3TradeTimeState {
 		case slotAssigned:
 			implied, impliedHas = dict.s3TradeTime, true
-		case slotUndefined:
-		default:
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
 			e.pm.Add(false)
@@ -753,7 +729,6 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 	{
 		v := int32(m.TradePrice)
 		has := m.HasTradePrice
-		_ = has
 		if has && Price(v) != m.TradePrice {
 			return dst, &EncodeError{TemplateID: TradeTemplateID, Field: "TradePrice", Err: fast.ErrRange}
 		}
@@ -768,7 +743,6 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 	{
 		v := int64(m.TradeQty)
 		has := m.HasTradeQty
-		_ = has
 		if has && Qty(v) != m.TradeQty {
 			return dst, &EncodeError{TemplateID: TradeTemplateID, Field: "TradeQty", Err: fast.ErrRange}
 		}
@@ -783,7 +757,6 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 	{
 		v := int64(m.TradeMoney)
 		has := m.HasTradeMoney
-		_ = has
 		if has && Money(v) != m.TradeMoney {
 			return dst, &EncodeError{TemplateID: TradeTemplateID, Field: "TradeMoney", Err: fast.ErrRange}
 		}
@@ -798,7 +771,6 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 	{
 		v := uint64(m.TradeBuyNo)
 		has := m.HasTradeBuyNo
-		_ = has
 		if !has {
 			e.pm.Add(false)
 		} else {
@@ -810,7 +782,6 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 	{
 		v := uint64(m.TradeSellNo)
 		has := m.HasTradeSellNo
-		_ = has
 		if !has {
 			e.pm.Add(false)
 		} else {
@@ -822,7 +793,6 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 	{
 		v := m.TradeBSFlag
 		has := m.HasTradeBSFlag
-		_ = has
 		if !has {
 			e.pm.Add(false)
 		} else {
@@ -834,15 +804,12 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 	{
 		v := uint64(m.BizIndex)
 		has := true
-		_ = has
 		var implied uint64
 		impliedHas, canImply := false, true
 		switch dict.s4BizIndexState {
 		case slotAssigned:
 			implied, impliedHas = dict.s4BizIndex+1, true
-		case slotUndefined:
-			canImply = false
-		default:
+		default: // a mandatory field must be sent
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
@@ -868,9 +835,8 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 	e.pm.Reset()
 	e.scratch = e.scratch[:0]
-	var one [1]byte
-	_ = one
-	dict := e.dict
+	var one [1]byte // backs a one-character string
+	dict := e.dict  // committed at the end, so a failed call changes nothing
 	if !e.ExplicitTemplateID && dict.tidState == slotAssigned && dict.tid == OrderTemplateID {
 		e.pm.Add(false)
 	} else {
@@ -879,21 +845,16 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 		dict.tid, dict.tidState = OrderTemplateID, slotAssigned
 	}
 	// string MessageType, id 35, mandatory, constant "UA5801"
-	{
-	}
 	// uInt32 OrderIndex, mandatory, increment
 	{
 		v := uint32(m.OrderIndex)
 		has := true
-		_ = has
 		var implied uint32
 		impliedHas, canImply := false, true
 		switch dict.s5OrderIndexState {
 		case slotAssigned:
 			implied, impliedHas = dict.s5OrderIndex+1, true
-		case slotUndefined:
-			canImply = false
-		default:
+		default: // a mandatory field must be sent
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
@@ -912,14 +873,11 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 	{
 		v := uint32(m.OrderChannel)
 		has := m.HasOrderChannel
-		_ = has
 		var implied uint32
 		impliedHas, canImply := false, true
 		switch dict.s6OrderChannelState {
 		case slotAssigned:
 			implied, impliedHas = dict.s6OrderChannel, true
-		case slotUndefined:
-		default:
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
 			e.pm.Add(false)
@@ -937,15 +895,12 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 	{
 		v := m.SecurityID
 		has := true
-		_ = has
 		var implied [6]byte
 		impliedHas, canImply := false, true
 		switch dict.s2SecurityIDState {
 		case slotAssigned:
 			implied, impliedHas = dict.s2SecurityID, true
-		case slotUndefined:
-			canImply = false
-		default:
+		default: // a mandatory field must be sent
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
@@ -964,7 +919,6 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 	{
 		v := uint32(m.OrderTime)
 		has := m.HasOrderTime
-		_ = has
 		if has && Time(v) != m.OrderTime {
 			return dst, &EncodeError{TemplateID: OrderTemplateID, Field: "OrderTime", Err: fast.ErrRange}
 		}
@@ -973,8 +927,6 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 		switch dict.s7OrderTimeState {
 		case slotAssigned:
 			implied, impliedHas = dict.s7OrderTime, true
-		case slotUndefined:
-		default:
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
 			e.pm.Add(false)
@@ -992,15 +944,12 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 	{
 		v := m.OrderType
 		has := true
-		_ = has
 		var implied byte
 		impliedHas, canImply := false, true
 		switch dict.s8OrderTypeState {
 		case slotAssigned:
 			implied, impliedHas = dict.s8OrderType, true
-		case slotUndefined:
-			canImply = false
-		default:
+		default: // a mandatory field must be sent
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
@@ -1018,15 +967,12 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 	// uInt64 OrderNO, mandatory
 	{
 		v := uint64(m.OrderNO)
-		has := true
-		_ = has
 		e.scratch = fast.AppendUint64(e.scratch, v)
 	}
 	// uInt32 OrderPrice, optional, default, decimalPlaces="3"
 	{
 		v := uint32(m.OrderPrice)
 		has := m.HasOrderPrice
-		_ = has
 		if has && Price(v) != m.OrderPrice {
 			return dst, &EncodeError{TemplateID: OrderTemplateID, Field: "OrderPrice", Err: fast.ErrRange}
 		}
@@ -1041,7 +987,6 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 	{
 		v := uint64(m.Balance)
 		has := m.HasBalance
-		_ = has
 		if has && Qty(v) != m.Balance {
 			return dst, &EncodeError{TemplateID: OrderTemplateID, Field: "Balance", Err: fast.ErrRange}
 		}
@@ -1056,15 +1001,12 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 	{
 		v := m.OrderBSFlag
 		has := true
-		_ = has
 		var implied byte
 		impliedHas, canImply := false, true
 		switch dict.s9OrderBSFlagState {
 		case slotAssigned:
 			implied, impliedHas = dict.s9OrderBSFlag, true
-		case slotUndefined:
-			canImply = false
-		default:
+		default: // a mandatory field must be sent
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
@@ -1083,15 +1025,12 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 	{
 		v := uint64(m.BizIndex)
 		has := true
-		_ = has
 		var implied uint64
 		impliedHas, canImply := false, true
 		switch dict.s4BizIndexState {
 		case slotAssigned:
 			implied, impliedHas = dict.s4BizIndex+1, true
-		case slotUndefined:
-			canImply = false
-		default:
+		default: // a mandatory field must be sent
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {

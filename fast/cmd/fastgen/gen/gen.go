@@ -432,8 +432,10 @@ func (g *generator) emitTypes() {
 			if f.goName == "" {
 				continue
 			}
-			g.p("// %s: %s.", f.goName, fieldDoc(f.f))
-			if f.f.Op.Kind != fast.OpConstant {
+			if f.f.Op.Kind == fast.OpConstant {
+				g.p("// Has%s reports whether the optional constant %s is present.", f.goName, f.f.Name)
+			} else {
+				g.p("// %s is the %s.", f.goName, fieldDoc(f.f))
 				g.p("%s %s", f.goName, f.goType)
 			}
 			if f.f.Optional {
@@ -659,9 +661,9 @@ func (g *generator) emitDecode(t *template) {
 			}
 			g.p("} else {")
 			g.p("switch %s {", st)
-			g.p("case slotAssigned:")
 			if op.Kind == fast.OpIncrement {
-				g.p("%s++", s)
+				g.p("case slotAssigned:")
+				g.p("%s++ // wraps from the type's maximum to its minimum (6.3.6)", s)
 			}
 			g.p("case slotUndefined:")
 			switch {
@@ -745,9 +747,13 @@ func (g *generator) emitEncode(t *template) {
 	g.p("func (e *Encoder) Append%s(dst []byte, m *%s) ([]byte, error) {", t.goName, t.goName)
 	g.p("e.pm.Reset()")
 	g.p("e.scratch = e.scratch[:0]")
-	g.p("var one [1]byte")
-	g.p("_ = one")
-	g.p("dict := e.dict")
+	for _, f := range t.fields {
+		if f.fixedLen == 1 && f.f.Op.Kind != fast.OpConstant {
+			g.p("var one [1]byte // backs a one-character string")
+			break
+		}
+	}
+	g.p("dict := e.dict // committed at the end, so a failed call changes nothing")
 	g.p("if !e.ExplicitTemplateID && dict.tidState == slotAssigned && dict.tid == %sTemplateID {", t.goName)
 	g.p("e.pm.Add(false)")
 	g.p("} else {")
@@ -758,31 +764,36 @@ func (g *generator) emitEncode(t *template) {
 	for _, f := range t.fields {
 		g.p("// %s", fieldDoc(f.f))
 		op := f.f.Op
+		if op.Kind == fast.OpConstant {
+			if f.f.Optional {
+				g.p("e.pm.Add(m.Has%s)", f.goName)
+			}
+			continue
+		}
 		g.p("{")
 		has := "true"
 		if f.f.Optional && op.Kind != fast.OpConstant {
 			has = "m.Has" + f.goName
 		}
-		if op.Kind != fast.OpConstant {
-			if f.isASCII() {
-				g.p("v := m.%s", f.goName)
-			} else {
-				g.p("v := %s(m.%s)", f.valType, f.goName)
-			}
+		if f.isASCII() {
+			g.p("v := m.%s", f.goName)
+		} else {
+			g.p("v := %s(m.%s)", f.valType, f.goName)
+		}
+		if op.Kind != fast.OpNone || f.f.Optional {
 			g.p("has := %s", has)
-			g.p("_ = has")
-			if !f.isASCII() && f.goType != f.valType {
-				// Absent values are not written, so only present ones must fit.
-				g.p("if has && %s != m.%s {", conv(f, "v"), f.goName)
-				g.p(`return dst, &EncodeError{TemplateID: %sTemplateID, Field: %q, Err: fast.ErrRange}`, t.goName, f.f.Name)
-				g.p("}")
+		}
+		if !f.isASCII() && f.goType != f.valType {
+			// Absent values are not written, so only present ones must fit.
+			check := "has && "
+			if !f.f.Optional {
+				check = ""
 			}
+			g.p("if %s%s != m.%s {", check, conv(f, "v"), f.goName)
+			g.p(`return dst, &EncodeError{TemplateID: %sTemplateID, Field: %q, Err: fast.ErrRange}`, t.goName, f.f.Name)
+			g.p("}")
 		}
 		switch op.Kind {
-		case fast.OpConstant:
-			if f.f.Optional {
-				g.p("e.pm.Add(m.Has%s)", f.goName)
-			}
 		case fast.OpNone:
 			g.encodeWrite(f, "v", "has")
 		case fast.OpDefault:
@@ -813,15 +824,16 @@ func (g *generator) emitEncode(t *template) {
 			} else {
 				g.p("implied, impliedHas = %s, true", s)
 			}
-			g.p("case slotUndefined:")
 			switch {
 			case f.init != "":
+				g.p("case slotUndefined:")
 				g.p("implied, impliedHas = %s, true", f.init)
+				if !f.f.Optional {
+					g.p("case slotEmpty:")
+					g.p("canImply = false")
+				}
 			case !f.f.Optional:
-				g.p("canImply = false")
-			}
-			g.p("default:")
-			if !f.f.Optional {
+				g.p("default: // a mandatory field must be sent")
 				g.p("canImply = false")
 			}
 			g.p("}")

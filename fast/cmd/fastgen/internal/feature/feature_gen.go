@@ -24,51 +24,51 @@ const (
 // Ints is a record of template "Ints" (id 1).
 // An optional field X is only valid when HasX is true.
 type Ints struct {
-	// U32None: uInt32 U32None, mandatory.
+	// U32None is the uInt32 U32None, mandatory.
 	U32None uint32
-	// I32OptNone: int32 I32OptNone, optional.
+	// I32OptNone is the int32 I32OptNone, optional.
 	I32OptNone    int32
 	HasI32OptNone bool
-	// U64OptNone: uInt64 U64OptNone, optional.
+	// U64OptNone is the uInt64 U64OptNone, optional.
 	U64OptNone    uint64
 	HasU64OptNone bool
-	// I64None: int64 I64None, mandatory.
+	// I64None is the int64 I64None, mandatory.
 	I64None int64
-	// I64OptConst: int64 I64OptConst, optional, constant "-5".
+	// HasI64OptConst reports whether the optional constant I64OptConst is present.
 	HasI64OptConst bool
-	// U32Default: uInt32 U32Default, mandatory, default "7".
+	// U32Default is the uInt32 U32Default, mandatory, default "7".
 	U32Default uint32
-	// I32OptDefaultInit: int32 I32OptDefaultInit, optional, default "-3".
+	// I32OptDefaultInit is the int32 I32OptDefaultInit, optional, default "-3".
 	I32OptDefaultInit    int32
 	HasI32OptDefaultInit bool
-	// I64OptDefault: int64 I64OptDefault, optional, default.
+	// I64OptDefault is the int64 I64OptDefault, optional, default.
 	I64OptDefault    int64
 	HasI64OptDefault bool
-	// U32Copy: uInt32 U32Copy, mandatory, copy.
+	// U32Copy is the uInt32 U32Copy, mandatory, copy.
 	U32Copy uint32
-	// U32CopyInit: uInt32 U32CopyInit, mandatory, copy "100".
+	// U32CopyInit is the uInt32 U32CopyInit, mandatory, copy "100".
 	U32CopyInit uint32
-	// I32OptCopy: int32 I32OptCopy, optional, copy.
+	// I32OptCopy is the int32 I32OptCopy, optional, copy.
 	I32OptCopy    int32
 	HasI32OptCopy bool
-	// I64OptCopyInit: int64 I64OptCopyInit, optional, copy "-9".
+	// I64OptCopyInit is the int64 I64OptCopyInit, optional, copy "-9".
 	I64OptCopyInit    int64
 	HasI64OptCopyInit bool
-	// U64Incr: uInt64 U64Incr, mandatory, increment.
+	// U64Incr is the uInt64 U64Incr, mandatory, increment.
 	U64Incr uint64
-	// I32OptIncr: int32 I32OptIncr, optional, increment.
+	// I32OptIncr is the int32 I32OptIncr, optional, increment.
 	I32OptIncr    int32
 	HasI32OptIncr bool
-	// U32IncrInit: uInt32 U32IncrInit, mandatory, increment "4294967295".
+	// U32IncrInit is the uInt32 U32IncrInit, mandatory, increment "4294967295".
 	U32IncrInit uint32
-	// I64OptIncrInit: int64 I64OptIncrInit, optional, increment "9223372036854775807".
+	// I64OptIncrInit is the int64 I64OptIncrInit, optional, increment "9223372036854775807".
 	I64OptIncrInit    int64
 	HasI64OptIncrInit bool
-	// PerTemplate: uInt32 PerTemplate, mandatory, copy.
+	// PerTemplate is the uInt32 PerTemplate, mandatory, copy.
 	PerTemplate uint32
-	// NamedA: uInt32 NamedA, mandatory, copy.
+	// NamedA is the uInt32 NamedA, mandatory, copy.
 	NamedA uint32
-	// Wide: int64 Wide, optional, copy.
+	// Wide is the int64 Wide, optional, copy.
 	Wide    Narrow
 	HasWide bool
 }
@@ -82,34 +82,34 @@ const (
 // Strings is a record of template "Strs" (id 2).
 // An optional field X is only valid when HasX is true.
 type Strings struct {
-	// S4: string S4, mandatory.
+	// S4 is the string S4, mandatory.
 	S4 [4]byte
-	// S4Opt: string S4Opt, optional.
+	// S4Opt is the string S4Opt, optional.
 	S4Opt    [4]byte
 	HasS4Opt bool
-	// SOptConst: string SOptConst, optional, constant "Z".
+	// HasSOptConst reports whether the optional constant SOptConst is present.
 	HasSOptConst bool
-	// S1Default: string S1Default, mandatory, default "A".
+	// S1Default is the string S1Default, mandatory, default "A".
 	S1Default byte
-	// S3OptDefault: string S3OptDefault, optional, default "abc".
+	// S3OptDefault is the string S3OptDefault, optional, default "abc".
 	S3OptDefault    [3]byte
 	HasS3OptDefault bool
-	// S1OptDefault: string S1OptDefault, optional, default.
+	// S1OptDefault is the string S1OptDefault, optional, default.
 	S1OptDefault    byte
 	HasS1OptDefault bool
-	// S2Copy: string S2Copy, mandatory, copy.
+	// S2Copy is the string S2Copy, mandatory, copy.
 	S2Copy [2]byte
-	// S2OptCopyInit: string S2OptCopyInit, optional, copy "zz".
+	// S2OptCopyInit is the string S2OptCopyInit, optional, copy "zz".
 	S2OptCopyInit    [2]byte
 	HasS2OptCopyInit bool
-	// S1OptCopy: string S1OptCopy, optional, copy.
+	// S1OptCopy is the string S1OptCopy, optional, copy.
 	S1OptCopy    byte
 	HasS1OptCopy bool
-	// PerTemplate: uInt32 PerTemplate, mandatory, copy.
+	// PerTemplate is the uInt32 PerTemplate, mandatory, copy.
 	PerTemplate uint32
-	// NamedB: uInt32 NamedB, mandatory, copy.
+	// NamedB is the uInt32 NamedB, mandatory, copy.
 	NamedB uint32
-	// U32Copy: uInt32 U32Copy, mandatory, copy.
+	// U32Copy is the uInt32 U32Copy, mandatory, copy.
 	U32Copy uint32
 }
 
@@ -318,7 +318,6 @@ func (d *Decoder) decodeInts(b []byte, off int, pm *fast.PMap, m *Ints) (int, er
 		d.dict.s0U32Copy, d.dict.s0U32CopyState = v, slotAssigned
 	} else {
 		switch d.dict.s0U32CopyState {
-		case slotAssigned:
 		case slotUndefined:
 			return off, d.fail(fast.ErrNoPrevious, IntsTemplateID, "U32Copy", off)
 		case slotEmpty:
@@ -335,7 +334,6 @@ func (d *Decoder) decodeInts(b []byte, off int, pm *fast.PMap, m *Ints) (int, er
 		d.dict.s1U32CopyInit, d.dict.s1U32CopyInitState = v, slotAssigned
 	} else {
 		switch d.dict.s1U32CopyInitState {
-		case slotAssigned:
 		case slotUndefined:
 			d.dict.s1U32CopyInit, d.dict.s1U32CopyInitState = 100, slotAssigned
 		case slotEmpty:
@@ -356,7 +354,6 @@ func (d *Decoder) decodeInts(b []byte, off int, pm *fast.PMap, m *Ints) (int, er
 		}
 	} else {
 		switch d.dict.s2I32OptCopyState {
-		case slotAssigned:
 		case slotUndefined:
 			d.dict.s2I32OptCopyState = slotEmpty
 		}
@@ -380,7 +377,6 @@ func (d *Decoder) decodeInts(b []byte, off int, pm *fast.PMap, m *Ints) (int, er
 		}
 	} else {
 		switch d.dict.s3I64OptCopyInitState {
-		case slotAssigned:
 		case slotUndefined:
 			d.dict.s3I64OptCopyInit, d.dict.s3I64OptCopyInitState = -9, slotAssigned
 		}
@@ -401,7 +397,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm *fast.PMap, m *Ints) (int, er
 	} else {
 		switch d.dict.s4U64IncrState {
 		case slotAssigned:
-			d.dict.s4U64Incr++
+			d.dict.s4U64Incr++ // wraps from the type's maximum to its minimum (6.3.6)
 		case slotUndefined:
 			return off, d.fail(fast.ErrNoPrevious, IntsTemplateID, "U64Incr", off)
 		case slotEmpty:
@@ -423,7 +419,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm *fast.PMap, m *Ints) (int, er
 	} else {
 		switch d.dict.s5I32OptIncrState {
 		case slotAssigned:
-			d.dict.s5I32OptIncr++
+			d.dict.s5I32OptIncr++ // wraps from the type's maximum to its minimum (6.3.6)
 		case slotUndefined:
 			d.dict.s5I32OptIncrState = slotEmpty
 		}
@@ -444,7 +440,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm *fast.PMap, m *Ints) (int, er
 	} else {
 		switch d.dict.s6U32IncrInitState {
 		case slotAssigned:
-			d.dict.s6U32IncrInit++
+			d.dict.s6U32IncrInit++ // wraps from the type's maximum to its minimum (6.3.6)
 		case slotUndefined:
 			d.dict.s6U32IncrInit, d.dict.s6U32IncrInitState = 4294967295, slotAssigned
 		case slotEmpty:
@@ -466,7 +462,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm *fast.PMap, m *Ints) (int, er
 	} else {
 		switch d.dict.s7I64OptIncrInitState {
 		case slotAssigned:
-			d.dict.s7I64OptIncrInit++
+			d.dict.s7I64OptIncrInit++ // wraps from the type's maximum to its minimum (6.3.6)
 		case slotUndefined:
 			d.dict.s7I64OptIncrInit, d.dict.s7I64OptIncrInitState = 9223372036854775807, slotAssigned
 		}
@@ -486,7 +482,6 @@ func (d *Decoder) decodeInts(b []byte, off int, pm *fast.PMap, m *Ints) (int, er
 		d.dict.s8K, d.dict.s8KState = v, slotAssigned
 	} else {
 		switch d.dict.s8KState {
-		case slotAssigned:
 		case slotUndefined:
 			return off, d.fail(fast.ErrNoPrevious, IntsTemplateID, "PerTemplate", off)
 		case slotEmpty:
@@ -503,7 +498,6 @@ func (d *Decoder) decodeInts(b []byte, off int, pm *fast.PMap, m *Ints) (int, er
 		d.dict.s9X, d.dict.s9XState = v, slotAssigned
 	} else {
 		switch d.dict.s9XState {
-		case slotAssigned:
 		case slotUndefined:
 			return off, d.fail(fast.ErrNoPrevious, IntsTemplateID, "NamedA", off)
 		case slotEmpty:
@@ -524,7 +518,6 @@ func (d *Decoder) decodeInts(b []byte, off int, pm *fast.PMap, m *Ints) (int, er
 		}
 	} else {
 		switch d.dict.s10WideState {
-		case slotAssigned:
 		case slotUndefined:
 			d.dict.s10WideState = slotEmpty
 		}
@@ -617,7 +610,6 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm *fast.PMap, m *Strings) (i
 		d.dict.s11S2Copy, d.dict.s11S2CopyState = v, slotAssigned
 	} else {
 		switch d.dict.s11S2CopyState {
-		case slotAssigned:
 		case slotUndefined:
 			return off, d.fail(fast.ErrNoPrevious, StringsTemplateID, "S2Copy", off)
 		case slotEmpty:
@@ -640,7 +632,6 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm *fast.PMap, m *Strings) (i
 		}
 	} else {
 		switch d.dict.s12S2OptCopyInitState {
-		case slotAssigned:
 		case slotUndefined:
 			d.dict.s12S2OptCopyInit, d.dict.s12S2OptCopyInitState = [2]byte{'z', 'z'}, slotAssigned
 		}
@@ -665,7 +656,6 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm *fast.PMap, m *Strings) (i
 		}
 	} else {
 		switch d.dict.s13S1OptCopyState {
-		case slotAssigned:
 		case slotUndefined:
 			d.dict.s13S1OptCopyState = slotEmpty
 		}
@@ -685,7 +675,6 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm *fast.PMap, m *Strings) (i
 		d.dict.s14K, d.dict.s14KState = v, slotAssigned
 	} else {
 		switch d.dict.s14KState {
-		case slotAssigned:
 		case slotUndefined:
 			return off, d.fail(fast.ErrNoPrevious, StringsTemplateID, "PerTemplate", off)
 		case slotEmpty:
@@ -702,7 +691,6 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm *fast.PMap, m *Strings) (i
 		d.dict.s9X, d.dict.s9XState = v, slotAssigned
 	} else {
 		switch d.dict.s9XState {
-		case slotAssigned:
 		case slotUndefined:
 			return off, d.fail(fast.ErrNoPrevious, StringsTemplateID, "NamedB", off)
 		case slotEmpty:
@@ -719,7 +707,6 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm *fast.PMap, m *Strings) (i
 		d.dict.s0U32Copy, d.dict.s0U32CopyState = v, slotAssigned
 	} else {
 		switch d.dict.s0U32CopyState {
-		case slotAssigned:
 		case slotUndefined:
 			return off, d.fail(fast.ErrNoPrevious, StringsTemplateID, "U32Copy", off)
 		case slotEmpty:
@@ -756,9 +743,7 @@ func (e *Encoder) Reset() {
 func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 	e.pm.Reset()
 	e.scratch = e.scratch[:0]
-	var one [1]byte
-	_ = one
-	dict := e.dict
+	dict := e.dict // committed at the end, so a failed call changes nothing
 	if !e.ExplicitTemplateID && dict.tidState == slotAssigned && dict.tid == IntsTemplateID {
 		e.pm.Add(false)
 	} else {
@@ -769,43 +754,32 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 	// uInt32 U32None, mandatory
 	{
 		v := uint32(m.U32None)
-		has := true
-		_ = has
 		e.scratch = fast.AppendUint32(e.scratch, v)
 	}
 	// int32 I32OptNone, optional
 	{
 		v := int32(m.I32OptNone)
 		has := m.HasI32OptNone
-		_ = has
 		e.scratch = fast.AppendNullableInt32(e.scratch, v, has)
 	}
 	// uInt64 U64OptNone, optional
 	{
 		v := uint64(m.U64OptNone)
 		has := m.HasU64OptNone
-		_ = has
 		e.scratch = fast.AppendNullableUint64(e.scratch, v, has)
 	}
 	// int64 I64None, mandatory
 	{
 		v := int64(m.I64None)
-		has := true
-		_ = has
 		e.scratch = fast.AppendInt64(e.scratch, v)
 	}
 	// uInt64 U64Const, mandatory, constant "18446744073709551615"
-	{
-	}
 	// int64 I64OptConst, optional, constant "-5"
-	{
-		e.pm.Add(m.HasI64OptConst)
-	}
+	e.pm.Add(m.HasI64OptConst)
 	// uInt32 U32Default, mandatory, default "7"
 	{
 		v := uint32(m.U32Default)
 		has := true
-		_ = has
 		if has && v == 7 {
 			e.pm.Add(false)
 		} else {
@@ -817,7 +791,6 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 	{
 		v := int32(m.I32OptDefaultInit)
 		has := m.HasI32OptDefaultInit
-		_ = has
 		if has && v == -3 {
 			e.pm.Add(false)
 		} else {
@@ -829,7 +802,6 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 	{
 		v := int64(m.I64OptDefault)
 		has := m.HasI64OptDefault
-		_ = has
 		if !has {
 			e.pm.Add(false)
 		} else {
@@ -841,15 +813,12 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 	{
 		v := uint32(m.U32Copy)
 		has := true
-		_ = has
 		var implied uint32
 		impliedHas, canImply := false, true
 		switch dict.s0U32CopyState {
 		case slotAssigned:
 			implied, impliedHas = dict.s0U32Copy, true
-		case slotUndefined:
-			canImply = false
-		default:
+		default: // a mandatory field must be sent
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
@@ -868,7 +837,6 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 	{
 		v := uint32(m.U32CopyInit)
 		has := true
-		_ = has
 		var implied uint32
 		impliedHas, canImply := false, true
 		switch dict.s1U32CopyInitState {
@@ -876,7 +844,7 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 			implied, impliedHas = dict.s1U32CopyInit, true
 		case slotUndefined:
 			implied, impliedHas = 100, true
-		default:
+		case slotEmpty:
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
@@ -895,14 +863,11 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 	{
 		v := int32(m.I32OptCopy)
 		has := m.HasI32OptCopy
-		_ = has
 		var implied int32
 		impliedHas, canImply := false, true
 		switch dict.s2I32OptCopyState {
 		case slotAssigned:
 			implied, impliedHas = dict.s2I32OptCopy, true
-		case slotUndefined:
-		default:
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
 			e.pm.Add(false)
@@ -920,7 +885,6 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 	{
 		v := int64(m.I64OptCopyInit)
 		has := m.HasI64OptCopyInit
-		_ = has
 		var implied int64
 		impliedHas, canImply := false, true
 		switch dict.s3I64OptCopyInitState {
@@ -928,7 +892,6 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 			implied, impliedHas = dict.s3I64OptCopyInit, true
 		case slotUndefined:
 			implied, impliedHas = -9, true
-		default:
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
 			e.pm.Add(false)
@@ -946,15 +909,12 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 	{
 		v := uint64(m.U64Incr)
 		has := true
-		_ = has
 		var implied uint64
 		impliedHas, canImply := false, true
 		switch dict.s4U64IncrState {
 		case slotAssigned:
 			implied, impliedHas = dict.s4U64Incr+1, true
-		case slotUndefined:
-			canImply = false
-		default:
+		default: // a mandatory field must be sent
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
@@ -973,14 +933,11 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 	{
 		v := int32(m.I32OptIncr)
 		has := m.HasI32OptIncr
-		_ = has
 		var implied int32
 		impliedHas, canImply := false, true
 		switch dict.s5I32OptIncrState {
 		case slotAssigned:
 			implied, impliedHas = dict.s5I32OptIncr+1, true
-		case slotUndefined:
-		default:
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
 			e.pm.Add(false)
@@ -998,7 +955,6 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 	{
 		v := uint32(m.U32IncrInit)
 		has := true
-		_ = has
 		var implied uint32
 		impliedHas, canImply := false, true
 		switch dict.s6U32IncrInitState {
@@ -1006,7 +962,7 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 			implied, impliedHas = dict.s6U32IncrInit+1, true
 		case slotUndefined:
 			implied, impliedHas = 4294967295, true
-		default:
+		case slotEmpty:
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
@@ -1025,7 +981,6 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 	{
 		v := int64(m.I64OptIncrInit)
 		has := m.HasI64OptIncrInit
-		_ = has
 		var implied int64
 		impliedHas, canImply := false, true
 		switch dict.s7I64OptIncrInitState {
@@ -1033,7 +988,6 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 			implied, impliedHas = dict.s7I64OptIncrInit+1, true
 		case slotUndefined:
 			implied, impliedHas = 9223372036854775807, true
-		default:
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
 			e.pm.Add(false)
@@ -1051,15 +1005,12 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 	{
 		v := uint32(m.PerTemplate)
 		has := true
-		_ = has
 		var implied uint32
 		impliedHas, canImply := false, true
 		switch dict.s8KState {
 		case slotAssigned:
 			implied, impliedHas = dict.s8K, true
-		case slotUndefined:
-			canImply = false
-		default:
+		default: // a mandatory field must be sent
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
@@ -1078,15 +1029,12 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 	{
 		v := uint32(m.NamedA)
 		has := true
-		_ = has
 		var implied uint32
 		impliedHas, canImply := false, true
 		switch dict.s9XState {
 		case slotAssigned:
 			implied, impliedHas = dict.s9X, true
-		case slotUndefined:
-			canImply = false
-		default:
+		default: // a mandatory field must be sent
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
@@ -1105,7 +1053,6 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 	{
 		v := int64(m.Wide)
 		has := m.HasWide
-		_ = has
 		if has && Narrow(v) != m.Wide {
 			return dst, &EncodeError{TemplateID: IntsTemplateID, Field: "Wide", Err: fast.ErrRange}
 		}
@@ -1114,8 +1061,6 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 		switch dict.s10WideState {
 		case slotAssigned:
 			implied, impliedHas = dict.s10Wide, true
-		case slotUndefined:
-		default:
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
 			e.pm.Add(false)
@@ -1140,9 +1085,8 @@ func (e *Encoder) AppendInts(dst []byte, m *Ints) ([]byte, error) {
 func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 	e.pm.Reset()
 	e.scratch = e.scratch[:0]
-	var one [1]byte
-	_ = one
-	dict := e.dict
+	var one [1]byte // backs a one-character string
+	dict := e.dict  // committed at the end, so a failed call changes nothing
 	if !e.ExplicitTemplateID && dict.tidState == slotAssigned && dict.tid == StringsTemplateID {
 		e.pm.Add(false)
 	} else {
@@ -1153,29 +1097,21 @@ func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 	// string S4, mandatory
 	{
 		v := m.S4
-		has := true
-		_ = has
 		e.scratch = fast.AppendASCII(e.scratch, trimNUL(v[:]))
 	}
 	// string S4Opt, optional
 	{
 		v := m.S4Opt
 		has := m.HasS4Opt
-		_ = has
 		e.scratch = fast.AppendNullableASCII(e.scratch, trimNUL(v[:]), has)
 	}
 	// string SConst, mandatory, constant "XY"
-	{
-	}
 	// string SOptConst, optional, constant "Z"
-	{
-		e.pm.Add(m.HasSOptConst)
-	}
+	e.pm.Add(m.HasSOptConst)
 	// string S1Default, mandatory, default "A"
 	{
 		v := m.S1Default
 		has := true
-		_ = has
 		if has && v == 'A' {
 			e.pm.Add(false)
 		} else {
@@ -1187,7 +1123,6 @@ func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 	{
 		v := m.S3OptDefault
 		has := m.HasS3OptDefault
-		_ = has
 		if has && v == [3]byte{'a', 'b', 'c'} {
 			e.pm.Add(false)
 		} else {
@@ -1199,7 +1134,6 @@ func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 	{
 		v := m.S1OptDefault
 		has := m.HasS1OptDefault
-		_ = has
 		if !has {
 			e.pm.Add(false)
 		} else {
@@ -1211,15 +1145,12 @@ func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 	{
 		v := m.S2Copy
 		has := true
-		_ = has
 		var implied [2]byte
 		impliedHas, canImply := false, true
 		switch dict.s11S2CopyState {
 		case slotAssigned:
 			implied, impliedHas = dict.s11S2Copy, true
-		case slotUndefined:
-			canImply = false
-		default:
+		default: // a mandatory field must be sent
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
@@ -1238,7 +1169,6 @@ func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 	{
 		v := m.S2OptCopyInit
 		has := m.HasS2OptCopyInit
-		_ = has
 		var implied [2]byte
 		impliedHas, canImply := false, true
 		switch dict.s12S2OptCopyInitState {
@@ -1246,7 +1176,6 @@ func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 			implied, impliedHas = dict.s12S2OptCopyInit, true
 		case slotUndefined:
 			implied, impliedHas = [2]byte{'z', 'z'}, true
-		default:
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
 			e.pm.Add(false)
@@ -1264,14 +1193,11 @@ func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 	{
 		v := m.S1OptCopy
 		has := m.HasS1OptCopy
-		_ = has
 		var implied byte
 		impliedHas, canImply := false, true
 		switch dict.s13S1OptCopyState {
 		case slotAssigned:
 			implied, impliedHas = dict.s13S1OptCopy, true
-		case slotUndefined:
-		default:
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
 			e.pm.Add(false)
@@ -1289,15 +1215,12 @@ func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 	{
 		v := uint32(m.PerTemplate)
 		has := true
-		_ = has
 		var implied uint32
 		impliedHas, canImply := false, true
 		switch dict.s14KState {
 		case slotAssigned:
 			implied, impliedHas = dict.s14K, true
-		case slotUndefined:
-			canImply = false
-		default:
+		default: // a mandatory field must be sent
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
@@ -1316,15 +1239,12 @@ func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 	{
 		v := uint32(m.NamedB)
 		has := true
-		_ = has
 		var implied uint32
 		impliedHas, canImply := false, true
 		switch dict.s9XState {
 		case slotAssigned:
 			implied, impliedHas = dict.s9X, true
-		case slotUndefined:
-			canImply = false
-		default:
+		default: // a mandatory field must be sent
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
@@ -1343,15 +1263,12 @@ func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 	{
 		v := uint32(m.U32Copy)
 		has := true
-		_ = has
 		var implied uint32
 		impliedHas, canImply := false, true
 		switch dict.s0U32CopyState {
 		case slotAssigned:
 			implied, impliedHas = dict.s0U32Copy, true
-		case slotUndefined:
-			canImply = false
-		default:
+		default: // a mandatory field must be sent
 			canImply = false
 		}
 		if canImply && has == impliedHas && (!has || v == implied) {
