@@ -19,6 +19,7 @@ type instr struct {
 	hasInit  bool
 	init     initial
 	slot     int32 // dictionary slot; -1 when the operator keeps no state
+	poolOff  int   // offset of init.b in compiled.pool
 	maxLen   int   // bound for strings and byte vectors
 	// Individual operators of a decimal (nil for a single operator).
 	exp, mant *instr
@@ -45,6 +46,7 @@ type compiler struct {
 	slots    map[string]int32
 	fieldTab []*Field
 	fids     map[*Field]int32
+	pool     []byte
 }
 
 func (c *compiler) fid(f *Field) int32 {
@@ -183,6 +185,8 @@ func (c *compiler) scalar(f *Field, op Operator, kind Kind, optional bool, t *Te
 			return in, compileError(f, "bad initial value %q: %v", op.Value, err)
 		}
 		in.init, in.hasInit = v, true
+		in.poolOff = len(c.pool)
+		c.pool = append(c.pool, v.b...)
 		if kind == KindInt32 && f.Kind == KindDecimal && (int64(v.u) < -63 || int64(v.u) > 63) {
 			return in, compileError(f, "exponent initial value %d outside -63..63 (R1)", int64(v.u))
 		}
@@ -214,6 +218,7 @@ type compiled struct {
 	sparse map[uint32]*program
 	nslots int
 	fields []*Field // resolves Value.field
+	pool   []byte   // constant and initial byte values
 }
 
 // maxDenseID bounds the table indexed directly by template id.
@@ -242,6 +247,10 @@ func compileTemplates(ts *Templates, limits Limits) (*compiled, error) {
 	}
 	out.nslots = len(c.slots)
 	out.fields = c.fieldTab
+	out.pool = c.pool
+	if len(out.pool) >= poolBit {
+		return nil, &TemplateError{Msg: "constant values too large"}
+	}
 	return out, nil
 }
 

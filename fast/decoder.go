@@ -256,7 +256,7 @@ func (d *Decoder) Decode(b []byte, m *Message) (n int, err error) {
 		return 0, d.err
 	}
 	m.Reset()
-	m.fields = d.c.fields
+	m.fields, m.pool = d.c.fields, d.c.pool
 	d.gen++
 	d.undo = d.undo[:0]
 	epoch, prevTID, hasTID := d.epoch, d.prevTID, d.hasTID
@@ -376,7 +376,7 @@ func (d *Decoder) fields(b []byte, off int, pm *PMap, ins []instr, m *Message, d
 			var present bool
 			sp, present, off, err = d.bytesOp(b, off, pm, in, m)
 			if err == nil {
-				m.Values = append(m.Values, Value{End: int32(len(m.Values) + 1), off: uint32(sp.start), n: uint32(sp.end - sp.start), field: in.fid, Kind: in.kind, Present: present})
+				m.Values = append(m.Values, Value{End: int32(len(m.Values) + 1), off: uint32(sp.start), n: uint32(sp.end-sp.start) &^ poolBit, field: in.fid, Kind: in.kind, Present: present})
 			}
 		case KindGroup:
 			off, err = d.group(b, off, pm, in, m, depth)
@@ -518,7 +518,29 @@ func (d *Decoder) setEmpty(slot int32) {
 	d.write(slot).state = stateEmpty
 }
 
-// readInt reads an integer of the instruction's kind from the wire.
+// readIntFast reads an integer of the given kind, handling the one-byte
+// encodings (most values on a feed) without further calls.
+func readIntFast(b []byte, off int, kind Kind, nullable bool) (uint64, bool, int, error) {
+	if off < len(b) && b[off]&stopBit != 0 {
+		c := b[off]
+		x := int64(c & dataBits)
+		if kind == KindInt32 || kind == KindInt64 {
+			x = int64(int8(c<<1) >> 1) // sign-extend the 7 data bits
+		}
+		if nullable {
+			if x == 0 {
+				return 0, false, off + 1, nil
+			}
+			if x > 0 {
+				x--
+			}
+		}
+		return uint64(x), true, off + 1, nil
+	}
+	return readIntKind(b, off, kind, nullable)
+}
+
+// readIntKind reads an integer of the instruction's kind from the wire.
 func readIntKind(b []byte, off int, kind Kind, nullable bool) (uint64, bool, int, error) {
 	if nullable {
 		switch kind {
@@ -553,7 +575,7 @@ func readIntKind(b []byte, off int, kind Kind, nullable bool) (uint64, bool, int
 func (d *Decoder) intOp(b []byte, off int, pm *PMap, in *instr) (uint64, bool, int, error) {
 	switch in.op {
 	case OpNone:
-		return readIntKind(b, off, in.kind, in.nullable)
+		return readIntFast(b, off, in.kind, in.nullable)
 	case OpConstant:
 		if in.optional && !pm.Next() {
 			return 0, false, off, nil
@@ -561,12 +583,12 @@ func (d *Decoder) intOp(b []byte, off int, pm *PMap, in *instr) (uint64, bool, i
 		return in.init.u, true, off, nil
 	case OpDefault:
 		if pm.Next() {
-			return readIntKind(b, off, in.kind, in.nullable)
+			return readIntFast(b, off, in.kind, in.nullable)
 		}
 		return in.init.u, in.hasInit, off, nil
 	case OpCopy, OpIncrement:
 		if pm.Next() {
-			u, present, next, err := readIntKind(b, off, in.kind, in.nullable)
+			u, present, next, err := readIntFast(b, off, in.kind, in.nullable)
 			if err != nil {
 				return 0, false, next, err
 			}
@@ -805,8 +827,18 @@ func (d *Decoder) splitDecimal(b []byte, off int, pm *PMap, in *instr) (int64, i
 	return int64(mant), int32(exp), err == nil, off, err
 }
 
-// span locates bytes in the message's arena.
+// span locates bytes in the message's arena, or in the templates' constant
+// pool when start has poolBit set.
 type span struct{ start, end int }
+
+// poolBit marks a Value whose bytes are in the constant pool (initial and
+// constant values), which saves copying them into every message.
+const poolBit = 1 << 31
+
+// initSpan returns the span of the instruction's initial value in the pool.
+func initSpan(in *instr) span {
+	return span{poolBit | in.poolOff, poolBit | (in.poolOff + len(in.init.b))}
+}
 
 // readBytes reads a string or byte vector from the wire into the message's
 // arena.
@@ -878,8 +910,7 @@ func (d *Decoder) bytesOp(b []byte, off int, pm *PMap, in *instr, m *Message) (s
 		if in.optional && !pm.Next() {
 			return span{}, false, off, nil
 		}
-		sp, err := d.keep(m, in.init.b)
-		return sp, true, off, err
+		return initSpan(in), true, off, nil
 	case OpDefault:
 		if pm.Next() {
 			return d.readBytes(b, off, in, in.nullable, m)
@@ -887,8 +918,7 @@ func (d *Decoder) bytesOp(b []byte, off int, pm *PMap, in *instr, m *Message) (s
 		if !in.hasInit {
 			return span{}, false, off, nil
 		}
-		sp, err := d.keep(m, in.init.b)
-		return sp, true, off, err
+		return initSpan(in), true, off, nil
 	case OpCopy, OpTail:
 		if pm.Next() {
 			sp, present, next, err := d.readBytes(b, off, in, in.nullable, m)
@@ -927,8 +957,7 @@ func (d *Decoder) bytesOp(b []byte, off int, pm *PMap, in *instr, m *Message) (s
 		}
 		if in.hasInit {
 			d.setBytes(in.slot, in.init.b)
-			sp, err := d.keep(m, in.init.b)
-			return sp, true, off, err
+			return initSpan(in), true, off, nil
 		}
 		if in.optional {
 			d.setEmpty(in.slot)

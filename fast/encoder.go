@@ -20,6 +20,10 @@ type EncoderOptions struct {
 	// MaxDepth bounds the nesting of groups, sequences and dynamic
 	// templateRefs. Default DefaultLimits.MaxDepth.
 	MaxDepth int
+	// OmitRepeatedTemplateID leaves the template id out when it equals the
+	// previous message's (the spec's implicit copy). By default every
+	// message carries its template id, as exchanges and mFAST send them.
+	OmitRepeatedTemplateID bool
 }
 
 // Encoder encodes Messages into FAST bytes with minimal presence maps,
@@ -28,6 +32,7 @@ type EncoderOptions struct {
 type Encoder struct {
 	c         *compiled
 	resetEach bool
+	omitTID   bool
 	maxDepth  int
 	dict      []entry
 	epoch     uint32
@@ -53,7 +58,7 @@ func NewEncoder(ts *Templates, opts *EncoderOptions) (*Encoder, error) {
 		return nil, err
 	}
 	return &Encoder{
-		c: c, resetEach: o.ResetEachMessage, maxDepth: o.MaxDepth,
+		c: c, resetEach: o.ResetEachMessage, maxDepth: o.MaxDepth, omitTID: o.OmitRepeatedTemplateID,
 		dict: make([]entry, c.nslots), epoch: 1,
 		bufs: make([][]byte, o.MaxDepth+2), pmbs: make([]PMapBuilder, o.MaxDepth+2),
 	}, nil
@@ -98,7 +103,7 @@ func (e *Encoder) Encode(dst []byte, m *Message) ([]byte, error) {
 	pmb := &e.pmbs[0]
 	pmb.Reset()
 	body := e.bufs[0][:0]
-	if e.hasTID && e.prevTID == m.TemplateID {
+	if e.omitTID && e.hasTID && e.prevTID == m.TemplateID {
 		pmb.Add(false)
 	} else {
 		pmb.Add(true)
@@ -161,10 +166,10 @@ func (e *Encoder) fields(body []byte, pmb *PMapBuilder, ins []instr, m *Message,
 			default:
 				var b []byte
 				if v.Present {
-					if uint64(v.off)+uint64(v.n) > uint64(len(m.arena)) {
+					var ok bool
+					if b, ok = m.valueBytes(v); !ok {
 						return body, ErrNotEncodable
 					}
-					b = m.arena[v.off : v.off+v.n]
 				}
 				body, err = e.bytesOp(body, pmb, in, b, v.Present)
 			}
@@ -251,7 +256,7 @@ func (e *Encoder) composite(body []byte, pmb *PMapBuilder, in *instr, m *Message
 	sub := &e.pmbs[depth+1]
 	sub.Reset()
 	buf := e.bufs[depth+1][:0]
-	if e.hasTID && e.prevTID == tid {
+	if e.omitTID && e.hasTID && e.prevTID == tid {
 		sub.Add(false)
 	} else {
 		sub.Add(true)

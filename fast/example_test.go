@@ -25,7 +25,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	trade, _ := ts.ByID(7)
-	enc, _ := fast.NewEncoder(ts, nil)
+	enc, _ := fast.NewEncoder(ts, &fast.EncoderOptions{OmitRepeatedTemplateID: true})
 	var m fast.Message
 	var stream []byte
 	for i, px := range []int64{12345, 12350} {

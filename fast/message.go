@@ -35,6 +35,9 @@ type Message struct {
 	arena []byte
 	// fields resolves Value.field.
 	fields []*Field
+	// pool holds the templates' constant and initial byte values, shared
+	// and read-only.
+	pool []byte
 }
 
 // Value is one field of a Message.
@@ -48,7 +51,8 @@ type Value struct {
 	// End is the index in Message.Values just past this value's subtree; for
 	// scalars it is the next index.
 	End int32
-	// off and n locate a string or byte vector in the message's arena.
+	// off and n locate a string or byte vector in the message's arena (or,
+	// with poolBit set in off, in the constant pool).
 	off, n uint32
 	// field indexes the template field in Message.fields.
 	field int32
@@ -82,7 +86,23 @@ func (m *Message) Field(i int) *Field { return m.fields[m.Values[i].field] }
 // is valid until the next call to Decode with m; do not modify it.
 func (m *Message) Bytes(i int) []byte {
 	v := &m.Values[i]
+	if v.off&poolBit != 0 {
+		off := v.off &^ poolBit
+		return m.pool[off : off+v.n : off+v.n]
+	}
 	return m.arena[v.off : v.off+v.n : v.off+v.n]
+}
+
+// valueBytes is Bytes with bounds checks, for values a caller built.
+func (m *Message) valueBytes(v *Value) ([]byte, bool) {
+	buf, off := m.arena, uint64(v.off)
+	if v.off&poolBit != 0 {
+		buf, off = m.pool, uint64(v.off&^poolBit)
+	}
+	if off+uint64(v.n) > uint64(len(buf)) {
+		return nil, false
+	}
+	return buf[off : off+uint64(v.n)], true
 }
 
 // Reset empties m, keeping its storage.

@@ -388,7 +388,7 @@ func TestRoundTripRandomTemplates(t *testing.T) {
 			t.Fatalf("seed %d: %v\n%s", seed, err, xml)
 		}
 		reset := r.IntN(3) == 0
-		enc, err := NewEncoder(ts, &EncoderOptions{ResetEachMessage: reset})
+		enc, err := NewEncoder(ts, &EncoderOptions{ResetEachMessage: reset, OmitRepeatedTemplateID: seed%2 == 0})
 		if err != nil {
 			t.Fatalf("seed %d: %v\n%s", seed, err, xml)
 		}

@@ -679,6 +679,9 @@ func (e *Encoder) AppendTrade(dst []byte, m *Trade) ([]byte, error) {
 	// string SecurityID, id 48, mandatory, copy
 	{
 		v := m.SecurityID
+		if s := trimNUL(v[:]); len(s) > 1 && s[0] == 0 {
+			return dst, &EncodeError{TemplateID: TradeTemplateID, Field: "SecurityID", Err: fast.ErrNotEncodable}
+		}
 		has := true
 		var implied [6]byte
 		impliedHas, canImply := false, true
@@ -894,6 +897,9 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 	// string SecurityID, id 48, mandatory, copy
 	{
 		v := m.SecurityID
+		if s := trimNUL(v[:]); len(s) > 1 && s[0] == 0 {
+			return dst, &EncodeError{TemplateID: OrderTemplateID, Field: "SecurityID", Err: fast.ErrNotEncodable}
+		}
 		has := true
 		var implied [6]byte
 		impliedHas, canImply := false, true
@@ -1054,7 +1060,7 @@ func (e *Encoder) AppendOrder(dst []byte, m *Order) ([]byte, error) {
 type EncodeError struct {
 	TemplateID uint32
 	Field      string
-	Err        error // fast.ErrRange
+	Err        error // fast.ErrRange or fast.ErrNotEncodable
 }
 
 func (e *EncodeError) Error() string {

@@ -113,7 +113,7 @@ func edgeTrade(r *rand.Rand) Trade {
 	u64 := []uint64{0, 1, 1 << 32, math.MaxUint64 - 1, math.MaxUint64}
 	i32 := []int32{0, -1, 63, 64, -64, -65, math.MinInt32, math.MaxInt32}
 	i64 := []int64{0, -1, math.MinInt64, math.MaxInt64, 1 << 40}
-	ids := []string{"", "6", "600000", "\x00\x00\x00\x00\x001", "A B C"}
+	ids := []string{"", "6", "600000", "\x7f\x01\x00\x00\x001", "A B C"}
 	flags := []byte{0, 'B', 'S', 'N', 0x7f}
 	b := func() bool { return r.IntN(3) > 0 }
 	return Trade{
@@ -269,6 +269,18 @@ func TestRecordRoundTrip(t *testing.T) {
 				t.Fatalf("round %d order %d:\n got %+v\nwant %+v", round, i, c.orders[i], wantO[i])
 			}
 		}
+	}
+}
+
+func TestEncodeLeadingNUL(t *testing.T) {
+	var enc Encoder
+	tr := Trade{SecurityID: SecurityID("\x00A")}
+	if _, err := enc.AppendTrade(nil, &tr); !errors.Is(err, fast.ErrNotEncodable) {
+		t.Fatalf("got %v", err)
+	}
+	tr.SecurityID = SecurityID("\x00") // one NUL is all padding: the empty string
+	if _, err := enc.AppendTrade(nil, &tr); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -777,6 +777,14 @@ func (g *generator) emitEncode(t *template) {
 		}
 		if f.isASCII() {
 			g.p("v := m.%s", f.goName)
+			if f.fixedLen > 1 {
+				// Spec 10.6.3 gives 00 xx a meaning of its own: a string
+				// longer than one character cannot start with NUL
+				// (fast.Encoder refuses it too).
+				g.p("if s := trimNUL(v[:]); len(s) > 1 && s[0] == 0 {")
+				g.p(`return dst, &EncodeError{TemplateID: %sTemplateID, Field: %q, Err: fast.ErrNotEncodable}`, t.goName, f.f.Name)
+				g.p("}")
+			}
 		} else {
 			g.p("v := %s(m.%s)", f.valType, f.goName)
 		}
@@ -863,7 +871,7 @@ func (g *generator) emitHelpers() {
 	g.p("type EncodeError struct {")
 	g.p("TemplateID uint32")
 	g.p("Field string")
-	g.p("Err error // fast.ErrRange")
+	g.p("Err error // fast.ErrRange or fast.ErrNotEncodable")
 	g.p("}")
 	g.p("")
 	g.p("func (e *EncodeError) Error() string {")

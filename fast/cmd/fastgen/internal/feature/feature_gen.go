@@ -1097,11 +1097,17 @@ func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 	// string S4, mandatory
 	{
 		v := m.S4
+		if s := trimNUL(v[:]); len(s) > 1 && s[0] == 0 {
+			return dst, &EncodeError{TemplateID: StringsTemplateID, Field: "S4", Err: fast.ErrNotEncodable}
+		}
 		e.scratch = fast.AppendASCII(e.scratch, trimNUL(v[:]))
 	}
 	// string S4Opt, optional
 	{
 		v := m.S4Opt
+		if s := trimNUL(v[:]); len(s) > 1 && s[0] == 0 {
+			return dst, &EncodeError{TemplateID: StringsTemplateID, Field: "S4Opt", Err: fast.ErrNotEncodable}
+		}
 		has := m.HasS4Opt
 		e.scratch = fast.AppendNullableASCII(e.scratch, trimNUL(v[:]), has)
 	}
@@ -1122,6 +1128,9 @@ func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 	// string S3OptDefault, optional, default "abc"
 	{
 		v := m.S3OptDefault
+		if s := trimNUL(v[:]); len(s) > 1 && s[0] == 0 {
+			return dst, &EncodeError{TemplateID: StringsTemplateID, Field: "S3OptDefault", Err: fast.ErrNotEncodable}
+		}
 		has := m.HasS3OptDefault
 		if has && v == [3]byte{'a', 'b', 'c'} {
 			e.pm.Add(false)
@@ -1144,6 +1153,9 @@ func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 	// string S2Copy, mandatory, copy
 	{
 		v := m.S2Copy
+		if s := trimNUL(v[:]); len(s) > 1 && s[0] == 0 {
+			return dst, &EncodeError{TemplateID: StringsTemplateID, Field: "S2Copy", Err: fast.ErrNotEncodable}
+		}
 		has := true
 		var implied [2]byte
 		impliedHas, canImply := false, true
@@ -1168,6 +1180,9 @@ func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 	// string S2OptCopyInit, optional, copy "zz"
 	{
 		v := m.S2OptCopyInit
+		if s := trimNUL(v[:]); len(s) > 1 && s[0] == 0 {
+			return dst, &EncodeError{TemplateID: StringsTemplateID, Field: "S2OptCopyInit", Err: fast.ErrNotEncodable}
+		}
 		has := m.HasS2OptCopyInit
 		var implied [2]byte
 		impliedHas, canImply := false, true
@@ -1292,7 +1307,7 @@ func (e *Encoder) AppendStrings(dst []byte, m *Strings) ([]byte, error) {
 type EncodeError struct {
 	TemplateID uint32
 	Field      string
-	Err        error // fast.ErrRange
+	Err        error // fast.ErrRange or fast.ErrNotEncodable
 }
 
 func (e *EncodeError) Error() string {
