@@ -44,6 +44,27 @@ func TestOnesSumMatchesReference(t *testing.T) {
 	}
 }
 
+func TestOnesSumScalarAndVectorAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	buf := make([]byte, 70000)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	saved := vectorEnabled()
+	defer setAVX2(saved)
+	for _, n := range []int{255, 256, 257, 1408, 1448, 1500, 9000, 65535, 70000} {
+		for _, off := range []int{0, 1} {
+			b := buf[off : off+n-off]
+			setAVX2(false)
+			scalar := onesSum(b)
+			setAVX2(saved)
+			if got := onesSum(b); got != scalar || refOnesSum(b) != scalar {
+				t.Fatalf("len %d: vector %#04x, scalar %#04x, reference %#04x", len(b), got, scalar, refOnesSum(b))
+			}
+		}
+	}
+}
+
 func BenchmarkOnesSum1448(b *testing.B) {
 	buf := make([]byte, 1448)
 	for i := range buf {

@@ -26,11 +26,17 @@ const (
 )
 
 // onesSum returns the 16-bit ones' complement sum of b (RFC 1071), folded
-// but not complemented, as a big-endian value. It adds 64-bit little-endian
-// words with end-around carry: the ones' complement sum does not depend on
-// the byte order of its lanes, so the result only needs a final byte swap.
+// but not complemented, as a big-endian value. It adds little-endian words
+// (16-bit lanes in a vector loop where the CPU has one, then 64-bit words
+// with end-around carry): the ones' complement sum does not depend on the
+// byte order of its lanes, so the result only needs a final byte swap.
 func onesSum(b []byte) uint16 {
 	var s, c uint64
+	if len(b) >= 256 {
+		var n int
+		s, n = vectorSum(b)
+		b = b[n:]
+	}
 	for len(b) >= 64 {
 		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[0:]), c)
 		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[8:]), c)

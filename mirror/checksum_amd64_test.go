@@ -1,0 +1,4 @@
+package mirror
+
+func vectorEnabled() bool { return useAVX2 }
+func setAVX2(v bool)      { useAVX2 = v }
