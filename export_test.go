@@ -1,6 +1,11 @@
 package tickwire
 
-import "gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+import (
+	"net"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+)
 
 // NeighborCount returns the number of dynamic entries in netstack's own
 // neighbor table, for tests checking the ARP bound against the real table.
@@ -16,4 +21,31 @@ func NeighborCount(s *Stack) int {
 		}
 	}
 	return n
+}
+
+// ConnOptions reports the netstack options in effect on a connection from
+// DialTCP or Accept.
+type ConnOptions struct {
+	Delay         bool // Nagle on
+	SendBuffer    int64
+	ReceiveBuffer int64
+	Congestion    string
+	SndCwnd       uint32 // congestion window, in segments
+}
+
+func ConnOptionsOf(c net.Conn) ConnOptions {
+	ep := c.(*tcpConn).ep
+	var o ConnOptions
+	o.Delay = ep.SocketOptions().GetDelayOption()
+	o.SendBuffer = ep.SocketOptions().GetSendBufferSize()
+	o.ReceiveBuffer = ep.SocketOptions().GetReceiveBufferSize()
+	var cc tcpip.CongestionControlOption
+	if err := ep.GetSockOpt(&cc); err == nil {
+		o.Congestion = string(cc)
+	}
+	var info tcpip.TCPInfoOption
+	if err := ep.GetSockOpt(&info); err == nil {
+		o.SndCwnd = info.SndCwnd
+	}
+	return o
 }

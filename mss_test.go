@@ -2,6 +2,7 @@ package tickwire_test
 
 import (
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -132,5 +133,48 @@ func TestMSSOnTheWire(t *testing.T) {
 func TestInitialCongestionWindow(t *testing.T) {
 	if tcp.InitialCwnd != 10 {
 		t.Fatalf("tcp.InitialCwnd = %d, want 10", tcp.InitialCwnd)
+	}
+}
+
+// TestConnOptions checks the per-connection options on both ends: Nagle off,
+// 32 KiB buffers, Reno (MSS is checked on the wire), and a fresh connection's congestion window
+// of 10 segments; and that the Config switches reach the connection.
+func TestConnOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tweak func(*tickwire.Config)
+		want  tickwire.ConnOptions
+	}{
+		{"defaults", nil, tickwire.ConnOptions{Delay: false, SendBuffer: 32 << 10, ReceiveBuffer: 32 << 10, Congestion: "reno", SndCwnd: 10}},
+		{"tuned", func(c *tickwire.Config) {
+			c.DisableNoDelay, c.SendBuffer, c.ReceiveBuffer, c.Congestion, c.MSS = true, 64<<10, 128<<10, "cubic", 1000
+		}, tickwire.ConnOptions{Delay: true, SendBuffer: 64 << 10, ReceiveBuffer: 128 << 10, Congestion: "cubic", SndCwnd: 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPair(t, tc.tweak)
+			ln, err := p.b.ListenTCP(7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			accepted := make(chan net.Conn, 1)
+			go func() {
+				if c, err := ln.Accept(); err == nil {
+					accepted <- c
+				}
+			}()
+			c, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 7))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			srv := <-accepted
+			defer srv.Close()
+			for side, conn := range map[string]net.Conn{"dialed": c, "accepted": srv} {
+				if got := tickwire.ConnOptionsOf(conn); got != tc.want {
+					t.Errorf("%s: %+v, want %+v", side, got, tc.want)
+				}
+			}
+		})
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package tickwire_test
+
+const raceEnabled = false
