@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -488,5 +489,27 @@ func TestUsageErrors(t *testing.T) {
 		if _, stderr, code := mirrorfeed(t, args...); code != 2 || stderr == "" {
 			t.Errorf("mirrorfeed %q: exit %d, stderr %q; want usage error 2", args, code, stderr)
 		}
+	}
+}
+
+// TestCaptureFormats reads the same feed written by tshark as pcapng and as
+// microsecond pcap: every record comes out of each.
+func TestCaptureFormats(t *testing.T) {
+	tshark, err := exec.LookPath("tshark")
+	if err != nil {
+		t.Skip("tshark not installed; skipping the pcapng and microsecond pcap conversions")
+	}
+	dir := t.TempDir()
+	f, pcapPath := writeFeed(t, dir, feed.Options{Messages: 200, Seed: 18, Flows: 2, Impair: feed.Impairments{Reorder: 0.05}})
+	for _, format := range []string{"pcapng", "pcap"} {
+		conv := filepath.Join(dir, "feed."+format)
+		if out, err := exec.Command(tshark, "-r", pcapPath, "-F", format, "-w", conv).CombinedOutput(); err != nil {
+			t.Fatalf("tshark -F %s: %v\n%s", format, err, out)
+		}
+		stdout, stderr, code := mirrorfeed(t, "-pcap", conv, "-format", "json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", format, code, stderr)
+		}
+		checkAgainstTruth(t, f, parseJSON(t, stdout))
 	}
 }
