@@ -346,3 +346,16 @@ func TestARPBound(t *testing.T) {
 		t.Error("no eviction counted for outgoing resolutions")
 	}
 }
+
+// TestDialRefused dials a port nobody listens on: the peer's RST fails the
+// dial with ECONNREFUSED and frees the slot.
+func TestDialRefused(t *testing.T) {
+	p := newPair(t, nil)
+	_, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 4444))
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("dial: %v, want ECONNREFUSED", err)
+	}
+	if st := p.a.Stats(); st.ConnsOpen != 0 || st.ConnsFailed != 1 || st.TCPResetsRx != 1 {
+		t.Errorf("ConnsOpen %d ConnsFailed %d TCPResetsRx %d; want 0, 1, 1", st.ConnsOpen, st.ConnsFailed, st.TCPResetsRx)
+	}
+}

@@ -12,11 +12,11 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
-// TestUDPEcho runs an echo server on B and a client on A, on a high port
-// and on port 65535.
+// TestUDPEcho runs an echo server on B and a client on A, on ports 1, 7 and
+// 65535.
 func TestUDPEcho(t *testing.T) {
 	p := newPair(t, nil)
-	for _, port := range []uint16{7, 65535} {
+	for _, port := range []uint16{1, 7, 65535} {
 		srv, err := p.b.ListenUDP(port)
 		if err != nil {
 			t.Fatal(err)
@@ -53,8 +53,8 @@ func TestUDPEcho(t *testing.T) {
 		c.Close()
 		srv.Close()
 	}
-	if st := p.b.Stats(); st.UDPRxPackets < 6 || st.UDPTxPackets < 6 {
-		t.Errorf("B counted %d UDP in, %d out; want >= 6 each", st.UDPRxPackets, st.UDPTxPackets)
+	if st := p.b.Stats(); st.UDPRxPackets < 9 || st.UDPTxPackets < 9 {
+		t.Errorf("B counted %d UDP in, %d out; want >= 9 each", st.UDPRxPackets, st.UDPTxPackets)
 	}
 }
 
