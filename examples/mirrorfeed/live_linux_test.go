@@ -104,7 +104,8 @@ func TestLiveInterface(t *testing.T) {
 // lockedBuffer is a bytes.Buffer safe for one writer and one reader.
 type lockedBuffer struct {
 	mu sync.Mutex
-	b  bytes.Buffer
+	// +checklocks:mu
+	b bytes.Buffer
 }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {

@@ -217,6 +217,9 @@ const (
 	slotSize    = 65536 + 14
 )
 
+// progressInterval is the wall time between progress lines on stderr.
+var progressInterval = time.Second
+
 // pump is the one reader loop for files and live capture: frames from src
 // into the Assembler, until the end of the file, Close (live), or an error.
 // It returns the input's error, nil at a clean end.
@@ -238,7 +241,7 @@ func pump(ctx context.Context, src frame.Source, a *mirror.Assembler, live bool,
 			bytesIn += uint64(f.N)
 		}
 		frames += uint64(n)
-		if now := time.Now(); now.Sub(lastProgress) >= time.Second {
+		if now := time.Now(); now.Sub(lastProgress) >= progressInterval {
 			lastProgress = now
 			progressShown = true
 			fmt.Fprintf(stderr, "\rmirrorfeed: %d frames, %.1f MB, %d records...", frames, float64(bytesIn)/1e6, p.trades+p.orders)

@@ -513,3 +513,12 @@ func TestCaptureFormats(t *testing.T) {
 		checkAgainstTruth(t, f, parseJSON(t, stdout))
 	}
 }
+
+func TestProgressLine(t *testing.T) {
+	defer func(d time.Duration) { progressInterval = d }(progressInterval)
+	progressInterval = 0 // a line after every batch
+	_, stderr, code := mirrorfeed(t, "-quiet")
+	if code != 0 || !strings.Contains(stderr, "\rmirrorfeed: ") || !strings.Contains(stderr, " frames, ") || !strings.HasSuffix(stderr, "\n") {
+		t.Errorf("exit %d, stderr %q: want progress lines ended by a newline", code, stderr)
+	}
+}
