@@ -2,15 +2,71 @@
 // loading, a generic streaming decoder that allocates nothing in steady
 // state, an encoder with minimal presence maps, and the wire primitives
 // (stop-bit integers, strings, byte vectors, presence maps) that generated
-// decoders such as fast/sse call directly.
+// decoders such as fast/sse call directly. The package knows nothing about
+// networking: it takes bytes.
 //
-// The package knows nothing about networking: it takes bytes.
+// # Decoding
 //
-// Wire primitives decode the value starting at b[off] and return the offset
-// just past it; strings and byte vectors alias b:
-//
-//	v, next, err := fast.ReadUint32(b, off)
-//	if errors.Is(err, fast.ErrShort) {
-//		// wait for more bytes, then decode the message again from its start
+//	ts, err := fast.LoadTemplatesFile("templates.xml")
+//	dec, err := fast.NewDecoder(ts, nil)
+//	var m fast.Message // reused: its storage grows once, then stays
+//	for len(buf) > 0 {
+//		n, err := dec.Decode(buf, &m)
+//		if errors.Is(err, fast.ErrShort) {
+//			break // read more bytes, then decode the same message again
+//		}
+//		if err != nil {
+//			return err // a *fast.DecodeError with code and offset
+//		}
+//		use(&m) // valid until the next Decode into m
+//		buf = buf[n:]
 //	}
+//
+// A Message is a flat, pointer-free list of values in template order (see
+// Message). Message.AppendJSON renders one as a JSON line.
+//
+// # Dictionaries and resets
+//
+// Dictionary entries are shared by (dictionary, key): the global dictionary
+// by key (the field name by default) across all templates and nesting
+// levels; "template" per template (the template that defines the field, also
+// for fields reached through a static templateRef); "type" per application
+// type (the nearest typeRef, else the template's); any other name is a named
+// dictionary. The individual operators of a decimal use the keys
+// "Name/exponent" and "Name/mantissa". The previous template id is kept
+// apart from the dictionaries.
+//
+// Reset policies: never (the default), per message
+// (DecoderOptions.ResetEachMessage), or per block or packet (call
+// Decoder.Reset at each boundary; the SSE feed resets per STEP message). A
+// template with reset="Y" resets before its message is decoded; a message
+// with template id 120 (ResetTemplateID) resets whether or not the template
+// file declares it.
+//
+// # Errors and limits
+//
+// A message cut short by the end of the buffer returns an error wrapping
+// ErrShort and leaves every dictionary as it was (changes are undone), so
+// the caller retries once more bytes arrive. Other errors are
+// *DecodeError{Code, TemplateID, Field, Offset, Err} with the spec's code
+// (D2, D5, D6, D7, D9, R1, R4) or LIMIT; they are sticky until Reset.
+// Overlong integers and presence maps (R-class) are accepted. Every length
+// read from the wire is bounded by Limits, so no input makes the decoder
+// allocate without limit.
+//
+// # Choices where implementations differ
+//
+//   - tail with an empty previous value and its bit clear is absent, even
+//     with an initial value (spec 6.3.8; rs-fastlib returns the initial
+//     value).
+//   - A string longer than one byte that starts with NUL is returned as
+//     received; the Encoder refuses to produce one (10.6.3 gives 00 80 the
+//     meaning "\x00").
+//   - byteVector initial values are hex, as the spec says; a value that is
+//     not hex (QuickFAST's test files) is taken as raw text.
+//   - Decimal initial values are normalised ("12000" is 12e3); decoded
+//     values keep the transmitted mantissa and exponent.
+//
+// Decoders and Encoders are not safe for concurrent use: use one per stream.
+// Templates are read-only once built and may be shared.
 package fast
