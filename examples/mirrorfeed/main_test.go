@@ -522,3 +522,37 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("exit %d, stderr %q: want progress lines ended by a newline", code, stderr)
 	}
 }
+
+// TestRawSecondConnection: a new connection on the same addresses and ports
+// (a new SYN after the first one closed) goes to <name>.2.bin, and the first
+// connection's files stay as they were.
+func TestRawSecondConnection(t *testing.T) {
+	dir := t.TempDir()
+	first, err := feed.Generate(feed.Options{Messages: 30, Seed: 19})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := feed.Generate(feed.Options{Messages: 30, Seed: 20, Start: feed.DefaultStart.Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pcapPath := writeFeed(t, dir, feed.Options{Messages: 30, Seed: 19}, second.Frames...)
+	raw := filepath.Join(dir, "raw")
+	_, stderr, code := mirrorfeed(t, "-pcap", pcapPath, "-raw", raw, "-quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	base := filepath.Join(raw, rawName(flowKey(&first.Flows[0]), 1))
+	for _, c := range []struct {
+		path string
+		want []byte
+	}{{base + ".bin", first.Flows[0].Stream}, {base + ".2.bin", second.Flows[0].Stream}} {
+		got, err := os.ReadFile(c.path)
+		if err != nil || !bytes.Equal(got, c.want) {
+			t.Errorf("%s: %d bytes (%v), want the %d of its connection", c.path, len(got), err, len(c.want))
+		}
+	}
+	if _, err := os.Stat(base + ".2.gaps.json"); err != nil {
+		t.Error(err)
+	}
+}
