@@ -272,3 +272,29 @@ func FuzzSTEP(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParse measures framing alone: 100 messages of 600 payload bytes
+// fed in 1408-byte chunks (checksum, fields, gap tracking, partial copies).
+func BenchmarkParse(b *testing.B) {
+	var stream []byte
+	for i := range 100 {
+		stream = append(stream, msg(uint64(i+1), 7, uint64(i+1), make([]byte, 600))...)
+	}
+	p := NewParser(Config{})
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		for off := 0; off < len(stream); off += 1408 {
+			p.Feed(stream[off:min(off+1408, len(stream))])
+			for {
+				m, err := p.Next()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if m == nil {
+					break
+				}
+			}
+		}
+	}
+}
