@@ -18,6 +18,7 @@ type wireMSS struct {
 	synMSS, synAckMSS int
 	timestamps        bool
 	maxPayload, atMax int
+	foreign           int // frames neither ARP nor IPv4 carrying ICMP, UDP or TCP
 }
 
 func measureMSS(t *testing.T, tweakA, tweakB func(*tickwire.Config)) wireMSS {
@@ -65,6 +66,11 @@ func measureMSS(t *testing.T, tweakA, tweakB func(*tickwire.Config)) wireMSS {
 	p.pb.SetSniffer(nil)
 
 	var m wireMSS
+	for _, f := range append(fromA.snapshot(), fromB.snapshot()...) {
+		if !speaksOnly(f) {
+			m.foreign++
+		}
+	}
 	for _, f := range fromA.snapshot() {
 		seg, n, ok := tcpSegment(f)
 		if !ok {
@@ -102,6 +108,9 @@ func TestMSSOnTheWire(t *testing.T) {
 		}
 		if m.timestamps {
 			t.Error("a SYN on the wire offers TCP timestamps")
+		}
+		if m.foreign != 0 {
+			t.Errorf("%d frames of other protocols on the wire (IGMP? IPv6?)", m.foreign)
 		}
 		if m.maxPayload != 1408 || m.atMax < 100 {
 			t.Errorf("largest payload %d bytes in %d segments; want 1408 in most of 1 MiB", m.maxPayload, m.atMax)
@@ -177,4 +186,19 @@ func TestConnOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// speaksOnly reports whether a frame is ARP or IPv4 carrying ICMP, UDP or
+// TCP: all a tickwire stack may send.
+func speaksOnly(frame []byte) bool {
+	switch header.Ethernet(frame).Type() {
+	case header.ARPProtocolNumber:
+		return true
+	case header.IPv4ProtocolNumber:
+		switch header.IPv4(frame[header.EthernetMinimumSize:]).Protocol() {
+		case uint8(header.ICMPv4ProtocolNumber), uint8(header.UDPProtocolNumber), uint8(header.TCPProtocolNumber):
+			return true
+		}
+	}
+	return false
 }

@@ -157,6 +157,7 @@ func TestDroppedFrames(t *testing.T) {
 		ethernet(dst, src, 0x8100, ipPayload), // VLAN tag
 		ethernet(dst, src, uint16(header.IPv4ProtocolNumber), badSum),
 		ethernet(dst, src, uint16(header.IPv4ProtocolNumber), truncated),
+		ethernet(dst, src, uint16(header.IPv4ProtocolNumber), ipv4Packet(addrA.Addr(), addrB.Addr(), 47, []byte("GRE"))),
 	} {
 		if err := p.pa.Send(f); err != nil {
 			t.Fatal(err)
@@ -171,6 +172,9 @@ func TestDroppedFrames(t *testing.T) {
 	}
 	if st.DropIPv4Malformed != 1 {
 		t.Errorf("DropIPv4Malformed = %d, want 1", st.DropIPv4Malformed)
+	}
+	if st.DropIPv4Protocol != 1 {
+		t.Errorf("DropIPv4Protocol = %d, want 1", st.DropIPv4Protocol)
 	}
 	if _, err := p.a.Ping(ctxTimeout(t, 5*time.Second), addrB.Addr()); err != nil {
 		t.Fatalf("B stopped answering: %v", err)
