@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -146,6 +147,18 @@ var captureCases = []captureCase{
 		},
 	},
 	{
+		// Captured on the client: its segments carry offloaded checksums.
+		file: "zeek_ssh-dups.pcap",
+		flows: map[string]flowWant{
+			"192.168.0.102:53206->192.168.0.112:22": {prefix: "SSH-", bytes: 3705, end: mirror.EndFIN},
+			"192.168.0.112:22->192.168.0.102:53206": {prefix: "SSH-", bytes: 4273, end: mirror.EndFIN},
+		},
+		stats: func(s mirror.Stats) string {
+			return expect(s.Duplicates >= 150 && s.OffloadedDirections == 1 && s.ChecksumOffloaded > 100 && s.ChecksumBad == 0,
+				"150+ duplicates, one checksum-offloaded direction, nothing dropped")
+		},
+	},
+	{
 		file:  "zeek_no-handshake.pcap",
 		flows: map[string]flowWant{"141.142.228.5:59856->192.150.187.43:80": {prefix: "GET ", bytes: 136, end: mirror.EndClose}},
 	},
@@ -196,6 +209,28 @@ func TestCaptures(t *testing.T) {
 	}
 }
 
+// TestEveryCaptureIsCovered fails when ../shared/captures gains a file that
+// no test here describes.
+func TestEveryCaptureIsCovered(t *testing.T) {
+	dir := shareddata.Path(t, "captures")
+	files, err := filepath.Glob(filepath.Join(dir, "*.pcap*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := map[string]bool{"zeek_reassembly.pcap": true} // TestCaptureZeekReassembly
+	for _, c := range captureCases {
+		covered[c.file] = true
+	}
+	for _, f := range files {
+		if !covered[filepath.Base(f)] {
+			t.Errorf("%s has no documented expectation in capture_test.go", filepath.Base(f))
+		}
+	}
+	if len(files) < len(covered) {
+		t.Errorf("found %d captures, the tests know %d", len(files), len(covered))
+	}
+}
+
 // TestCapturesMatchWireshark compares every direction's delivered bytes and
 // gaps with Wireshark's own reassembly (tshark -qz follow,tcp,raw,N) for
 // every capture whose overlaps do not conflict.
@@ -204,9 +239,7 @@ func TestCapturesMatchWireshark(t *testing.T) {
 	if err != nil {
 		t.Skip("tshark not installed; skipping the comparison with Wireshark's reassembly")
 	}
-	cases := append([]captureCase(nil), captureCases...)
-	cases = append(cases, captureCase{file: "zeek_ssh-dups.pcap"})
-	for _, c := range cases {
+	for _, c := range captureCases {
 		if c.conflicting {
 			continue
 		}
@@ -361,5 +394,27 @@ func TestCaptureZeekReassembly(t *testing.T) {
 				t.Logf("\n%s", summary(rec))
 			}
 		})
+	}
+}
+
+// TestCaptureOffloadedDirection: the SSH capture was taken on the client,
+// whose segments carry unfilled (offloaded) TCP checksums. Auto lists that
+// direction and keeps its bytes; verify drops them.
+func TestCaptureOffloadedDirection(t *testing.T) {
+	path := shareddata.Path(t, "captures", "zeek_ssh-dups.pcap")
+	_, auto := replay(t, path, mirror.Config{})
+	off := auto.OffloadedFlows()
+	if len(off) != 1 || off[0].String() != "192.168.0.102:53206->192.168.0.112:22" {
+		t.Fatalf("OffloadedFlows() = %v, want the client direction", off)
+	}
+	rec, verify := replay(t, path, mirror.Config{Checksum: mirror.ChecksumVerify})
+	st := verify.Stats()
+	if st.ChecksumBad != auto.Stats().ChecksumOffloaded || st.OffloadedDirections != 0 || len(verify.OffloadedFlows()) != 0 {
+		t.Fatalf("verify: %+v", st)
+	}
+	for k, s := range rec.streams {
+		if k == off[0] && len(s.data) != 0 {
+			t.Fatalf("verify delivered %d bytes of the offloaded direction", len(s.data))
+		}
 	}
 }
