@@ -1,0 +1,96 @@
+package main
+
+// The measures, in report order. Names and units are part of the bench's
+// interface (issue #5): results are compared across runs by name.
+var measures = []measure{
+	{
+		name: "tcp_rtt_64B", unit: "us", better: lower, latency: true, quick: true,
+		baselineName: "kernel TCP, loopback",
+		doc: "64-byte TCP ping-pong (write 64 bytes, read the 64-byte echo) between two tickwire " +
+			"stacks over link/pipe in one process, net.Conn API; baseline: the same over two Go net " +
+			"sockets on 127.0.0.1 (TCP_NODELAY, Go's default). Value: p50 round trip.",
+		setup: setupTCPRTT,
+	},
+	{
+		name: "udp_rtt_64B", unit: "us", better: lower, latency: true, quick: true,
+		baselineName: "kernel UDP, loopback",
+		doc:          "The same ping-pong with 64-byte UDP datagrams (DialUDP client, ListenUDP echo server).",
+		setup:        setupUDPRTT,
+	},
+	{
+		name: "tcp_bulk", unit: "Gb/s", better: higher, quick: true,
+		baselineName: "kernel TCP, loopback",
+		doc: "One TCP stream, 64 KiB writes for the sample's duration, then a half-close; rate of " +
+			"the bytes the receiver read by the time it saw the end. tickwire: default Config " +
+			"(MSS 1408, 32 KiB buffers) over link/pipe. Allocations are per 64 KiB write.",
+		setup: setupBulk,
+	},
+	{
+		name: "tcp_connect", unit: "conns/s", better: higher, quick: true,
+		baselineName: "kernel TCP, loopback",
+		doc: "Connections established per second, one after another: dial, close; the server " +
+			"accepts and closes each. Fresh stacks (and listener) every round.",
+		setup: setupConnect,
+	},
+	{
+		name: "tcp_10k_conns", unit: "Gb/s", better: higher,
+		baselineName: "tickwire, 100 connections",
+		doc: "Aggregate throughput with 10,000 concurrent connections between two tickwire stacks " +
+			"over link/pipe (Config.MaxConnections 10000), against the same with 100 connections " +
+			"(the seed-002 engine kept 9 of 9.5 Gb/s). 4 writer goroutines each own a quarter of the " +
+			"connections and write 16 KiB to each in turn; a reader goroutine per connection counts " +
+			"what arrives during the sample. The pipe queues up to 65536 frames per direction (its " +
+			"default 1024 overflows under this load and the drops turn into retransmission timeouts). " +
+			"Allocations are per 16 KiB write.",
+		setup: setupManyConns,
+	},
+	{
+		name: "tcp_10k_conns_mem", unit: "KiB/conn", better: lower,
+		baselineName: "tickwire, 100 connections",
+		doc: "Go heap growth (after GC) per established, idle connection, both ends and the " +
+			"server's reader goroutine counted, with 10,000 connections and with 100. Goroutine " +
+			"stacks are not heap and not included.",
+		setup: setupManyConnsMemory,
+	},
+	{
+		name: "tap_tcp_rtt_64B", unit: "us", better: lower, latency: true, quick: true,
+		baselineName: "kernel to kernel, veth",
+		doc: "Root only. 64-byte TCP ping-pong from a kernel client in a network namespace to " +
+			"tickwire on a TAP device in that namespace (link/tap, fdbased readv); baseline: a kernel " +
+			"client and a kernel echo server in two namespaces joined by a veth pair. Namespaces and " +
+			"devices are named twb* and removed afterwards. Allocations are the whole process's per " +
+			"round trip (tickwire's echo side).",
+		setup: setupTapRTT,
+	},
+	{
+		name: "fast_sse_decode", unit: "records/s", better: higher, quick: true,
+		baselineName: "fast generic decoder",
+		doc: "SSE Level-2 records decoded per second from a STEP stream (internal/feed, 4000 " +
+			"messages of 1 to 8 trade and order records) fed in 1408-byte chunks: the generated typed " +
+			"path (sse.FeedDecoder) against step.Parser plus package fast's generic decoder on the " +
+			"same bytes.",
+		setup: setupFastDecode,
+	},
+	{
+		name: "mirror_reassembly", unit: "segments/s", better: higher, quick: true,
+		baselineName: "gopacket/reassembly",
+		doc: "Segments per second through the passive reassembler, 1408-byte segments of one flow " +
+			"in order, frames in memory; baseline: gopacket's DecodingLayerParser and " +
+			"reassembly.Assembler on the same frames.",
+		setup: setupMirror(0),
+	},
+	{
+		name: "mirror_reassembly_reorder10", unit: "segments/s", better: higher, quick: true,
+		baselineName: "gopacket/reassembly",
+		doc:          "The same with 10% of adjacent segment pairs swapped.",
+		setup:        setupMirror(0.10),
+	},
+	{
+		name: "wire_to_trade", unit: "us", better: lower, latency: true, quick: true,
+		baselineName: "gopacket/reassembly + fast generic",
+		doc: "Latency from handing a frame to the reassembler to the typed Trade callback, one " +
+			"trade per frame (mirror.Assembler, sse.FeedDecoder); baseline: gopacket reassembly, " +
+			"step.Parser and the generic decoder.",
+		setup: setupWireToTrade,
+	},
+}

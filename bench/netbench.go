@@ -1,0 +1,400 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/link/pipe"
+)
+
+// Addresses of the two in-process stacks.
+var (
+	clientPrefix = netip.MustParsePrefix("10.77.0.1/24")
+	serverPrefix = netip.MustParsePrefix("10.77.0.2/24")
+)
+
+const (
+	rttSize   = 64       // bytes per ping and per pong
+	bulkWrite = 64 << 10 // bytes per write in tcp_bulk
+	echoPort  = 7
+)
+
+// stackPair is two tickwire stacks joined by link/pipe, with static ARP so
+// no round pays for resolution.
+type stackPair struct {
+	client, server *tickwire.Stack
+	link           *pipe.Endpoint // the client's end
+}
+
+// newStackPair joins two stacks with a pipe whose queues hold queueLen
+// frames per direction (0: the pipe's default).
+func newStackPair(maxConns, queueLen int) (*stackPair, error) {
+	a, b := pipe.New(pipe.Options{QueueLen: queueLen})
+	arp := map[netip.Addr]net.HardwareAddr{clientPrefix.Addr(): a.MAC(), serverPrefix.Addr(): b.MAC()}
+	client, err := tickwire.New(tickwire.Config{Link: a, MAC: a.MAC(), Addr: clientPrefix, MaxConnections: maxConns, StaticARP: arp})
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	server, err := tickwire.New(tickwire.Config{Link: b, MAC: b.MAC(), Addr: serverPrefix, MaxConnections: maxConns, StaticARP: arp})
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	return &stackPair{client: client, server: server, link: a}, nil
+}
+
+func (p *stackPair) Close() {
+	p.client.Close()
+	p.server.Close()
+}
+
+// dialer opens a TCP connection to the server side of a measure.
+type dialer func() (net.Conn, error)
+
+// tcpServer accepts connections on ln and runs handle on each in its own
+// goroutine; stop closes the listener and every connection and joins them.
+type tcpServer struct {
+	ln    net.Listener
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+func serveTCP(ln net.Listener, handle func(net.Conn)) *tcpServer {
+	s := &tcpServer{ln: ln, conns: map[net.Conn]struct{}{}}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.conns[c] = struct{}{}
+			s.mu.Unlock()
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				handle(c)
+				c.Close()
+				s.mu.Lock()
+				delete(s.conns, c)
+				s.mu.Unlock()
+			}()
+		}
+	}()
+	return s
+}
+
+func (s *tcpServer) stop() {
+	s.ln.Close()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// echo returns every byte it reads, rttSize bytes at a time.
+func echo(c net.Conn) {
+	buf := make([]byte, rttSize)
+	for {
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return
+		}
+		if _, err := c.Write(buf); err != nil {
+			return
+		}
+	}
+}
+
+// tcpPingPong times rttSize-byte round trips on c.
+func tcpPingPong(c net.Conn, p params) (sample, error) {
+	out := make([]byte, rttSize)
+	in := make([]byte, rttSize)
+	return timeOps(p.dur, 200, true, func() error {
+		if _, err := c.Write(out); err != nil {
+			return err
+		}
+		_, err := io.ReadFull(c, in)
+		return err
+	})
+}
+
+// tcpRTTSide sets up an echo server on ln and a client from dial, and
+// returns the round-trip sampler and its cleanup.
+func tcpRTTSide(ln net.Listener, dial dialer, p params) (func() (sample, error), func(), error) {
+	srv := serveTCP(ln, echo)
+	c, err := dial()
+	if err != nil {
+		srv.stop()
+		return nil, nil, err
+	}
+	return func() (sample, error) { return tcpPingPong(c, p) },
+		func() { c.Close(); srv.stop() }, nil
+}
+
+func kernelDial(addr net.Addr) dialer {
+	return func() (net.Conn, error) { return net.Dial("tcp", addr.String()) }
+}
+
+func tickwireDial(from *tickwire.Stack, to netip.Addr, port int) dialer {
+	return func() (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return from.DialTCP(ctx, netip.AddrPortFrom(to, uint16(port)))
+	}
+}
+
+func setupTCPRTT(p params) (*pair, error) {
+	sp, err := newStackPair(0, 0)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := sp.server.ListenTCP(echoPort)
+	if err != nil {
+		sp.Close()
+		return nil, err
+	}
+	tw, twClose, err := tcpRTTSide(ln, tickwireDial(sp.client, serverPrefix.Addr(), echoPort), p)
+	if err != nil {
+		sp.Close()
+		return nil, err
+	}
+	kln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		twClose()
+		sp.Close()
+		return nil, err
+	}
+	k, kClose, err := tcpRTTSide(kln, kernelDial(kln.Addr()), p)
+	if err != nil {
+		twClose()
+		sp.Close()
+		return nil, err
+	}
+	return &pair{tickwire: tw, baseline: k, close: func() { twClose(); kClose(); sp.Close() }}, nil
+}
+
+// udpEcho answers every datagram on pc until pc is closed.
+func udpEcho(pc net.PacketConn, done *sync.WaitGroup) {
+	defer done.Done()
+	buf := make([]byte, 2048)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		pc.WriteTo(buf[:n], from)
+	}
+}
+
+// udpPingPong times rttSize-byte datagram round trips on c. A lost
+// datagram fails the round (after a generous deadline) instead of hanging.
+func udpPingPong(c net.Conn, p params) (sample, error) {
+	out := make([]byte, rttSize)
+	in := make([]byte, 2048)
+	c.SetReadDeadline(time.Now().Add(p.dur + 10*time.Second))
+	return timeOps(p.dur, 200, true, func() error {
+		if _, err := c.Write(out); err != nil {
+			return err
+		}
+		n, err := c.Read(in)
+		if err == nil && n != rttSize {
+			err = fmt.Errorf("echo of %d bytes, want %d", n, rttSize)
+		}
+		return err
+	})
+}
+
+func setupUDPRTT(p params) (*pair, error) {
+	sp, err := newStackPair(0, 0)
+	if err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	pc, err := sp.server.ListenUDP(echoPort)
+	if err != nil {
+		sp.Close()
+		return nil, err
+	}
+	wg.Add(1)
+	go udpEcho(pc, &wg)
+	c, err := sp.client.DialUDP(netip.AddrPortFrom(serverPrefix.Addr(), echoPort))
+	if err != nil {
+		pc.Close()
+		sp.Close()
+		return nil, err
+	}
+	kpc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		pc.Close()
+		sp.Close()
+		return nil, err
+	}
+	wg.Add(1)
+	go udpEcho(kpc, &wg)
+	kc, err := net.Dial("udp", kpc.LocalAddr().String())
+	if err != nil {
+		pc.Close()
+		kpc.Close()
+		sp.Close()
+		return nil, err
+	}
+	return &pair{
+		tickwire: func() (sample, error) { return udpPingPong(c, p) },
+		baseline: func() (sample, error) { return udpPingPong(kc, p) },
+		close: func() {
+			c.Close()
+			kc.Close()
+			pc.Close()
+			kpc.Close()
+			wg.Wait()
+			sp.Close()
+		},
+	}, nil
+}
+
+// discardCount reads c to EOF, then reports how many bytes it read.
+func discardCount(c net.Conn, done chan<- int64) {
+	buf := make([]byte, bulkWrite)
+	var n int64
+	for {
+		k, err := c.Read(buf)
+		n += int64(k)
+		if err != nil {
+			done <- n
+			return
+		}
+	}
+}
+
+// bulkRound streams bulkWrite-byte writes on a new connection for p.dur,
+// then half-closes it, and rates the bytes the receiver read by the time
+// it saw the end.
+func bulkRound(ln net.Listener, dial dialer, p params) (sample, error) {
+	done := make(chan int64, 1)
+	acceptErr := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			acceptErr <- err
+			return
+		}
+		discardCount(c, done)
+		c.Close()
+	}()
+	c, err := dial()
+	if err != nil {
+		return sample{}, err
+	}
+	defer c.Close()
+	buf := make([]byte, bulkWrite)
+	var s sample
+	m0 := mallocs()
+	start := time.Now()
+	for time.Since(start) < p.dur {
+		if _, err := c.Write(buf); err != nil {
+			return s, err
+		}
+		s.ops++
+	}
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	} else {
+		c.Close()
+	}
+	var got int64
+	select {
+	case got = <-done:
+	case err := <-acceptErr:
+		return s, err
+	}
+	elapsed := time.Since(start)
+	s.allocs = mallocs() - m0
+	s.value = float64(got) * 8 / elapsed.Seconds() / 1e9
+	return s, nil
+}
+
+func setupBulk(p params) (*pair, error) {
+	sp, err := newStackPair(0, 0)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := sp.server.ListenTCP(9)
+	if err != nil {
+		sp.Close()
+		return nil, err
+	}
+	kln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		sp.Close()
+		return nil, err
+	}
+	twDial := tickwireDial(sp.client, serverPrefix.Addr(), 9)
+	return &pair{
+		tickwire: func() (sample, error) { return bulkRound(ln, twDial, p) },
+		baseline: func() (sample, error) { return bulkRound(kln, kernelDial(kln.Addr()), p) },
+		close:    func() { ln.Close(); kln.Close(); sp.Close() },
+	}, nil
+}
+
+// connectRound dials and closes connections one after another for p.dur;
+// the server closes each as soon as it is accepted.
+func connectRound(ln net.Listener, dial dialer, p params) (sample, error) {
+	srv := serveTCP(ln, func(net.Conn) {})
+	defer srv.stop()
+	return timeOps(p.dur, 20, false, func() error {
+		c, err := dial()
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+}
+
+func setupConnect(p params) (*pair, error) {
+	var sp *stackPair
+	closeStacks := func() {
+		if sp != nil {
+			sp.Close()
+		}
+	}
+	return &pair{
+		// Fresh stacks and listeners each round, so connections in
+		// TIME-WAIT from earlier rounds do not pile up.
+		tickwire: func() (sample, error) {
+			closeStacks()
+			var err error
+			if sp, err = newStackPair(1024, 0); err != nil {
+				return sample{}, err
+			}
+			ln, err := sp.server.ListenTCP(echoPort)
+			if err != nil {
+				return sample{}, err
+			}
+			return connectRound(ln, tickwireDial(sp.client, serverPrefix.Addr(), echoPort), p)
+		},
+		baseline: func() (sample, error) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return sample{}, err
+			}
+			return connectRound(ln, kernelDial(ln.Addr()), p)
+		},
+		close: closeStacks,
+	}, nil
+}

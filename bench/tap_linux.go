@@ -1,0 +1,174 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/internal/kerneltest"
+	"github.com/tickwire/tickwire/link/tap"
+)
+
+// Every device and namespace the bench creates starts with this prefix.
+const netPrefix = "twb"
+
+var (
+	tapHost    = netip.MustParsePrefix("10.203.0.1/24") // kernel side of the TAP device
+	tapStack   = netip.MustParsePrefix("10.203.0.2/24") // tickwire on the TAP device
+	vethServer = netip.MustParsePrefix("10.204.0.1/24")
+	vethClient = netip.MustParsePrefix("10.204.0.2/24")
+)
+
+// newNetns creates a namespace named netPrefix-<random> with loopback up
+// and IPv6 off (no router solicitations or DAD traffic during the
+// measurement); remove deletes it with every device inside.
+func newNetns() (ns *kerneltest.Netns, remove func(), err error) {
+	ns = &kerneltest.Netns{Name: kerneltest.Name(netPrefix + "-")}
+	if out, err := exec.Command("ip", "netns", "add", ns.Name).CombinedOutput(); err != nil {
+		return nil, nil, fmt.Errorf("ip netns add %s: %v: %s", ns.Name, err, out)
+	}
+	remove = func() { exec.Command("ip", "netns", "delete", ns.Name).Run() }
+	for _, args := range [][]string{
+		{"ip", "link", "set", "lo", "up"},
+		{"sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"},
+		{"sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1"},
+	} {
+		if _, err := ns.Run(args[0], args[1:]...); err != nil {
+			remove()
+			return nil, nil, err
+		}
+	}
+	return ns, remove, nil
+}
+
+// removeStale deletes namespaces left by an earlier bench run that was
+// killed before its cleanup: only names with the bench's own prefix.
+func removeStale() {
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], netPrefix+"-") {
+			exec.Command("ip", "netns", "delete", f[0]).Run()
+		}
+	}
+}
+
+// setupTapRTT builds both sides of tap_tcp_rtt_64B:
+//   - tickwire: a kernel TCP client in a namespace, a TAP device in that
+//     namespace, tickwire on the device (in this process) echoing;
+//   - baseline: a kernel TCP client in one namespace, a kernel echo server
+//     in another, a veth pair between them.
+func setupTapRTT(p params) (*pair, error) {
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("%w: needs root to create namespaces, a TAP device and a veth pair", errSkip)
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return nil, fmt.Errorf("%w: needs iproute2 (ip)", errSkip)
+	}
+	removeStale()
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	fail := func(err error) (*pair, error) { cleanup(); return nil, err }
+
+	// tickwire side.
+	tapNS, remove, err := newNetns()
+	if err != nil {
+		return nil, err
+	}
+	cleanups = append(cleanups, remove)
+	var s *tickwire.Stack
+	var kc net.Conn
+	err = tapNS.Do(func() error {
+		ep, err := tap.New(tap.Config{Name: kerneltest.Name(netPrefix + "t"), Host: tapHost})
+		if err != nil {
+			return err
+		}
+		if s, err = tickwire.New(tickwire.Config{Link: ep, MAC: ep.MAC(), Addr: tapStack}); err != nil {
+			ep.Close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, func() { s.Close() })
+	ln, err := s.ListenTCP(echoPort)
+	if err != nil {
+		return fail(err)
+	}
+	srv := serveTCP(ln, echo)
+	cleanups = append(cleanups, srv.stop)
+	if err := tapNS.Do(func() (err error) {
+		kc, err = net.Dial("tcp", netip.AddrPortFrom(tapStack.Addr(), echoPort).String())
+		return err
+	}); err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, func() { kc.Close() })
+
+	// Baseline: kernel to kernel over veth.
+	serverNS, remove, err := newNetns()
+	if err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, remove)
+	clientNS, remove, err := newNetns()
+	if err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, remove)
+	vs, vc := kerneltest.Name(netPrefix+"v"), kerneltest.Name(netPrefix+"w")
+	for _, step := range []struct {
+		ns   *kerneltest.Netns
+		args []string
+	}{
+		{serverNS, []string{"ip", "link", "add", vs, "type", "veth", "peer", "name", vc, "netns", clientNS.Name}},
+		{serverNS, []string{"ip", "addr", "add", vethServer.String(), "dev", vs}},
+		{serverNS, []string{"ip", "link", "set", vs, "up"}},
+		{clientNS, []string{"ip", "addr", "add", vethClient.String(), "dev", vc}},
+		{clientNS, []string{"ip", "link", "set", vc, "up"}},
+	} {
+		if _, err := step.ns.Run(step.args[0], step.args[1:]...); err != nil {
+			return fail(err)
+		}
+	}
+	var kln net.Listener
+	if err := serverNS.Do(func() (err error) {
+		kln, err = net.Listen("tcp", netip.AddrPortFrom(vethServer.Addr(), echoPort).String())
+		return err
+	}); err != nil {
+		return fail(err)
+	}
+	ksrv := serveTCP(kln, echo)
+	cleanups = append(cleanups, ksrv.stop)
+	var vconn net.Conn
+	if err := clientNS.Do(func() (err error) {
+		vconn, err = net.Dial("tcp", kln.Addr().String())
+		return err
+	}); err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, func() { vconn.Close() })
+
+	return &pair{
+		tickwire: func() (sample, error) { return tcpPingPong(kc, p) },
+		baseline: func() (sample, error) { return tcpPingPong(vconn, p) },
+		close:    cleanup,
+	}, nil
+}
+
+// cleanupStale removes the bench's namespaces after an interruption.
+func cleanupStale() { removeStale() }

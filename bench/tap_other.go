@@ -1,0 +1,11 @@
+//go:build !linux
+
+package main
+
+import "fmt"
+
+func setupTapRTT(params) (*pair, error) {
+	return nil, fmt.Errorf("%w: TAP devices and network namespaces need Linux", errSkip)
+}
+
+func cleanupStale() {}
