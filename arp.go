@@ -78,9 +78,9 @@ func (t *arpTable) stop() {
 // victims pops the oldest entries above the bound (one more when a packet
 // was refused) and returns them.
 func (t *arpTable) victims() []tcpip.Address {
+	limit := t.max
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	limit := t.max
 	if t.room {
 		limit--
 		t.room = false
@@ -118,9 +118,10 @@ func (t *arpTable) admit(arp header.ARP, ours tcpip.Address) bool {
 		return true
 	}
 	sender := tcpip.AddrFrom4Slice(arp.ProtocolAddressSender())
+	limit := t.max
 	t.mu.Lock()
 	_, known := t.index[sender]
-	full := !known && t.order.Len() >= t.max
+	full := !known && t.order.Len() >= limit
 	if full {
 		t.room = true
 	}
@@ -140,11 +141,12 @@ func (t *arpTable) OnNeighborAdded(_ tcpip.NICID, e gstack.NeighborEntry) {
 	if e.State == gstack.Incomplete {
 		t.misses.Add(1)
 	}
+	limit := t.max
 	t.mu.Lock()
 	if _, ok := t.index[e.Addr]; !ok {
 		t.index[e.Addr] = t.order.PushBack(e.Addr)
 	}
-	over := t.order.Len() > t.max
+	over := t.order.Len() > limit
 	t.mu.Unlock()
 	if over {
 		t.wake()

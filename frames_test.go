@@ -71,7 +71,8 @@ func arpRequest(srcMAC net.HardwareAddr, srcIP, target netip.Addr) []byte {
 
 // capture records the frames a pipe end transmits.
 type capture struct {
-	mu     sync.Mutex
+	mu sync.Mutex
+	// +checklocks:mu
 	frames [][]byte
 }
 

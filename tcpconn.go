@@ -178,8 +178,9 @@ func (k *sock) SetWriteDeadline(t time.Time) error {
 // Writes) are serialised. Read and Write allocate nothing in steady state.
 type tcpConn struct {
 	sock
-	s            *Stack
-	laddr, raddr *net.TCPAddr
+	s     *Stack
+	laddr *net.TCPAddr
+	raddr *net.TCPAddr
 
 	readMu sync.Mutex
 	// +checklocks:readMu

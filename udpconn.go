@@ -19,7 +19,8 @@ import (
 // allocates the returned address.
 type udpConn struct {
 	sock
-	laddr, raddr *net.UDPAddr // raddr nil when not connected
+	laddr *net.UDPAddr
+	raddr *net.UDPAddr // nil when not connected
 
 	readMu sync.Mutex
 	// +checklocks:readMu

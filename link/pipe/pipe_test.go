@@ -22,10 +22,14 @@ func TestMain(m *testing.M) {
 // recorder is a NetworkDispatcher that records what it receives and can
 // answer from inside the delivery, as a stack does.
 type recorder struct {
-	mu     sync.Mutex
+	mu sync.Mutex
+	// +checklocks:mu
 	protos []tcpip.NetworkProtocolNumber
+	// +checklocks:mu
 	frames [][]byte
-	types  []tcpip.PacketType
+	// +checklocks:mu
+	types []tcpip.PacketType
+	// +checklocks:mu
 	onRecv func(payload []byte)
 }
 
