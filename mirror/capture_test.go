@@ -147,7 +147,7 @@ var captureCases = []captureCase{
 		},
 	},
 	{
-		// Captured on the client: its segments carry offloaded checksums.
+		// Captured on the server: its segments carry offloaded checksums.
 		file: "zeek_ssh-dups.pcap",
 		flows: map[string]flowWant{
 			"192.168.0.102:53206->192.168.0.112:22": {prefix: "SSH-", bytes: 3705, end: mirror.EndFIN},
@@ -397,15 +397,15 @@ func TestCaptureZeekReassembly(t *testing.T) {
 	}
 }
 
-// TestCaptureOffloadedDirection: the SSH capture was taken on the client,
+// TestCaptureOffloadedDirection: the SSH capture was taken on the server,
 // whose segments carry unfilled (offloaded) TCP checksums. Auto lists that
 // direction and keeps its bytes; verify drops them.
 func TestCaptureOffloadedDirection(t *testing.T) {
 	path := shareddata.Path(t, "captures", "zeek_ssh-dups.pcap")
 	_, auto := replay(t, path, mirror.Config{})
 	off := auto.OffloadedFlows()
-	if len(off) != 1 || off[0].String() != "192.168.0.102:53206->192.168.0.112:22" {
-		t.Fatalf("OffloadedFlows() = %v, want the client direction", off)
+	if len(off) != 1 || off[0].String() != "192.168.0.112:22->192.168.0.102:53206" {
+		t.Fatalf("OffloadedFlows() = %v, want the server's direction", off)
 	}
 	rec, verify := replay(t, path, mirror.Config{Checksum: mirror.ChecksumVerify})
 	st := verify.Stats()
