@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tickwire/tickwire/internal/shareddata"
 )
 
 func TestRun(t *testing.T) {
@@ -32,5 +34,35 @@ func TestRun(t *testing.T) {
 		if err := run(tc.in, tc.pkg, filepath.Join(dir, "y.go")); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("run(%q): %v, want an error containing %q", tc.in, err, tc.want)
 		}
+	}
+}
+
+// TestLegacyTemplateFile runs fastgen on the reconstructed legacy SSE 3201
+// file from the shared evidence, as a user would with an exchange's file: it
+// asks for the one annotation the generator needs (the fixed length of the
+// SecurityID string) and accepts the file once that is given.
+func TestLegacyTemplateFile(t *testing.T) {
+	path := shareddata.Path(t, "sse", "3201_legacy_reconstructed.xml")
+	err := run(path, "legacy", filepath.Join(t.TempDir(), "legacy_gen.go"))
+	if err == nil || !strings.Contains(err.Error(), `field "SecurityID"`) || !strings.Contains(err.Error(), "twf:fixedLen") {
+		t.Fatalf("got %v, want a request for twf:fixedLen on SecurityID", err)
+	}
+	xml, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	annotated := bytes.Replace(xml, []byte(`<string name="SecurityID"   id="48">`),
+		[]byte(`<string name="SecurityID" id="48" xmlns:twf="urn:tickwire:fast" twf:fixedLen="6">`), 1)
+	in := filepath.Join(t.TempDir(), "annotated.xml")
+	if err := os.WriteFile(in, annotated, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "legacy_gen.go")
+	if err := run(in, "legacy", out); err != nil {
+		t.Fatal(err)
+	}
+	src, _ := os.ReadFile(out)
+	if !bytes.Contains(src, []byte("type NGTSTransaction struct")) || !bytes.Contains(src, []byte("NGTSTransactionTemplateID = 3201")) {
+		t.Fatal("generated code lacks the NGTSTransaction type")
 	}
 }
