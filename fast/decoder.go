@@ -23,7 +23,7 @@ type Limits struct {
 	// MaxSequenceLen bounds the length of one sequence. Default 4096.
 	MaxSequenceLen int
 	// MaxPMapBytes bounds a presence map, in bytes (7 bits each).
-	// Default 16.
+	// Default 16. Whatever the bound, at most MaxPMapBits bits may be set.
 	MaxPMapBytes int
 	// MaxDepth bounds the nesting of groups, sequences and dynamic
 	// templateRefs. Default 32.
@@ -498,12 +498,14 @@ func (d *Decoder) state(e *entry) uint8 {
 func (d *Decoder) write(slot int32) *entry {
 	e := &d.dict[slot]
 	if e.gen != d.gen {
-		// The undo record keeps the old buffer; the entry continues with a
-		// copy, so writes during this message never touch what undo restores.
+		// The undo record keeps the old buffer and the entry continues in
+		// the spare one, so writes during this message never touch what
+		// undo restores. Every byte write replaces the whole value (tail
+		// and delta read their base before writing), so the spare need
+		// not start as a copy.
 		d.undo = append(d.undo, undoRec{slot: slot, e: *e})
 		e.gen = d.gen
-		nb := append(e.alt[:0], e.b...)
-		e.alt, e.b = e.b, nb
+		e.alt, e.b = e.b, e.alt[:0]
 	}
 	e.epoch = d.epoch
 	return e

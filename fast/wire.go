@@ -342,12 +342,16 @@ func sliceVector(b []byte, off, p int, n uint32, maxLen int) ([]byte, int, error
 
 // PMap is a decoded presence map. Bits are consumed in order with Next; past
 // the last transmitted bit the map reads as zeros, as the spec's truncation
-// rule says. A PMap aliases the buffer it was read from.
+// rule says. A PMap holds up to MaxPMapBits bits in two words, so Next is a
+// few shifts that the compiler inlines.
 type PMap struct {
-	cur  uint64 // pending bits, first one in the top bit
-	n    uint   // number of pending bits in cur
-	rest []byte // pmap bytes not yet loaded into cur
+	hi, lo uint64 // the bits not yet consumed, first one in the top bit of hi
 }
+
+// MaxPMapBits is the number of presence-map bits a PMap holds: 18 bytes of
+// 7 bits. Longer maps are accepted when the bits past this are all zero (an
+// overlong encoding); otherwise ReadPMap returns ErrLimit.
+const MaxPMapBits = 126
 
 // ReadPMap decodes a presence map starting at b[off], at most maxBytes bytes
 // long (longer is ErrLimit). Overlong maps (trailing zero groups) are
@@ -355,41 +359,40 @@ type PMap struct {
 func ReadPMap(b []byte, off int, maxBytes int) (p PMap, next int, err error) {
 	if off < len(b) && b[off]&stopBit != 0 {
 		// One-byte maps are the common case: skip the scan.
-		return PMap{cur: uint64(b[off]) << 57, n: 7}, off + 1, nil
+		return PMap{hi: uint64(b[off]) << 57}, off + 1, nil
 	}
 	next, err = scanASCII(b, off, maxBytes)
 	if err != nil {
 		return PMap{}, next, err
 	}
-	p.rest = b[off:next]
-	p.refill()
+	n := 0
+	for _, c := range b[off:next] {
+		if n == MaxPMapBits/7 {
+			if c&dataBits != 0 {
+				return PMap{}, off, ErrLimit
+			}
+			continue
+		}
+		p.hi = p.hi<<7 | p.lo>>57
+		p.lo = p.lo<<7 | uint64(c&dataBits)
+		n++
+	}
+	// Move the 7n bits from the bottom of the 128-bit value to its top.
+	shift := uint(128 - 7*n)
+	if shift >= 64 {
+		p.hi, p.lo = p.lo<<(shift-64), 0
+	} else {
+		p.hi, p.lo = p.hi<<shift|p.lo>>(64-shift), p.lo<<shift
+	}
 	return p, next, nil
 }
 
 // Next consumes the next bit of the map; it returns false past the end.
 func (p *PMap) Next() bool {
-	if p.n == 0 {
-		if len(p.rest) == 0 {
-			return false
-		}
-		p.refill()
-	}
-	bit := p.cur>>63 != 0
-	p.cur <<= 1
-	p.n--
+	bit := p.hi>>63 != 0
+	p.hi = p.hi<<1 | p.lo>>63
+	p.lo <<= 1
 	return bit
-}
-
-// refill loads up to nine 7-bit groups (63 bits) into cur.
-func (p *PMap) refill() {
-	k := min(len(p.rest), 9)
-	var cur uint64
-	for _, c := range p.rest[:k] {
-		cur = cur<<7 | uint64(c&dataBits)
-	}
-	p.cur = cur << (64 - 7*uint(k))
-	p.n = 7 * uint(k)
-	p.rest = p.rest[k:]
 }
 
 // PMapBuilder collects presence-map bits while an encoder writes the fields

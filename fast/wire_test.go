@@ -276,7 +276,7 @@ func TestPMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var pb PMapBuilder
 	var buf []byte
-	for n := 0; n < 200; n++ {
+	for n := 0; n <= MaxPMapBits; n++ {
 		bits := make([]bool, n)
 		for i := range bits {
 			bits[i] = r.IntN(3) == 0
@@ -314,6 +314,16 @@ func TestPMap(t *testing.T) {
 	}
 	if _, _, err := ReadPMap(unhex(t, "4000"), 0, 3); err != ErrShort {
 		t.Errorf("cut pmap: %v", err)
+	}
+	// Past MaxPMapBits: zero groups are an overlong encoding, set bits a
+	// limit.
+	long := append(bytes.Repeat([]byte{0x7f}, MaxPMapBits/7), 0x00, 0x80)
+	if p, next, err := ReadPMap(long, 0, 32); err != nil || next != len(long) || !p.Next() {
+		t.Errorf("overlong 20-byte pmap: %d %v", next, err)
+	}
+	long[len(long)-1] = 0x81
+	if _, _, err := ReadPMap(long, 0, 32); err != ErrLimit {
+		t.Errorf("pmap with bit %d set: %v", MaxPMapBits+7, err)
 	}
 }
 
