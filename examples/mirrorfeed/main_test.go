@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -394,13 +396,30 @@ func TestRawOnSharedCaptures(t *testing.T) {
 		"sv_tcp-simple-gap":      {"VERYDATA", `[{"offset":4,"length":4}]`},
 		"sv_tcp-leading-gap":     {"GOODDATA", `[{"offset":0,"length":4}]`},
 	}
+	tshark, _ := exec.LookPath("tshark")
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".pcap")
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			raw := t.TempDir()
-			_, stderr, code := mirrorfeed(t, "-pcap", file, "-decode", "none", "-raw", raw, "-quiet")
+			stdout, stderr, code := mirrorfeed(t, "-pcap", file, "-decode", "none", "-raw", raw, "-quiet")
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			// Wireshark's reassembly is a second opinion wherever it
+			// sees the same segments: it keeps frames with bad checksums
+			// or cut short by the capture, which the reassembler drops.
+			if tshark != "" && !strings.Contains(stdout, "frames dropped") {
+				follow := tsharkFollow(t, tshark, file)
+				if bins, _ := filepath.Glob(filepath.Join(raw, "*.bin")); len(follow) != len(bins) {
+					t.Errorf("%d directions with data, Wireshark finds %d", len(bins), len(follow))
+				}
+				for dir, want := range follow {
+					got, _ := os.ReadFile(filepath.Join(raw, dir+".bin"))
+					if !bytes.Equal(got, want) {
+						t.Errorf("%s.bin: %d bytes, Wireshark reassembles %d different ones", dir, len(got), len(want))
+					}
+				}
 			}
 			bins, _ := filepath.Glob(filepath.Join(raw, "*.bin"))
 			all, _ := os.ReadDir(raw)
@@ -555,4 +574,48 @@ func TestRawSecondConnection(t *testing.T) {
 	if _, err := os.Stat(base + ".2.gaps.json"); err != nil {
 		t.Error(err)
 	}
+}
+
+// tsharkFollow returns Wireshark's reassembly of TCP stream 0 of a capture,
+// per direction named as -raw names files, without the "[N bytes missing in
+// capture file]" markers it puts in place of gaps.
+func tsharkFollow(t *testing.T, tshark, file string) map[string][]byte {
+	t.Helper()
+	out, err := exec.Command(tshark, "-r", file, "-qz", "follow,tcp,raw,0").Output()
+	if err != nil {
+		t.Fatalf("tshark follow: %v", err)
+	}
+	var nodes [2]string
+	data := [2][]byte{}
+	missing := regexp.MustCompile(`^\[\d+ bytes missing in capture file\]\x00?$`)
+	for _, line := range strings.Split(string(out), "\n") {
+		var n int
+		var addr string
+		if _, err := fmt.Sscanf(line, "Node %d: %s", &n, &addr); err == nil && n >= 0 && n < 2 {
+			i := strings.LastIndexByte(addr, ':')
+			nodes[n] = addr[:i] + "_" + addr[i+1:]
+			continue
+		}
+		if nodes[1] == "" || line == "" || strings.HasPrefix(line, "=") {
+			continue
+		}
+		side := 0
+		if strings.HasPrefix(line, "\t") {
+			side = 1
+		}
+		b, err := hex.DecodeString(strings.TrimSpace(line))
+		if err != nil {
+			t.Fatalf("tshark follow line %q: %v", line, err)
+		}
+		if !missing.Match(b) {
+			data[side] = append(data[side], b...)
+		}
+	}
+	res := map[string][]byte{}
+	for side := range 2 {
+		if len(data[side]) > 0 {
+			res[nodes[side]+"-"+nodes[1-side]] = data[side]
+		}
+	}
+	return res
 }
