@@ -645,9 +645,14 @@ func (a *Assembler) releaseRing(f *flow) {
 }
 
 func (a *Assembler) noteDeadline(since int64) {
-	if a.timeout >= 0 && since+a.timeout < a.deadline {
-		a.deadline = since + a.timeout
+	if a.timeout < 0 {
+		return
 	}
+	d := int64(math.MaxInt64 - 1) // a timestamp this late never expires
+	if since <= math.MaxInt64-1-a.timeout {
+		d = since + a.timeout
+	}
+	a.deadline = min(a.deadline, d)
 }
 
 // Flush advances capture time to ts without a packet: holes older than

@@ -98,7 +98,10 @@ type Config struct {
 	// hole's age counts from the arrival of the first byte held after it).
 	// 0 means DefaultHoleTimeout; a negative value disables the timeout, so
 	// holes are then only skipped by the buffer bound, the end of the flow
-	// and Close.
+	// and Close. The timeout runs on the timestamps passed to HandleFrame,
+	// HandleIPv4 and Flush: a source without capture times (all 0) never
+	// reaches it. Expiry walks every tracked flow, at most about once per
+	// HoleTimeout while holes are pending.
 	HoleTimeout time.Duration
 	// Checksum selects the checksum policy; the zero value is ChecksumAuto.
 	Checksum ChecksumMode
