@@ -59,17 +59,26 @@ func (c *compiler) fid(f *Field) int32 {
 	return id
 }
 
-func (c *compiler) slot(op *Operator, t *Template, typeName string) int32 {
-	var k string
+func (c *compiler) slot(op *Operator, kind Kind, t *Template, typeName string) int32 {
+	// Fields of different value classes never share an entry: the spec
+	// makes such sharing an error (D4), and keeping them apart means a
+	// template file that reuses a name with another type still decodes.
+	k := "i"
+	switch {
+	case kind.IsBytes():
+		k = "b"
+	case kind == KindDecimal:
+		k = "d"
+	}
 	switch op.Dictionary {
 	case "", DictGlobal:
-		k = "g\x00" + op.Key
+		k += "g\x00" + op.Key
 	case DictTemplate:
-		k = "t\x00" + t.Name + "\x00" + op.Key
+		k += "t\x00" + t.Name + "\x00" + op.Key
 	case DictType:
-		k = "y\x00" + typeName + "\x00" + op.Key
+		k += "y\x00" + typeName + "\x00" + op.Key
 	default:
-		k = "n\x00" + op.Dictionary + "\x00" + op.Key
+		k += "n\x00" + op.Dictionary + "\x00" + op.Key
 	}
 	s, ok := c.slots[k]
 	if !ok {
@@ -177,7 +186,7 @@ func (c *compiler) scalar(f *Field, op Operator, kind Kind, optional bool, t *Te
 	}
 	switch op.Kind {
 	case OpCopy, OpIncrement, OpDelta, OpTail:
-		in.slot = c.slot(&op, t, typeName)
+		in.slot = c.slot(&op, kind, t, typeName)
 	}
 	if op.HasValue {
 		v, err := parseInitial(kind, op.Value)
