@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -511,16 +512,41 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-// TestCaptureFormats reads the same feed written by tshark as pcapng and as
-// microsecond pcap: every record comes out of each.
+// TestCaptureFormats reads the same feed as classic pcap in its four
+// variants (little or big endian, micro or nanosecond timestamps) and, when
+// tshark is installed to convert it, as pcapng: every record comes out of
+// each.
 func TestCaptureFormats(t *testing.T) {
-	tshark, err := exec.LookPath("tshark")
-	if err != nil {
-		t.Skip("tshark not installed; skipping the pcapng and microsecond pcap conversions")
-	}
 	dir := t.TempDir()
 	f, pcapPath := writeFeed(t, dir, feed.Options{Messages: 200, Seed: 18, Flows: 2, Impair: feed.Impairments{Reorder: 0.05}})
-	for _, format := range []string{"pcapng", "pcap"} {
+	leNano, err := os.ReadFile(pcapPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []struct {
+		name         string
+		order        binary.AppendByteOrder
+		microseconds bool
+	}{
+		{"le-nano", binary.LittleEndian, false}, {"le-micro", binary.LittleEndian, true},
+		{"be-nano", binary.BigEndian, false}, {"be-micro", binary.BigEndian, true},
+	} {
+		path := filepath.Join(dir, v.name+".pcap")
+		if err := os.WriteFile(path, convertPcap(t, leNano, v.order, v.microseconds), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, code := mirrorfeed(t, "-pcap", path, "-format", "json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", v.name, code, stderr)
+		}
+		checkAgainstTruth(t, f, parseJSON(t, stdout))
+	}
+
+	tshark, err := exec.LookPath("tshark")
+	if err != nil {
+		t.Skip("tshark not installed; skipping the pcapng conversion")
+	}
+	for _, format := range []string{"pcapng"} {
 		conv := filepath.Join(dir, "feed."+format)
 		if out, err := exec.Command(tshark, "-r", pcapPath, "-F", format, "-w", conv).CombinedOutput(); err != nil {
 			t.Fatalf("tshark -F %s: %v\n%s", format, err, out)
@@ -618,4 +644,40 @@ func tsharkFollow(t *testing.T, tshark, file string) map[string][]byte {
 		}
 	}
 	return res
+}
+
+// convertPcap rewrites a little-endian nanosecond pcap file (what
+// feed.WritePcap writes) in the given byte order and timestamp resolution.
+func convertPcap(t *testing.T, in []byte, order binary.AppendByteOrder, microseconds bool) []byte {
+	t.Helper()
+	if len(in) < 24 || binary.LittleEndian.Uint32(in) != 0xa1b23c4d {
+		t.Fatal("not a little-endian nanosecond pcap")
+	}
+	out := make([]byte, 0, len(in))
+	magic := uint32(0xa1b23c4d)
+	if microseconds {
+		magic = 0xa1b2c3d4
+	}
+	out = order.AppendUint32(out, magic)
+	out = order.AppendUint16(out, binary.LittleEndian.Uint16(in[4:]))
+	out = order.AppendUint16(out, binary.LittleEndian.Uint16(in[6:]))
+	for off := 8; off < 24; off += 4 {
+		out = order.AppendUint32(out, binary.LittleEndian.Uint32(in[off:]))
+	}
+	for rest := in[24:]; len(rest) > 0; {
+		if len(rest) < 16 {
+			t.Fatal("cut record header")
+		}
+		sec, frac := binary.LittleEndian.Uint32(rest), binary.LittleEndian.Uint32(rest[4:])
+		incl, orig := binary.LittleEndian.Uint32(rest[8:]), binary.LittleEndian.Uint32(rest[12:])
+		if microseconds {
+			frac /= 1000
+		}
+		for _, v := range []uint32{sec, frac, incl, orig} {
+			out = order.AppendUint32(out, v)
+		}
+		out = append(out, rest[16:16+incl]...)
+		rest = rest[16+incl:]
+	}
+	return out
 }
