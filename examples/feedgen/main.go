@@ -13,11 +13,27 @@
 // bytes. The same seed gives the same file.
 //
 // Beside the capture it writes the truth, FILE.truth.jsonl (or -truth; -truth -
-// writes none):
-// one JSON line per record sent, with its flow, the STEP message's sequence
-// numbers and stream byte range, and its fields; then one line per flow with
-// the stream ranges lost by the impairments. internal/feed's WriteTruth
-// documents the format.
+// writes none). First one JSON line per record sent, in stream order per flow:
+//
+//	{"type":"record","flow":"10.31.0.1:9129->10.32.0.10:50000","seq":1,"category":58,
+//	 "category_seq":1,"start":0,"end":187,"index":0,"template":5801,
+//	 "fields":{"OrderIndex":1,"OrderChannel":1,"SecurityID":"600000",...}}
+//
+// flow is the data direction (server to client) as mirror.FlowKey prints it;
+// seq, category and category_seq are the STEP fields 34, 10142 and 10072 of
+// the message carrying the record; [start, end) is that message's byte range
+// in the flow's stream (offset 0 is the byte after the server's SYN, as in
+// mirror and in mirrorfeed -raw); index is the record's position in the
+// message; fields are the template's fields, prices and quantities as
+// integers with their implied decimals (price 3, quantity 3, money 5), times
+// as HHMMSSss. Then one line per flow:
+//
+//	{"type":"flow","flow":"...","channel":1,"stream_bytes":83021,"messages":400,
+//	 "records":1790,"lost":[{"offset":40128,"length":1408}]}
+//
+// where lost lists the stream ranges that no captured segment covers ([] when
+// none): a record whose [start, end) meets one cannot be recovered from the
+// capture; every other record can.
 package main
 
 import (
