@@ -353,9 +353,24 @@ func (d *Decoder) fields(b []byte, off int, pm *PMap, ins []instr, m *Message, d
 		var err error
 		switch in.kind {
 		case KindUint32, KindInt32, KindUint64, KindInt64:
+			// The stateless operators are handled here, without a call:
+			// most fields of a feed are one of them.
 			var u uint64
 			var present bool
-			u, present, off, err = d.intOp(b, off, pm, in)
+			switch in.op {
+			case OpNone:
+				u, present, off, err = readIntFast(b, off, in.kind, in.nullable)
+			case OpConstant:
+				u, present = in.init.u, !in.optional || pm.Next()
+			case OpDefault:
+				if pm.Next() {
+					u, present, off, err = readIntFast(b, off, in.kind, in.nullable)
+				} else {
+					u, present = in.init.u, in.hasInit
+				}
+			default:
+				u, present, off, err = d.intOp(b, off, pm, in)
+			}
 			if err == nil {
 				m.Values = append(m.Values, Value{U: u, End: int32(len(m.Values) + 1), field: in.fid, Kind: in.kind, Present: present})
 			}
