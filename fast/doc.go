@@ -33,8 +33,11 @@
 // for fields reached through a static templateRef); "type" per application
 // type (the nearest typeRef, else the template's); any other name is a named
 // dictionary. The individual operators of a decimal use the keys
-// "Name/exponent" and "Name/mantissa". The previous template id is kept
-// apart from the dictionaries.
+// "Name/exponent" and "Name/mantissa". Fields of different value classes
+// (integer, decimal, string or bytes) never share an entry: the spec makes
+// that sharing error D4, and keeping them apart lets a file that reuses a
+// name with another type decode. The previous template id is kept apart
+// from the dictionaries.
 //
 // Reset policies: never (the default), per message
 // (DecoderOptions.ResetEachMessage), or per block or packet (call
