@@ -34,4 +34,32 @@
 // The Stack counts established connections against Config.MaxConnections;
 // half-open connections live in netstack's SYN queue and SYN cookies, and do
 // not use the budget.
+//
+// # Bounds
+//
+// Every table and buffer is bounded; the Stats field that counts hitting
+// the bound is in brackets.
+//   - Established TCP connections: Config.MaxConnections, default 64
+//     [ConnsRefused].
+//   - Per TCP connection: Config.SendBuffer and Config.ReceiveBuffer, 32 KiB
+//     each; the receive window advertised is half the receive buffer.
+//   - Per listener: a SYN queue and an accept queue of
+//     min(max(MaxConnections, 16), 1024) each; SYNs beyond the SYN queue are
+//     answered with SYN cookies [TCPSYNCookiesTx], handshakes beyond the
+//     accept queue dropped [DropTCPListenFull].
+//   - Per UDP socket: netstack's 32 KiB receive buffer [DropUDPBufferFull].
+//   - Dynamic ARP entries: Config.ARPEntries, default 128 [ARPTableFull,
+//     ARPEvictions]; an unanswered resolution is given up after
+//     Config.ARPTimeout [ARPTimeouts]. While resolving, netstack holds at
+//     most 256 packets for each of at most 64 addresses.
+//   - IPv4 reassembly: netstack keeps at most 4 MiB of fragments, each
+//     datagram at most 30 s [DropIPv4Malformed].
+//   - link/pipe: 1024 frames per direction waiting behind a delivery in
+//     progress (pipe.Stats.Dropped).
+//
+// # Concurrency
+//
+// A Stack and the connections it returns are safe for concurrent use.
+// tickwire adds one goroutine per Stack (the ARP evictor); netstack runs its
+// TCP processors and timers. Close joins them all.
 package tickwire

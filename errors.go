@@ -13,9 +13,6 @@ import (
 // that would exceed Config.MaxConnections.
 var ErrTooManyConnections = errors.New("tickwire: too many connections")
 
-// ErrClosed is returned by the methods of a closed Stack.
-var ErrClosed = errors.New("tickwire: stack closed")
-
 // ConfigError reports an invalid Config field.
 type ConfigError struct {
 	Field  string // the Config field, e.g. "MSS" or "StaticARP[10.0.0.9]"
