@@ -3,6 +3,8 @@ package sse
 import (
 	"syscall"
 	"testing"
+
+	"github.com/tickwire/tickwire/fast"
 )
 
 // cpuNanos returns the process's user+system CPU time. On a machine shared
@@ -135,4 +137,33 @@ func BenchmarkEncodeFeed(b *testing.B) {
 		}
 	}
 	reportPerRecord(b, len(ts), cpu)
+}
+
+// BenchmarkGenericDecode3201 decodes the payload of BenchmarkDecode3201 with
+// package fast's interpreting decoder, for comparison with the typed path.
+func BenchmarkGenericDecode3201(b *testing.B) {
+	mk := newMarket(43)
+	var enc Encoder
+	var payload []byte
+	const n = 20
+	for range n {
+		t := mk.trade()
+		payload, _ = enc.AppendTrade(payload, &t)
+	}
+	gd := newGeneric(b)
+	var m fast.Message
+	b.SetBytes(int64(len(payload)))
+	b.ReportAllocs()
+	cpu := cpuNanos()
+	for b.Loop() {
+		gd.Reset()
+		for off := 0; off < len(payload); {
+			k, err := gd.Decode(payload[off:], &m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			off += k
+		}
+	}
+	reportPerRecord(b, n, cpu)
 }
