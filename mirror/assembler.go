@@ -384,20 +384,26 @@ func (a *Assembler) end(f *flow, reason EndReason, ts int64) {
 }
 
 // offsetOf returns the stream offset of sequence number seq in f, negative
-// before the start; seq is taken within 2^31 of the next undelivered byte.
+// before the start. While the stream is young, "before the start" is decided
+// by the signed 32-bit difference from the start; later, seq is taken within
+// 2^31 of the next undelivered byte.
 func (a *Assembler) offsetOf(f *flow, seq uint32) int64 {
+	if f.next < 1<<30 {
+		if r := int64(int32(seq - f.startSeq)); r < 0 {
+			return r
+		}
+	}
 	return int64(f.next) + int64(int32(seq-(f.startSeq+uint32(f.next))))
 }
 
 // data handles the payload p of a segment with sequence number seq in the
 // active flow f.
 func (a *Assembler) data(f *flow, seq uint32, p []byte, ts int64) {
-	d := int32(seq - (f.startSeq + uint32(f.next)))
-	if d == 0 && f.nRuns == 0 {
+	if seq == f.startSeq+uint32(f.next) && f.nRuns == 0 {
 		a.deliver(f, p, ts)
 		return
 	}
-	off := int64(f.next) + int64(d)
+	off := a.offsetOf(f, seq)
 	if off < 0 {
 		a.stats.BeforeStart++
 		if off+int64(len(p)) <= 0 {

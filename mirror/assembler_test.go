@@ -74,6 +74,14 @@ func TestSegmentSequences(t *testing.T) {
 			},
 		},
 		{
+			name: "before the start by the signed difference from the start, however far",
+			segs: []seg{ab(5000, 0, "abc"), ab(5000+0x80000001, 0, "far before"), ab(5003, 0, "d")},
+			want: []string{"start", `data 0 "abc"`, `data 3 "d"`, "end close"},
+			stats: func(st mirror.Stats) string {
+				return expect(st.BeforeStart == 1 && st.Gaps == 0, "BeforeStart 1, no gap")
+			},
+		},
+		{
 			name: "reordered segments are put back in order",
 			segs: []seg{syn, ab(o(6), 0, "ghi"), ab(o(3), 0, "def"), ab(o(0), 0, "abc")},
 			want: []string{"start", `data 0 "abc"`, `data 3 "defghi"`, "end close"},
