@@ -423,3 +423,39 @@ func clientStream(t *testing.T, frames [][]byte, port uint16) (stream []byte, se
 	}
 	return stream, len(segs)
 }
+
+// The kernel moves an 802.1Q tag out of the frame into the ring slot's
+// metadata; KeepVLANTags puts it back.
+func TestVLANTags(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		ns, a, b := vethPair(t)
+		src := openIn(t, ns, a, afpacket.Config{RingFrames: 64, ReadTimeout: 2 * time.Second, KeepVLANTags: keep})
+		in := newInjector(t, ns, b)
+		f := make([]byte, 64)
+		copy(f[0:12], []byte{0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1})
+		binary.BigEndian.PutUint16(f[12:], 0x8100)
+		binary.BigEndian.PutUint16(f[14:], 42)
+		binary.BigEndian.PutUint16(f[16:], 0x88b5)
+		if err := unix.Sendto(in.fd, f, 0, &in.sa); err != nil {
+			t.Fatal(err)
+		}
+		batch := frame.NewBatch(1, 2048)
+		for {
+			n, err := src.ReadFrames(batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				continue
+			}
+			d := batch[0].Data()
+			if binary.BigEndian.Uint16(d[12:]) == 0x88b5 || binary.BigEndian.Uint16(d[12:]) == 0x8100 {
+				tagged := binary.BigEndian.Uint16(d[12:]) == 0x8100
+				if tagged != keep || (tagged && binary.BigEndian.Uint16(d[14:])&0xfff != 42) {
+					t.Errorf("KeepVLANTags %v: frame starts % x", keep, d[:18])
+				}
+				break
+			}
+		}
+	}
+}
