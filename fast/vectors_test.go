@@ -305,19 +305,28 @@ func TestVectorGoFAST(t *testing.T) {
 		t.Fatal(err)
 	}
 	var m Message
-	count := 0
+	count, checked := 0, 0
 	for off := 0; off < len(data); count++ {
+		seq := binary.LittleEndian.Uint32(data[off:])
 		off += 4
 		n, err := d.Decode(data[off:], &m)
 		if err != nil {
 			t.Fatalf("message %d at %d: %v", count, off, err)
 		}
+		// MOEX puts the message's MsgSeqNum in the packet header: an
+		// independent check of every decoded message.
+		if v := m.Get("MsgSeqNum"); v != nil {
+			if v.U != uint64(seq) {
+				t.Fatalf("message %d: MsgSeqNum %d, packet header says %d", count, v.U, seq)
+			}
+			checked++
+		}
 		off += n
 	}
-	if count == 0 {
-		t.Fatal("no messages")
+	if count == 0 || checked == 0 {
+		t.Fatalf("%d messages, %d with MsgSeqNum", count, checked)
 	}
-	t.Logf("%d messages", count)
+	t.Logf("%d messages, %d MsgSeqNum checked against the packet header", count, checked)
 }
 
 func TestVectorQuickFASTTemplatesCompile(t *testing.T) {
