@@ -282,12 +282,14 @@ func TestLiveCapture(t *testing.T) {
 	defer ln.Close()
 	port := uint16(ln.Addr().(*net.TCPAddr).Port)
 
-	// Capture until told to stop, keeping a copy of every frame.
+	// Capture until told to stop and the ring is drained (a read timed
+	// out), keeping a copy of every frame.
 	var captured [][]byte
 	stop := make(chan struct{})
 	capDone := make(chan error, 1)
 	go func() {
 		batch := frame.NewBatch(32, 2048)
+		stopping := false
 		for {
 			n, err := src.ReadFrames(batch)
 			for _, f := range batch[:n] {
@@ -299,11 +301,14 @@ func TestLiveCapture(t *testing.T) {
 			}
 			select {
 			case <-stop:
-				capDone <- nil
-				return
+				stopping = true
 			default:
 			}
-			if err != nil && err != afpacket.ErrTimeout {
+			switch {
+			case err == afpacket.ErrTimeout && stopping:
+				capDone <- nil
+				return
+			case err != nil && err != afpacket.ErrTimeout:
 				capDone <- err
 				return
 			}
