@@ -43,6 +43,9 @@
 //	                       (mirror.Config.BufferPerFlow, default 32 KiB)
 //	-checksum auto|verify|ignore  checksum policy (mirror.Config.Checksum)
 //	-hole-timeout D        capture time a hole is waited for (default 100ms)
+//	-max-flows N           flow directions tracked at once (default 1024); each
+//	                       one that carries data also holds a 64 KiB STEP
+//	                       buffer while it lives
 //	-history=false         do not keep the last -buffer delivered bytes per
 //	                       direction: retransmissions of delivered bytes are
 //	                       then not compared, so a differing one is counted as
@@ -99,6 +102,7 @@ type options struct {
 	holeTimeout time.Duration
 	checksum    mirror.ChecksumMode
 	history     bool
+	maxFlows    int
 }
 
 // run is the whole program; it returns the exit status: 0, 1 when the input
@@ -116,6 +120,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.buffer, "buffer", mirror.DefaultBufferPerFlow, "`bytes` held out of order per flow direction")
 	fs.DurationVar(&o.holeTimeout, "hole-timeout", mirror.DefaultHoleTimeout, "capture time a hole is waited for")
 	fs.Var(&o.checksum, "checksum", "checksum policy: auto, verify or ignore")
+	fs.IntVar(&o.maxFlows, "max-flows", mirror.DefaultMaxFlows, "flow directions tracked at once (the least recently active is evicted)")
 	fs.BoolVar(&o.history, "history", true, "compare retransmissions of delivered bytes with them (count differing ones as anomalies)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -137,6 +142,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usage(fmt.Sprintf("-buffer %d: want 1 to %d", o.buffer, mirror.MaxBufferPerFlow))
 	case o.holeTimeout <= 0:
 		return usage("-hole-timeout must be positive")
+	case o.maxFlows <= 0 || o.maxFlows > mirror.MaxMaxFlows:
+		return usage(fmt.Sprintf("-max-flows %d: want 1 to %d", o.maxFlows, mirror.MaxMaxFlows))
 	}
 	if o.rawDir != "" {
 		if err := os.MkdirAll(o.rawDir, 0o755); err != nil {
@@ -165,7 +172,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		summaryTo = stderr
 	}
 	p := newPipeline(o, out)
-	a, err := mirror.New(mirror.Config{BufferPerFlow: o.buffer, HoleTimeout: o.holeTimeout, Checksum: o.checksum, History: o.history}, p)
+	a, err := mirror.New(mirror.Config{
+		BufferPerFlow: o.buffer, MaxFlows: o.maxFlows, HoleTimeout: o.holeTimeout,
+		Checksum: o.checksum, History: o.history,
+	}, p)
 	if err != nil {
 		fmt.Fprintf(stderr, "mirrorfeed: %v\n", err)
 		return 2
@@ -248,6 +258,9 @@ func pump(ctx context.Context, src frame.Source, a *mirror.Assembler, live bool,
 		}
 		switch {
 		case err == nil:
+			if !live && ctx.Err() != nil {
+				return fmt.Errorf("interrupted after %d frames", frames)
+			}
 		case errors.Is(err, io.EOF):
 			return nil
 		case live && errors.Is(err, afpacket.ErrTimeout):

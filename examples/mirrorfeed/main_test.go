@@ -503,6 +503,8 @@ func TestUsageErrors(t *testing.T) {
 		{"-decode", "fix"},
 		{"-checksum", "sometimes"},
 		{"-buffer", "0"},
+		{"-max-flows", "0"},
+		{"-hole-timeout", "0s"},
 		{"-pcap", "a.pcap", "-iface", "eth0"},
 		{"stray"},
 	} {
@@ -680,4 +682,16 @@ func convertPcap(t *testing.T, in []byte, order binary.AppendByteOrder, microsec
 		rest = rest[16+incl:]
 	}
 	return out
+}
+
+// An interrupt (a cancelled context) stops a file replay with the summary
+// of what was read and a non-zero status.
+func TestInterruptedFile(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"-quiet"}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "interrupted") || !strings.HasPrefix(stdout.String(), "summary: ") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
 }
