@@ -464,3 +464,24 @@ func TestVLANTags(t *testing.T) {
 		}
 	}
 }
+
+// A ring nobody reads fills up; the kernel's drops are reported.
+func TestKernelDropsCounted(t *testing.T) {
+	ns, a, b := vethPair(t)
+	src := openIn(t, ns, a, afpacket.Config{RingFrames: 64, ReadTimeout: time.Second})
+	in := newInjector(t, ns, b)
+	for i := range 500 {
+		in.send(t, uint32(i), 100)
+	}
+	time.Sleep(100 * time.Millisecond)
+	st := src.Stats()
+	if st.KernelDrops == 0 {
+		t.Fatalf("Stats = %+v: 500 frames into a 64-slot ring dropped none", st)
+	}
+	// The ring still works after overflowing.
+	batch := frame.NewBatch(64, 2048)
+	if n, err := src.ReadFrames(batch); n == 0 || err != nil {
+		t.Fatalf("ReadFrames after overflow = %d, %v", n, err)
+	}
+	t.Logf("%+v", src.Stats())
+}
