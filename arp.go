@@ -12,10 +12,13 @@ import (
 
 // arpTable bounds netstack's dynamic neighbor table, which holds 512 entries
 // with no knob. It follows the table through netstack's NUD dispatcher
-// events (oldest first), refuses ARP packets that would add an entry to a
-// full table, and evicts the oldest entries on a goroutine of its own:
-// netstack calls the dispatcher with its neighbor locks held, so neither the
-// callbacks nor the link's receive path may call back into the table.
+// events, refuses ARP packets that would add an entry to a full table, and
+// evicts on a goroutine of its own: netstack calls the dispatcher with its
+// neighbor locks held, so neither the callbacks nor the link's receive path
+// may call back into the table. Eviction takes the oldest entry that is not
+// in use (Stale, Incomplete, Unreachable) before any in use (Reachable,
+// Delay, Probe), so a flood of ARP requests from new hosts does not push
+// out the peers a program is talking to.
 //
 // Lock order:
 //
@@ -25,7 +28,7 @@ type arpTable struct {
 
 	mu sync.Mutex
 	// +checklocks:mu
-	order *list.List // of tcpip.Address, oldest first
+	order *list.List // of *arpEntry, oldest first
 	// +checklocks:mu
 	index map[tcpip.Address]*list.Element
 	// +checklocks:mu
@@ -39,6 +42,21 @@ type arpTable struct {
 }
 
 var _ gstack.NUDDispatcher = (*arpTable)(nil)
+
+// arpEntry is one tracked dynamic entry.
+type arpEntry struct {
+	addr  tcpip.Address
+	state gstack.NeighborState
+}
+
+// inUse reports whether the entry serves current traffic.
+func (e *arpEntry) inUse() bool {
+	switch e.state {
+	case gstack.Reachable, gstack.Delay, gstack.Probe:
+		return true
+	}
+	return false
+}
 
 func newARPTable(max int) *arpTable {
 	return &arpTable{
@@ -75,8 +93,8 @@ func (t *arpTable) stop() {
 	t.wg.Wait()
 }
 
-// victims pops the oldest entries above the bound (one more when a packet
-// was refused) and returns them.
+// victims removes from tracking the entries above the bound (one more when
+// a packet was refused), idle ones first, oldest first, and returns them.
 func (t *arpTable) victims() []tcpip.Address {
 	limit := t.max
 	t.mu.Lock()
@@ -86,12 +104,16 @@ func (t *arpTable) victims() []tcpip.Address {
 		t.room = false
 	}
 	var out []tcpip.Address
-	for t.order.Len() > limit {
-		e := t.order.Front()
-		addr := e.Value.(tcpip.Address)
-		t.order.Remove(e)
-		delete(t.index, addr)
-		out = append(out, addr)
+	for _, idleOnly := range []bool{true, false} {
+		for el := t.order.Front(); el != nil && t.order.Len() > limit; {
+			next := el.Next()
+			if e := el.Value.(*arpEntry); !idleOnly || !e.inUse() {
+				t.order.Remove(el)
+				delete(t.index, e.addr)
+				out = append(out, e.addr)
+			}
+			el = next
+		}
 	}
 	return out
 }
@@ -143,8 +165,10 @@ func (t *arpTable) OnNeighborAdded(_ tcpip.NICID, e gstack.NeighborEntry) {
 	}
 	limit := t.max
 	t.mu.Lock()
-	if _, ok := t.index[e.Addr]; !ok {
-		t.index[e.Addr] = t.order.PushBack(e.Addr)
+	if el, ok := t.index[e.Addr]; ok {
+		el.Value.(*arpEntry).state = e.State
+	} else {
+		t.index[e.Addr] = t.order.PushBack(&arpEntry{addr: e.Addr, state: e.State})
 	}
 	over := t.order.Len() > limit
 	t.mu.Unlock()
@@ -162,7 +186,13 @@ func (t *arpTable) OnNeighborChanged(_ tcpip.NICID, e gstack.NeighborEntry) {
 		t.timeouts.Add(1)
 	case gstack.Static:
 		t.forget(e.Addr)
+		return
 	}
+	t.mu.Lock()
+	if el, ok := t.index[e.Addr]; ok {
+		el.Value.(*arpEntry).state = e.State
+	}
+	t.mu.Unlock()
 }
 
 // OnNeighborRemoved implements stack.NUDDispatcher.OnNeighborRemoved.

@@ -94,12 +94,14 @@ type Config struct {
 	// most MaxMaxConnections.
 	MaxConnections int
 
-	// ARPEntries bounds the dynamic ARP table. An ARP packet from an
+	// ARPEntries bounds the dynamic ARP table. An ARP request from an
 	// unknown host that finds the table full is dropped (Stats.ARPTableFull)
-	// and the oldest entry evicted (Stats.ARPEvictions), so the host gets in
-	// on its next try; entries netstack creates to resolve an outgoing packet
-	// are trimmed the same way right after. Static entries do not count.
-	// Default 128; at most MaxARPEntries.
+	// and an entry evicted (Stats.ARPEvictions), so the host gets in on its
+	// next try; entries netstack creates to resolve an outgoing packet are
+	// trimmed the same way right after. Eviction takes the oldest idle entry
+	// (Stale, Incomplete, Unreachable) before any in use (Reachable, Delay,
+	// Probe). Static entries do not count. Default 128; at most
+	// MaxARPEntries.
 	ARPEntries int
 	// ARPTimeout is how long an unanswered ARP request is retried (three
 	// requests, ARPTimeout/3 apart) before the address is declared

@@ -2,6 +2,7 @@ package tickwire
 
 import (
 	"net"
+	"net/netip"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
@@ -48,4 +49,16 @@ func ConnOptionsOf(c net.Conn) ConnOptions {
 		o.SndCwnd = info.SndCwnd
 	}
 	return o
+}
+
+// NeighborState returns the state of addr in netstack's neighbor table, ""
+// when absent.
+func NeighborState(s *Stack, addr netip.Addr) string {
+	entries, _ := s.st.Neighbors(nicID, ipv4.ProtocolNumber)
+	for _, e := range entries {
+		if e.Addr == tcpip.AddrFrom4(addr.As4()) {
+			return e.State.String()
+		}
+	}
+	return ""
 }

@@ -285,13 +285,20 @@ func TestStaticARP(t *testing.T) {
 }
 
 // TestARPBound floods B with ARP requests from 600 hosts: the dynamic table
-// never holds more than ARPEntries, the overflow is counted, and B still
-// answers a late newcomer after its retry.
+// never holds more than ARPEntries, the overflow is counted, the peer B is
+// talking to keeps its entry, and B still answers a late newcomer after its
+// retry.
 func TestARPBound(t *testing.T) {
 	const bound = 128
 	p := newPair(t, func(c *tickwire.Config) {
 		c.Addr = netip.PrefixFrom(c.Addr.Addr(), 16)
 	})
+	if _, err := p.b.Ping(ctxTimeout(t, 5*time.Second), addrA.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if st := tickwire.NeighborState(p.b, addrA.Addr()); st != "Reachable" {
+		t.Fatalf("B's entry for A is %q, want Reachable", st)
+	}
 	var maxSeen int
 	for i := range 600 {
 		ip := netip.AddrFrom4([4]byte{10, 0, byte(1 + i/250), byte(1 + i%250)})
@@ -310,6 +317,9 @@ func TestARPBound(t *testing.T) {
 	}
 	if maxSeen > bound {
 		t.Errorf("neighbor table reached %d entries, bound %d", maxSeen, bound)
+	}
+	if st := tickwire.NeighborState(p.b, addrA.Addr()); st == "" {
+		t.Error("the flood evicted the entry of the peer in use")
 	}
 	st := p.b.Stats()
 	if st.ARPTableFull == 0 || st.ARPEvictions == 0 || st.ARPEntries > bound {
