@@ -25,6 +25,7 @@ type Assembler struct {
 	stats     Stats
 	now       int64 // latest capture time seen
 	deadline  int64 // earliest capture time at which a hole or FIN may expire
+	pendHead  int32 // list of flows that may expire, -1 when empty
 }
 
 // New returns an Assembler that reports to h. Zero fields of cfg take their
@@ -61,6 +62,7 @@ func New(cfg Config, h Handler) (*Assembler, error) {
 		timeout:  int64(cfg.HoleTimeout),
 		history:  cfg.History,
 		deadline: math.MaxInt64,
+		pendHead: -1,
 	}
 	a.t.init(cfg.MaxFlows)
 	return a, nil
@@ -248,6 +250,7 @@ func (a *Assembler) segment(k *FlowKey, seq uint32, flags uint8, payload []byte,
 		if off := a.offsetOf(f, seq+uint32(len(payload))); off >= 0 {
 			f.finSeen, f.finOff, f.finTs = true, uint64(off), ts
 			a.noteDeadline(ts)
+			a.markPending(f)
 		}
 	}
 	if f.finSeen && f.nRuns == 0 && f.next >= f.finOff {
@@ -377,6 +380,7 @@ func (a *Assembler) end(f *flow, reason EndReason, ts int64) {
 	for f.nRuns > 0 {
 		a.skipHole(f, &a.stats.EndSkips, ts)
 	}
+	a.unpend(f)
 	f.state = flowEnded
 	a.releaseRing(f)
 	a.stats.ActiveFlows--
@@ -575,6 +579,7 @@ func (a *Assembler) insert(f *flow, o uint64, p []byte, ts int64) (stored, overl
 	if f.nRuns == 0 {
 		f.holeSince = ts
 		a.noteDeadline(ts)
+		a.markPending(f)
 	} else {
 		f.holeSince = min(f.holeSince, ts)
 	}
@@ -672,19 +677,53 @@ func (a *Assembler) Flush(ts int64) {
 	}
 }
 
-// expire applies HoleTimeout at capture time now to every flow.
+// markPending puts f on the list of flows that expire looks at.
+func (a *Assembler) markPending(f *flow) {
+	if a.timeout < 0 || f.pending {
+		return
+	}
+	f.pending = true
+	f.pendPrev, f.pendNext = -1, a.pendHead
+	if a.pendHead >= 0 {
+		a.t.flows[a.pendHead].pendPrev = f.idx
+	}
+	a.pendHead = f.idx
+}
+
+func (a *Assembler) unpend(f *flow) {
+	if !f.pending {
+		return
+	}
+	f.pending = false
+	if f.pendPrev >= 0 {
+		a.t.flows[f.pendPrev].pendNext = f.pendNext
+	} else {
+		a.pendHead = f.pendNext
+	}
+	if f.pendNext >= 0 {
+		a.t.flows[f.pendNext].pendPrev = f.pendPrev
+	}
+	f.pendPrev, f.pendNext = -1, -1
+}
+
+// expire applies HoleTimeout at capture time now to the flows that had held
+// runs or a pending FIN since the last call, not to the whole table.
 func (a *Assembler) expire(now int64) {
 	a.deadline = math.MaxInt64
-	for fi := a.t.head; fi >= 0; fi = a.t.flows[fi].lruNext {
+	for fi := a.pendHead; fi >= 0; {
 		f := &a.t.flows[fi]
-		if f.state != flowActive {
-			continue
+		fi = f.pendNext
+		if f.state == flowActive {
+			for f.nRuns > 0 && now-f.holeSince >= a.timeout {
+				a.skipHole(f, &a.stats.TimeoutSkips, now)
+			}
+			if f.finSeen && f.nRuns == 0 && (f.next >= f.finOff || now-f.finTs >= a.timeout) {
+				a.end(f, EndFIN, now) // leaves the list
+				continue
+			}
 		}
-		for f.nRuns > 0 && now-f.holeSince >= a.timeout {
-			a.skipHole(f, &a.stats.TimeoutSkips, now)
-		}
-		if f.finSeen && f.nRuns == 0 && (f.next >= f.finOff || now-f.finTs >= a.timeout) {
-			a.end(f, EndFIN, now)
+		if f.state != flowActive || (f.nRuns == 0 && !f.finSeen) {
+			a.unpend(f)
 			continue
 		}
 		if f.nRuns > 0 {
@@ -716,4 +755,5 @@ func (a *Assembler) Close() {
 		fi = nextFi
 	}
 	a.deadline = math.MaxInt64
+	a.pendHead = -1
 }

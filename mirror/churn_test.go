@@ -3,19 +3,21 @@ package mirror_test
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/tickwire/tickwire/mirror"
 )
 
 // TestFlowChurn drives many short connections through a small flow table:
 // connections open, send, close, get evicted and come back, across 64 port
-// pairs and a table of 8 directions. Each connection's bytes are checked
-// against what it sent, so a lookup that found the wrong flow would show.
+// pairs and a table of 32 directions. Each connection's bytes are checked
+// against what it sent, so a lookup that found the wrong flow would show;
+// some bytes are lost, so holes time out or end with their flows.
 func TestFlowChurn(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	rec := newRecorder(t)
 	rec.quiet = true
-	a, err := mirror.New(mirror.Config{MaxFlows: 8, BufferPerFlow: 4096}, rec)
+	a, err := mirror.New(mirror.Config{MaxFlows: 32, BufferPerFlow: 4096, HoleTimeout: time.Millisecond}, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,17 +46,20 @@ func TestFlowChurn(t *testing.T) {
 			for j := range data {
 				data[j] = byte(i) // every byte of connection i is i
 			}
+			if rng.IntN(10) == 0 {
+				c.sent += 1 + rng.IntN(50) // lost bytes: a hole, skipped later
+			}
 			s.seq, s.flags, s.data = c.isn+1+uint32(c.sent), fACK, string(data)
 			c.sent += n
 		}
-		ts += 1000
+		ts += int64(rng.IntN(400_000)) // holes time out (1 ms) or end with their flow
 		if err := a.HandleIPv4(appendIPv4(nil, s), ts); err != nil {
 			t.Fatal(err)
 		}
 	}
 	a.Close()
 	st := a.Stats()
-	if st.Evictions == 0 || st.ActiveFlows != 0 || st.Gaps != 0 {
+	if st.Evictions == 0 || st.ActiveFlows != 0 || st.TimeoutSkips == 0 || st.EndSkips == 0 {
 		t.Fatalf("stats %+v", st)
 	}
 	for k, s := range rec.streams {

@@ -45,7 +45,12 @@ type flow struct {
 	holeSince int64 // min ts of runs, valid when nRuns > 0
 
 	lastSeen         int64
+	idx              int32 // index in table.flows
 	lruPrev, lruNext int32 // most recently active at the head
+	// pending: on the Assembler's list of flows that may expire (held runs
+	// or a FIN waiting for data); entries leave it lazily.
+	pending            bool
+	pendPrev, pendNext int32
 }
 
 // table maps FlowKeys to flows with open addressing and linear probing, and
@@ -125,7 +130,7 @@ func (t *table) insert(k *FlowKey, h uint64) int32 {
 	}
 	t.slots[i] = fi + 1
 	f := &t.flows[fi]
-	*f = flow{key: *k, hash: h, lruPrev: -1, lruNext: -1}
+	*f = flow{key: *k, hash: h, idx: fi, lruPrev: -1, lruNext: -1, pendPrev: -1, pendNext: -1}
 	t.pushFront(fi)
 	t.inUse++
 	t.last = fi

@@ -100,8 +100,7 @@ type Config struct {
 	// holes are then only skipped by the buffer bound, the end of the flow
 	// and Close. The timeout runs on the timestamps passed to HandleFrame,
 	// HandleIPv4 and Flush: a source without capture times (all 0) never
-	// reaches it. Expiry walks every tracked flow, at most about once per
-	// HoleTimeout while holes are pending.
+	// reaches it.
 	HoleTimeout time.Duration
 	// Checksum selects the checksum policy; the zero value is ChecksumAuto.
 	Checksum ChecksumMode
