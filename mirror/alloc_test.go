@@ -28,13 +28,13 @@ func TestSteadyStateDoesNotAllocate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			feed := newBenchFeed(c.reorder)
+			feed := newBenchFeed(c.reorder, 1)
 			h := &nopHandler{}
 			a, err := mirror.New(c.cfg, h)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := a.HandleFrame(feed.syn, 1); err != nil {
+			if err := a.HandleFrame(feed.syns[0], 1); err != nil {
 				t.Fatal(err)
 			}
 			pos := 0

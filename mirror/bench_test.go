@@ -13,10 +13,13 @@ import (
 	"github.com/tickwire/tickwire/mirror"
 )
 
-// The benchmarks feed both reassemblers the same in-memory Ethernet frames:
-// one flow direction of 1408-byte segments (the seed's MSS), in order or
-// with 10% of adjacent pairs swapped. Every pass over the frames rewrites
-// their sequence numbers (timer stopped) so the stream keeps advancing.
+// The benchmarks feed both reassemblers the same in-memory Ethernet frames
+// (4096 frames, 2 KiB apart in one buffer, about 8 MiB): one or 16 flow
+// directions of 1408-byte segments (the seed's MSS), in order or with about
+// 10% of the segments swapped with the next one of their flow. Every pass
+// over the frames rewrites their sequence numbers (timer stopped) so the
+// streams keep advancing. segments/s and MB/s count payload segments and
+// bytes per second of measured time.
 
 const (
 	benchMSS    = 1408
@@ -25,30 +28,36 @@ const (
 )
 
 type benchFeed struct {
-	syn    []byte
+	syns   [][]byte // one per flow
 	frames [][]byte
 	order  []int // frame index for each position in a pass
 	seqOff []int // offset of the sequence number in each frame
 	ckOff  []int // offset of the TCP checksum in each frame
-	pass   uint32
+	flows  int
 }
 
-func newBenchFeed(reorder float64) *benchFeed {
-	f := &benchFeed{}
+// newBenchFeed builds benchFrames frames of the given number of flows,
+// interleaved round-robin, with reorder of adjacent frames swapped.
+func newBenchFeed(reorder float64, flows int) *benchFeed {
+	f := &benchFeed{flows: flows}
 	payload := make([]byte, benchMSS)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range payload {
 		payload[i] = byte(rng.Uint32())
 	}
-	s := ab(benchISN, fSYN, "")
-	s.flags = fSYN
-	f.syn = ethernet(appendIPv4(nil, s))
+	for j := 0; j < flows; j++ {
+		s := ab(benchISN, fSYN, "")
+		s.flags, s.sport = fSYN, uint16(40000+j)
+		f.syns = append(f.syns, ethernet(appendIPv4(nil, s)))
+	}
 	// Frames sit in one buffer, 2 KiB apart, as a capture ring or a
 	// link/frame batch holds them.
 	const stride = 2048
 	mem := make([]byte, benchFrames*stride)
 	for i := 0; i < benchFrames; i++ {
-		fr := ethernet(appendIPv4(nil, ab(benchISN+1+uint32(i*benchMSS), fPSH, string(payload))))
+		s := ab(benchISN+1+uint32(i/flows*benchMSS), fPSH, string(payload))
+		s.sport = uint16(40000 + i%flows)
+		fr := ethernet(appendIPv4(nil, s))
 		slot := mem[i*stride : i*stride+len(fr) : (i+1)*stride]
 		copy(slot, fr)
 		f.frames = append(f.frames, slot)
@@ -56,10 +65,10 @@ func newBenchFeed(reorder float64) *benchFeed {
 		f.ckOff = append(f.ckOff, 14+20+16)
 		f.order = append(f.order, i)
 	}
-	for i := 0; i+1 < benchFrames; i++ {
-		if rng.Float64() < reorder {
-			f.order[i], f.order[i+1] = f.order[i+1], f.order[i]
-			i++
+	for i := 0; i+flows < benchFrames; i++ {
+		// Swap a frame with the next one of its flow.
+		if rng.Float64() < reorder && f.order[i] == i && f.order[i+flows] == i+flows {
+			f.order[i], f.order[i+flows] = f.order[i+flows], f.order[i]
 		}
 	}
 	return f
@@ -68,8 +77,7 @@ func newBenchFeed(reorder float64) *benchFeed {
 // advance moves every frame's sequence number one pass forward, updating the
 // TCP checksum incrementally (RFC 1624).
 func (f *benchFeed) advance() {
-	f.pass++
-	delta := uint32(benchFrames * benchMSS)
+	delta := uint32(benchFrames / f.flows * benchMSS)
 	for i, fr := range f.frames {
 		so, co := f.seqOff[i], f.ckOff[i]
 		old := binary.BigEndian.Uint32(fr[so:])
@@ -93,15 +101,17 @@ func reportRates(b *testing.B, segments int) {
 	b.ReportMetric(float64(segments)*benchMSS/elapsed.Seconds()/1e6, "MB/s")
 }
 
-func benchMirror(b *testing.B, reorder float64, cfg mirror.Config) {
-	feed := newBenchFeed(reorder)
+func benchMirror(b *testing.B, reorder float64, flows int, cfg mirror.Config) {
+	feed := newBenchFeed(reorder, flows)
 	h := &nopHandler{}
 	a, err := mirror.New(cfg, h)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := a.HandleFrame(feed.syn, 1); err != nil {
-		b.Fatal(err)
+	for _, syn := range feed.syns {
+		if err := a.HandleFrame(syn, 1); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -126,16 +136,24 @@ func benchMirror(b *testing.B, reorder float64, cfg mirror.Config) {
 	reportRates(b, b.N)
 }
 
-func BenchmarkMirrorInOrder(b *testing.B)   { benchMirror(b, 0, mirror.Config{}) }
-func BenchmarkMirrorReorder10(b *testing.B) { benchMirror(b, 0.10, mirror.Config{}) }
+// Default configuration: TCP checksums verified (ChecksumAuto).
+func BenchmarkMirrorInOrder(b *testing.B)   { benchMirror(b, 0, 1, mirror.Config{}) }
+func BenchmarkMirrorReorder10(b *testing.B) { benchMirror(b, 0.10, 1, mirror.Config{}) }
 func BenchmarkMirrorInOrderHistory(b *testing.B) {
-	benchMirror(b, 0, mirror.Config{History: true})
+	benchMirror(b, 0, 1, mirror.Config{History: true})
 }
+func BenchmarkMirrorInOrder16Flows(b *testing.B) { benchMirror(b, 0, 16, mirror.Config{}) }
+
+// ChecksumIgnore: the reassembly work alone, as gopacket does it (it does
+// not verify checksums either).
 func BenchmarkMirrorInOrderNoChecksum(b *testing.B) {
-	benchMirror(b, 0, mirror.Config{Checksum: mirror.ChecksumIgnore})
+	benchMirror(b, 0, 1, mirror.Config{Checksum: mirror.ChecksumIgnore})
 }
 func BenchmarkMirrorReorder10NoChecksum(b *testing.B) {
-	benchMirror(b, 0.10, mirror.Config{Checksum: mirror.ChecksumIgnore})
+	benchMirror(b, 0.10, 1, mirror.Config{Checksum: mirror.ChecksumIgnore})
+}
+func BenchmarkMirrorInOrder16FlowsNoChecksum(b *testing.B) {
+	benchMirror(b, 0, 16, mirror.Config{Checksum: mirror.ChecksumIgnore})
 }
 
 // gopacket side: the same frames through DecodingLayerParser (the
@@ -165,8 +183,8 @@ type gpContext struct{ ci gopacket.CaptureInfo }
 
 func (c *gpContext) GetCaptureInfo() gopacket.CaptureInfo { return c.ci }
 
-func benchGopacket(b *testing.B, reorder float64) {
-	feed := newBenchFeed(reorder)
+func benchGopacket(b *testing.B, reorder float64, flows int) {
+	feed := newBenchFeed(reorder, flows)
 	var bytes int
 	asm := reassembly.NewAssembler(reassembly.NewStreamPool(&gpFactory{bytes: &bytes}))
 	var eth layers.Ethernet
@@ -183,7 +201,9 @@ func benchGopacket(b *testing.B, reorder float64) {
 		ctx.ci.Timestamp = time.Unix(0, ts)
 		asm.AssembleWithContext(ip.NetworkFlow(), &tcp, ctx)
 	}
-	handle(feed.syn, 1)
+	for _, syn := range feed.syns {
+		handle(syn, 1)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	ts := int64(2)
@@ -204,5 +224,6 @@ func benchGopacket(b *testing.B, reorder float64) {
 	reportRates(b, b.N)
 }
 
-func BenchmarkGopacketInOrder(b *testing.B)   { benchGopacket(b, 0) }
-func BenchmarkGopacketReorder10(b *testing.B) { benchGopacket(b, 0.10) }
+func BenchmarkGopacketInOrder(b *testing.B)        { benchGopacket(b, 0, 1) }
+func BenchmarkGopacketReorder10(b *testing.B)      { benchGopacket(b, 0.10, 1) }
+func BenchmarkGopacketInOrder16Flows(b *testing.B) { benchGopacket(b, 0, 16) }
