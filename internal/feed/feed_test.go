@@ -316,3 +316,39 @@ func TestPcapAndTruthFiles(t *testing.T) {
 		t.Fatalf("tshark flags frames:\n%s", s)
 	}
 }
+
+func TestSource(t *testing.T) {
+	f, err := feed.Generate(feed.Options{Messages: 50, Seed: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := f.Source()
+	batch := frame.NewBatch(7, 2048)
+	var got []feed.Frame
+	for {
+		n, err := src.ReadFrames(batch)
+		for _, fr := range batch[:n] {
+			got = append(got, feed.Frame{Time: fr.Time, Data: bytes.Clone(fr.Data())})
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil || n == 0 {
+			t.Fatalf("ReadFrames = %d, %v before the end", n, err)
+		}
+	}
+	if !reflect.DeepEqual(got, f.Frames) {
+		t.Fatalf("read %d frames, want the %d generated", len(got), len(f.Frames))
+	}
+	allocs := testing.AllocsPerRun(10, func() {
+		src := f.Source()
+		for {
+			if _, err := src.ReadFrames(batch); err != nil {
+				break
+			}
+		}
+	})
+	if allocs > 1 { // the Source itself
+		t.Errorf("%v allocations per pass, want at most 1", allocs)
+	}
+}
