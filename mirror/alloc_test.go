@@ -63,3 +63,35 @@ func TestSteadyStateDoesNotAllocate(t *testing.T) {
 		})
 	}
 }
+
+// aliasHandler records where the first byte of each Data call lives.
+type aliasHandler struct {
+	nopHandler
+	first []*byte
+}
+
+func (h *aliasHandler) Data(k mirror.FlowKey, off uint64, data []byte, ts int64) {
+	h.first = append(h.first, &data[0])
+}
+
+// TestInOrderDataAliasesTheFrame: in-order data reaches the Handler as a
+// slice of the frame itself, not a copy; held data comes from the buffer.
+func TestInOrderDataAliasesTheFrame(t *testing.T) {
+	for _, cfg := range []mirror.Config{{}, {History: true}} {
+		h := &aliasHandler{}
+		a, _ := mirror.New(cfg, h)
+		_ = a.HandleFrame(ethernet(appendIPv4(nil, ab(100, fSYN, ""))), 0)
+		inOrder := ethernet(appendIPv4(nil, ab(101, 0, "abcd")))
+		ahead := ethernet(appendIPv4(nil, ab(109, 0, "ijkl")))
+		filler := ethernet(appendIPv4(nil, ab(105, 0, "efgh")))
+		for _, fr := range [][]byte{inOrder, ahead, filler} {
+			if err := a.HandleFrame(fr, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		payload := 14 + 20 + 20
+		if len(h.first) != 3 || h.first[0] != &inOrder[payload] || h.first[1] != &filler[payload] || h.first[2] == &ahead[payload] {
+			t.Fatalf("%+v: Data did not alias the in-order frames (or aliased a held one)", cfg)
+		}
+	}
+}
