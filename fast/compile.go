@@ -15,6 +15,7 @@ type instr struct {
 	op       OpKind
 	optional bool
 	nullable bool // the wire value is nullable: optional and not constant
+	signed   bool // int32 or int64
 	pmapBit  bool // consumes a bit of the enclosing presence map
 	hasInit  bool
 	init     initial
@@ -178,6 +179,7 @@ func (c *compiler) fields(fs []*Field, t *Template, typeName string, depth int) 
 func (c *compiler) scalar(f *Field, op Operator, kind Kind, optional bool, t *Template, typeName string) (instr, error) {
 	in := instr{f: f, fid: c.fid(f), kind: kind, op: op.Kind, optional: optional, slot: -1}
 	in.nullable = optional && op.Kind != OpConstant
+	in.signed = kind == KindInt32 || kind == KindInt64
 	switch op.Kind {
 	case OpConstant:
 		in.pmapBit = optional

@@ -335,7 +335,7 @@ func (d *Decoder) message(b []byte, m *Message) (int, error) {
 	if p.t.Reset {
 		d.resetDicts()
 	}
-	off, err = d.fields(b, off, pm, p.fields, m, 0)
+	off, m.Values, err = d.fields(b, off, pm, p.fields, m, m.Values[:0], 0)
 	if err != nil {
 		return 0, err
 	}
@@ -346,33 +346,49 @@ func (d *Decoder) message(b []byte, m *Message) (int, error) {
 	return off, nil
 }
 
-func (d *Decoder) fields(b []byte, off int, pm *PMap, ins []instr, m *Message, depth int) (int, error) {
+// fields decodes the instructions ins. The values go to vals, passed and
+// returned by value: keeping the slice header in registers rather than in
+// the Message makes appending several times faster.
+func (d *Decoder) fields(b []byte, off int, pm *PMap, ins []instr, m *Message, vals []Value, depth int) (int, []Value, error) {
 	for i := range ins {
 		in := &ins[i]
 		start := off
 		var err error
 		switch in.kind {
 		case KindUint32, KindInt32, KindUint64, KindInt64:
-			// The stateless operators are handled here, without a call:
-			// most fields of a feed are one of them.
+			// The common cases are decoded here without a call (calls
+			// are what an interpreter spends most on); the rest go to
+			// intOp, which consumes its own presence bit.
 			var u uint64
-			var present bool
-			switch in.op {
-			case OpNone:
-				u, present, off, err = readIntFast(b, off, in.kind, in.nullable)
-			case OpConstant:
-				u, present = in.init.u, !in.optional || pm.Next()
-			case OpDefault:
-				if pm.Next() {
-					u, present, off, err = readIntFast(b, off, in.kind, in.nullable)
-				} else {
-					u, present = in.init.u, in.hasInit
+			present := true
+			switch op := in.op; {
+			case op == OpNone && off < len(b) && b[off]&stopBit != 0:
+				u, present = oneByteInt(b[off], in.signed, in.nullable)
+				off++
+			case op == OpConstant:
+				u = in.init.u
+				if in.optional {
+					present = pm.Next()
+				}
+			case op == OpDefault && !pm.Peek():
+				pm.Next()
+				u, present = in.init.u, in.hasInit
+			case op == OpDefault && off < len(b) && b[off]&stopBit != 0:
+				pm.Next()
+				u, present = oneByteInt(b[off], in.signed, in.nullable)
+				off++
+			case (op == OpCopy || op == OpIncrement) && !pm.Peek() && d.assigned(in.slot):
+				pm.Next()
+				u = d.dict[in.slot].u
+				if op == OpIncrement {
+					u = increment(in.kind, u)
+					d.setInt(in.slot, u, 0)
 				}
 			default:
 				u, present, off, err = d.intOp(b, off, pm, in)
 			}
 			if err == nil {
-				m.Values = append(m.Values, Value{U: u, End: int32(len(m.Values) + 1), field: in.fid, Kind: in.kind, Present: present})
+				vals = append(vals, Value{U: u, End: int32(len(vals) + 1), field: in.fid, Kind: in.kind, Present: present})
 			}
 		case KindDecimal:
 			var mant int64
@@ -384,120 +400,157 @@ func (d *Decoder) fields(b []byte, off int, pm *PMap, ins []instr, m *Message, d
 				mant, exp, present, off, err = d.decimalOp(b, off, pm, in)
 			}
 			if err == nil {
-				m.Values = append(m.Values, Value{U: uint64(mant), Exp: exp, End: int32(len(m.Values) + 1), field: in.fid, Kind: KindDecimal, Present: present})
+				vals = append(vals, Value{U: uint64(mant), Exp: exp, End: int32(len(vals) + 1), field: in.fid, Kind: KindDecimal, Present: present})
 			}
 		case KindASCII, KindUnicode, KindByteVector:
 			var sp span
-			var present bool
-			sp, present, off, err = d.bytesOp(b, off, pm, in, m)
+			present := true
+			switch op := in.op; {
+			case op == OpConstant:
+				sp = initSpan(in)
+				if in.optional {
+					present = pm.Next()
+				}
+			case op == OpDefault && !pm.Peek():
+				pm.Next()
+				sp, present = initSpan(in), in.hasInit
+			case op == OpCopy && !pm.Peek() && d.assigned(in.slot):
+				pm.Next()
+				sp, err = d.keep(m, d.dict[in.slot].b)
+			default:
+				sp, present, off, err = d.bytesOp(b, off, pm, in, m)
+			}
 			if err == nil {
-				m.Values = append(m.Values, Value{End: int32(len(m.Values) + 1), off: uint32(sp.start), n: uint32(sp.end-sp.start) &^ poolBit, field: in.fid, Kind: in.kind, Present: present})
+				vals = append(vals, Value{End: int32(len(vals) + 1), off: uint32(sp.start), n: uint32(sp.end-sp.start) &^ poolBit, field: in.fid, Kind: in.kind, Present: present})
 			}
 		case KindGroup:
-			off, err = d.group(b, off, pm, in, m, depth)
+			off, vals, err = d.group(b, off, pm, in, m, vals, depth)
 		case KindSequence:
-			off, err = d.sequence(b, off, pm, in, m, depth)
+			off, vals, err = d.sequence(b, off, pm, in, m, vals, depth)
 		case KindTemplateRef:
-			off, err = d.dynamicRef(b, off, in, m, depth)
+			off, vals, err = d.dynamicRef(b, off, in, m, vals, depth)
 		}
 		if err != nil {
-			return off, d.fail(in.f, start, err)
+			return off, vals, d.fail(in.f, start, err)
 		}
 	}
-	return off, nil
+	return off, vals, nil
 }
 
 // pmap returns the presence-map slot for a nesting depth. The slots live in
 // the Decoder so that taking their address allocates nothing.
 func (d *Decoder) pmap(depth int) *PMap { return &d.pmaps[depth] }
 
-func (d *Decoder) group(b []byte, off int, pm *PMap, in *instr, m *Message, depth int) (int, error) {
+func (d *Decoder) group(b []byte, off int, pm *PMap, in *instr, m *Message, vals []Value, depth int) (int, []Value, error) {
 	present := !in.optional || pm.Next()
-	gi := len(m.Values)
-	m.Values = append(m.Values, Value{field: in.fid, Kind: KindGroup, Present: present})
+	gi := len(vals)
+	vals = append(vals, Value{field: in.fid, Kind: KindGroup, Present: present})
 	if present {
 		if depth >= d.limits.MaxDepth {
-			return off, ErrLimit
+			return off, vals, ErrLimit
 		}
 		gpm := d.pmap(depth + 1)
 		*gpm = PMap{}
 		var err error
 		if in.needPMap {
 			if *gpm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
-				return off, err
+				return off, vals, err
 			}
 		}
-		if off, err = d.fields(b, off, gpm, in.children, m, depth+1); err != nil {
-			return off, err
+		if off, vals, err = d.fields(b, off, gpm, in.children, m, vals, depth+1); err != nil {
+			return off, vals, err
 		}
 	}
-	m.Values[gi].End = int32(len(m.Values))
-	return off, nil
+	vals[gi].End = int32(len(vals))
+	return off, vals, nil
 }
 
-func (d *Decoder) sequence(b []byte, off int, pm *PMap, in *instr, m *Message, depth int) (int, error) {
+func (d *Decoder) sequence(b []byte, off int, pm *PMap, in *instr, m *Message, vals []Value, depth int) (int, []Value, error) {
 	n, present, off, err := d.intOp(b, off, pm, in.length)
 	if err != nil {
-		return off, err
+		return off, vals, err
 	}
-	si := len(m.Values)
-	m.Values = append(m.Values, Value{U: n, field: in.fid, Kind: KindSequence, Present: present})
+	si := len(vals)
+	vals = append(vals, Value{U: n, field: in.fid, Kind: KindSequence, Present: present})
 	if present {
 		if n > uint64(d.limits.MaxSequenceLen) || depth >= d.limits.MaxDepth {
-			return off, ErrLimit
+			return off, vals, ErrLimit
 		}
 		epm := d.pmap(depth + 1)
 		for k := uint64(0); k < n; k++ {
-			if len(m.Values) >= d.limits.MaxValues {
-				return off, ErrLimit
+			if len(vals) >= d.limits.MaxValues {
+				return off, vals, ErrLimit
 			}
-			ei := len(m.Values)
-			m.Values = append(m.Values, Value{field: in.fid, Kind: KindGroup, Present: true, Elem: true})
+			ei := len(vals)
+			vals = append(vals, Value{field: in.fid, Kind: KindGroup, Present: true, Elem: true})
 			*epm = PMap{}
 			if in.needPMap {
 				if *epm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
-					return off, err
+					return off, vals, err
 				}
 			}
-			if off, err = d.fields(b, off, epm, in.children, m, depth+1); err != nil {
-				return off, err
+			if off, vals, err = d.fields(b, off, epm, in.children, m, vals, depth+1); err != nil {
+				return off, vals, err
 			}
-			m.Values[ei].End = int32(len(m.Values))
+			vals[ei].End = int32(len(vals))
 		}
 	}
-	m.Values[si].End = int32(len(m.Values))
-	return off, nil
+	vals[si].End = int32(len(vals))
+	return off, vals, nil
 }
 
-func (d *Decoder) dynamicRef(b []byte, off int, in *instr, m *Message, depth int) (int, error) {
+func (d *Decoder) dynamicRef(b []byte, off int, in *instr, m *Message, vals []Value, depth int) (int, []Value, error) {
 	if depth >= d.limits.MaxDepth {
-		return off, ErrLimit
+		return off, vals, ErrLimit
 	}
 	pm := d.pmap(depth + 1)
 	var err error
 	if *pm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
-		return off, err
+		return off, vals, err
 	}
 	tid := d.prevTID
 	if pm.Next() {
 		if tid, off, err = ReadUint32(b, off); err != nil {
-			return off, err
+			return off, vals, err
 		}
 	} else if !d.hasTID {
-		return off, ErrNoPrevious
+		return off, vals, ErrNoPrevious
 	}
 	p := d.c.lookup(tid)
 	if p == nil {
-		return off, ErrUnknownTemplate
+		return off, vals, ErrUnknownTemplate
 	}
 	d.prevTID, d.hasTID = tid, true
-	ri := len(m.Values)
-	m.Values = append(m.Values, Value{U: uint64(tid), field: in.fid, Kind: KindTemplateRef, Present: true})
-	if off, err = d.fields(b, off, pm, p.fields, m, depth+1); err != nil {
-		return off, err
+	ri := len(vals)
+	vals = append(vals, Value{U: uint64(tid), field: in.fid, Kind: KindTemplateRef, Present: true})
+	if off, vals, err = d.fields(b, off, pm, p.fields, m, vals, depth+1); err != nil {
+		return off, vals, err
 	}
-	m.Values[ri].End = int32(len(m.Values))
-	return off, nil
+	vals[ri].End = int32(len(vals))
+	return off, vals, nil
+}
+
+// assigned reports whether a dictionary entry holds a value.
+func (d *Decoder) assigned(slot int32) bool {
+	e := &d.dict[slot]
+	return e.epoch == d.epoch && e.state == stateAssigned
+}
+
+// oneByteInt decodes a one-byte integer encoding (c has the stop bit).
+func oneByteInt(c byte, signed, nullable bool) (uint64, bool) {
+	x := int64(c & dataBits)
+	if signed {
+		x = int64(int8(c<<1) >> 1)
+	}
+	if nullable {
+		if x == 0 {
+			return 0, false
+		}
+		if x > 0 {
+			x--
+		}
+	}
+	return uint64(x), true
 }
 
 // state returns the state of a dictionary entry, undefined after a reset.

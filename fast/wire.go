@@ -387,6 +387,9 @@ func ReadPMap(b []byte, off int, maxBytes int) (p PMap, next int, err error) {
 	return p, next, nil
 }
 
+// Peek returns the next bit of the map without consuming it.
+func (p *PMap) Peek() bool { return p.hi>>63 != 0 }
+
 // Next consumes the next bit of the map; it returns false past the end.
 func (p *PMap) Next() bool {
 	bit := p.hi>>63 != 0
