@@ -78,16 +78,16 @@
 // first use and recycled when a direction ends, so steady-state processing
 // allocates nothing.
 //
+// IPv4 fragments are not reassembled: they are counted in Stats.Fragments and
+// dropped, so their bytes become holes (market-data and most TCP traffic is
+// sent with Don't Fragment). IPv6 is not handled (counted as NonTCP).
+//
 // # Performance
 //
 // In-order data goes to Handler.Data straight from the frame. The TCP
 // checksum, which reads every payload byte, is the largest cost per segment
 // (a vector loop on amd64 with AVX2); ChecksumIgnore removes it when the NIC
 // or the capture already guarantees checksums.
-//
-// IPv4 fragments are not reassembled: they are counted in Stats.Fragments and
-// dropped, so their bytes become holes (market-data and most TCP traffic is
-// sent with Don't Fragment). IPv6 is not handled (counted as NonTCP).
 //
 // The package has no dependency on the netstack or on link/*: it takes frames
 // and packets as byte slices.
