@@ -58,6 +58,12 @@
 //     (default, copy, increment, constant) and the legacy 3201 pattern. The
 //     STEP tag numbers of those fields are unknown and left out.
 //
+// The template names (UA3201, UA5801), the Go names (twf:goType Trade and
+// Order) and the fixed lengths (twf:fixedLen) are tickwire's annotations. The
+// Encoder leaves a repeated template id out (its pmap bit clear, as the spec's
+// copy rule allows); set Encoder.ExplicitTemplateID to send it in every
+// record.
+//
 // Prices, quantities and amounts are fixed-point integers (Price, Qty,
 // Money); times are HHMMSSss (Time). SecurityID is a [6]byte array and the
 // one-character flags are bytes, so decoding allocates nothing.
