@@ -385,3 +385,15 @@ func TestDialRefused(t *testing.T) {
 		t.Errorf("ConnsOpen %d ConnsFailed %d TCPResetsRx %d; want 0, 1, 1", st.ConnsOpen, st.ConnsFailed, st.TCPResetsRx)
 	}
 }
+
+// TestDialNoRoute dials off-link without a gateway: ENETUNREACH at once.
+func TestDialNoRoute(t *testing.T) {
+	p := newPair(t, nil)
+	_, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), netip.MustParseAddrPort("192.0.2.1:7"))
+	if !errors.Is(err, syscall.ENETUNREACH) {
+		t.Fatalf("dial: %v, want ENETUNREACH", err)
+	}
+	if st := p.a.Stats(); st.ConnsOpen != 0 || st.ConnsFailed != 1 {
+		t.Errorf("ConnsOpen %d ConnsFailed %d; want 0, 1", st.ConnsOpen, st.ConnsFailed)
+	}
+}

@@ -203,8 +203,9 @@ func listenBacklog(maxConns int) int {
 // DialTCP connects to addr. It fails with a *net.OpError whose cause is
 // ErrTooManyConnections when Config.MaxConnections connections are open,
 // wraps syscall.EHOSTUNREACH when ARP gets no answer within
-// Config.ARPTimeout, ECONNREFUSED on a reset, and returns ctx's error when
-// ctx ends first.
+// Config.ARPTimeout, ENETUNREACH when addr is off-link and there is no
+// Gateway, ECONNREFUSED on a reset, ETIMEDOUT when SYNs go unanswered, and
+// returns ctx's error when ctx ends first.
 func (s *Stack) DialTCP(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
 	raddr := net.TCPAddrFromAddrPort(addr)
 	if s.closed.Load() {

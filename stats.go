@@ -7,7 +7,7 @@ import (
 )
 
 // Stats is a snapshot of a Stack's counters, all monotonic except the
-// Current... and ConnsOpen gauges. Frame and byte counts are taken at the
+// ARPEntries and ConnsOpen gauges. Frame and byte counts are taken at the
 // link (Bytes count whole Ethernet frames, header included, FCS excluded), so
 // they include frames netstack later drops; the rest come from netstack's
 // own counters or from tickwire's bounds.
