@@ -169,6 +169,10 @@ type FeedEncoder struct {
 	// TradeSeq and OrderSeq are the next per-category sequence numbers
 	// (10072) of categories 7 and 58.
 	TradeSeq, OrderSeq uint64
+	// ExplicitTemplateID sends the template id in every record (see
+	// Encoder.ExplicitTemplateID); by default only the first record of a
+	// STEP message carries it.
+	ExplicitTemplateID bool
 
 	enc     Encoder
 	payload []byte
@@ -194,6 +198,7 @@ var (
 // On error dst is returned unchanged and no sequence number is used.
 func (f *FeedEncoder) AppendTrades(dst []byte, trades []Trade) ([]byte, error) {
 	f.enc.Reset()
+	f.enc.ExplicitTemplateID = f.ExplicitTemplateID
 	f.payload = f.payload[:0]
 	var err error
 	for i := range trades {
@@ -210,6 +215,7 @@ func (f *FeedEncoder) AppendTrades(dst []byte, trades []Trade) ([]byte, error) {
 // On error dst is returned unchanged and no sequence number is used.
 func (f *FeedEncoder) AppendOrders(dst []byte, orders []Order) ([]byte, error) {
 	f.enc.Reset()
+	f.enc.ExplicitTemplateID = f.ExplicitTemplateID
 	f.payload = f.payload[:0]
 	var err error
 	for i := range orders {

@@ -440,6 +440,29 @@ func feed(seed uint64, n, maxRecords int) (stream []byte, want []string) {
 	return stream, want
 }
 
+func TestFeedExplicitTemplateID(t *testing.T) {
+	mk := newMarket(10)
+	trades := []Trade{mk.trade(), mk.trade()}
+	for _, explicit := range []bool{false, true} {
+		fe := NewFeedEncoder()
+		fe.ExplicitTemplateID = explicit
+		stream, err := fe.AppendTrades(nil, trades)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := step.NewParser(step.Config{})
+		p.Feed(stream)
+		m, _ := p.Next()
+		if n := bytes.Count(m.Payload, []byte{0x19, 0x81}); (n == 2) != explicit {
+			t.Errorf("explicit %v: template id %d times in % x", explicit, n, m.Payload)
+		}
+		c := &collect{}
+		if err := NewFeedDecoder(FeedConfig{}, c).Feed(stream); err != nil || len(c.trades) != 2 {
+			t.Errorf("explicit %v: %v, %d trades", explicit, err, len(c.trades))
+		}
+	}
+}
+
 func TestFeedRoundTrip(t *testing.T) {
 	stream, want := feed(1, 200, 20)
 	for _, size := range []int{1, 13, 1408, len(stream)} {
