@@ -388,7 +388,10 @@ func (d *Decoder) fields(b []byte, off int, pm *PMap, ins []instr, m *Message, v
 				u, present, off, err = d.intOp(b, off, pm, in)
 			}
 			if err == nil {
-				vals = append(vals, Value{U: u, End: int32(len(vals) + 1), field: in.fid, Kind: in.kind, Present: present})
+				vals = grow(vals)
+				v := &vals[len(vals)-1]
+				v.U, v.Exp, v.End, v.off, v.n = u, 0, int32(len(vals)), 0, 0
+				v.field, v.Kind, v.Present, v.Elem = in.fid, in.kind, present, false
 			}
 		case KindDecimal:
 			var mant int64
@@ -400,7 +403,10 @@ func (d *Decoder) fields(b []byte, off int, pm *PMap, ins []instr, m *Message, v
 				mant, exp, present, off, err = d.decimalOp(b, off, pm, in)
 			}
 			if err == nil {
-				vals = append(vals, Value{U: uint64(mant), Exp: exp, End: int32(len(vals) + 1), field: in.fid, Kind: KindDecimal, Present: present})
+				vals = grow(vals)
+				v := &vals[len(vals)-1]
+				v.U, v.Exp, v.End, v.off, v.n = uint64(mant), exp, int32(len(vals)), 0, 0
+				v.field, v.Kind, v.Present, v.Elem = in.fid, KindDecimal, present, false
 			}
 		case KindASCII, KindUnicode, KindByteVector:
 			var sp span
@@ -421,7 +427,10 @@ func (d *Decoder) fields(b []byte, off int, pm *PMap, ins []instr, m *Message, v
 				sp, present, off, err = d.bytesOp(b, off, pm, in, m)
 			}
 			if err == nil {
-				vals = append(vals, Value{End: int32(len(vals) + 1), off: uint32(sp.start), n: uint32(sp.end-sp.start) &^ poolBit, field: in.fid, Kind: in.kind, Present: present})
+				vals = grow(vals)
+				v := &vals[len(vals)-1]
+				v.U, v.Exp, v.End, v.off, v.n = 0, 0, int32(len(vals)), uint32(sp.start), uint32(sp.end-sp.start)&^poolBit
+				v.field, v.Kind, v.Present, v.Elem = in.fid, in.kind, present, false
 			}
 		case KindGroup:
 			off, vals, err = d.group(b, off, pm, in, m, vals, depth)
@@ -482,7 +491,10 @@ func (d *Decoder) sequence(b []byte, off int, pm *PMap, in *instr, m *Message, v
 				return off, vals, ErrLimit
 			}
 			ei := len(vals)
-			vals = append(vals, Value{field: in.fid, Kind: KindGroup, Present: true, Elem: true})
+			vals = grow(vals)
+			v := &vals[ei]
+			v.U, v.Exp, v.off, v.n = 0, 0, 0, 0
+			v.field, v.Kind, v.Present, v.Elem = in.fid, KindGroup, true, true
 			*epm = PMap{}
 			if in.needPMap {
 				if *epm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
@@ -530,6 +542,17 @@ func (d *Decoder) dynamicRef(b []byte, off int, in *instr, m *Message, vals []Va
 	return off, vals, nil
 }
 
+// grow extends vals by one element, left for the caller to fill field by
+// field: building a Value literal and copying it makes the CPU reload
+// narrow stores with wide loads, which stalls store forwarding and cost more
+// than all the decoding around it.
+func grow(vals []Value) []Value {
+	if len(vals) < cap(vals) {
+		return vals[:len(vals)+1]
+	}
+	return append(vals, Value{})
+}
+
 // assigned reports whether a dictionary entry holds a value.
 func (d *Decoder) assigned(slot int32) bool {
 	e := &d.dict[slot]
@@ -566,17 +589,29 @@ func (d *Decoder) state(e *entry) uint8 {
 func (d *Decoder) write(slot int32) *entry {
 	e := &d.dict[slot]
 	if e.gen != d.gen {
-		// The undo record keeps the old buffer and the entry continues in
-		// the spare one, so writes during this message never touch what
-		// undo restores. Every byte write replaces the whole value (tail
-		// and delta read their base before writing), so the spare need
-		// not start as a copy.
-		d.undo = append(d.undo, undoRec{slot: slot, e: *e})
-		e.gen = d.gen
-		e.alt, e.b = e.b, e.alt[:0]
+		d.save(slot, e)
 	}
 	e.epoch = d.epoch
 	return e
+}
+
+// save records e in the undo log, the first time it is written during the
+// current message. The undo record keeps the old buffer and the entry
+// continues in the spare one, so writes during this message never touch what
+// undo restores. Every byte write replaces the whole value (tail and delta
+// read their base before writing), so the spare need not start as a copy.
+//
+//go:noinline
+func (d *Decoder) save(slot int32, e *entry) {
+	if len(d.undo) == cap(d.undo) {
+		d.undo = append(d.undo, undoRec{})
+	} else {
+		d.undo = d.undo[:len(d.undo)+1]
+	}
+	r := &d.undo[len(d.undo)-1]
+	r.slot, r.e = slot, *e
+	e.gen = d.gen
+	e.alt, e.b = e.b, e.alt[:0]
 }
 
 func (d *Decoder) setInt(slot int32, u uint64, exp int32) {
