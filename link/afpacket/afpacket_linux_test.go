@@ -485,3 +485,57 @@ func TestKernelDropsCounted(t *testing.T) {
 	}
 	t.Logf("%+v", src.Stats())
 }
+
+// BenchmarkReadFrames measures reading frames that are already in the ring
+// (the injection of each batch is outside the timer).
+func BenchmarkReadFrames(b *testing.B) {
+	kerneltest.RequireRoot(b)
+	ns := kerneltest.NewNetns(b, "twa")
+	ns.MustRun(b, "ip", "link", "add", "twa0", "type", "veth", "peer", "name", "twa1")
+	for _, n := range []string{"twa0", "twa1"} {
+		ns.MustRun(b, "ip", "link", "set", n, "addrgenmode", "none")
+		ns.MustRun(b, "ip", "link", "set", n, "up")
+	}
+	var src *afpacket.Source
+	var fd int
+	var sa unix.SockaddrLinklayer
+	if err := ns.Do(func() (err error) {
+		if src, err = afpacket.New("twa0", afpacket.Config{ReadTimeout: time.Second}); err != nil {
+			return err
+		}
+		ifi, err := net.InterfaceByName("twa1")
+		if err != nil {
+			return err
+		}
+		sa.Ifindex = ifi.Index
+		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close()
+	defer unix.Close(fd)
+	const perBatch = 64
+	pkt := make([]byte, 1408+54)
+	copy(pkt, []byte{0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x88, 0xb5})
+	batch := frame.NewBatch(perBatch, 2048)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(pkt)) * perBatch)
+	for b.Loop() {
+		b.StopTimer()
+		for range perBatch {
+			if err := unix.Sendto(fd, pkt, 0, &sa); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		for got := 0; got < perBatch; {
+			n, err := src.ReadFrames(batch[:perBatch-got])
+			if err != nil {
+				b.Fatal(err)
+			}
+			got += n
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perBatch), "ns/frame")
+}
