@@ -15,8 +15,9 @@
 //	err = f.WriteTruth(truthFile)
 //
 // The same seed gives the same bytes: randomness comes from math/rand/v2's
-// PCG seeded with Options.Seed. The whole capture is built in memory (about
-// 1.3 KiB of frames per STEP message with the default mix).
+// PCG seeded with Options.Seed. The whole capture is built in memory: about
+// 250 bytes of frames and as much of stream per STEP message, plus the truth
+// (about 4.5 records per message).
 package feed
 
 import (
