@@ -244,6 +244,7 @@ func TestCapturesMatchWireshark(t *testing.T) {
 			continue
 		}
 		t.Run(c.file, func(t *testing.T) {
+			t.Parallel() // tshark is slow to start
 			path := shareddata.Path(t, "captures", c.file)
 			rec, _ := replay(t, path, c.cfg)
 			want := wiresharkStreams(t, tshark, path)
@@ -293,50 +294,56 @@ func wiresharkStreams(t *testing.T, tshark, path string) map[string]*stream {
 	for _, l := range strings.Fields(string(out)) {
 		ids[l] = true
 	}
-	res := map[string]*stream{}
+	// One tshark run follows every stream: sections come one after another.
+	args := []string{"-r", path, "-q"}
 	for id := range ids {
-		out, err := exec.Command(tshark, "-r", path, "-qz", "follow,tcp,raw,"+id).Output()
-		if err != nil {
-			t.Fatalf("tshark follow %s: %v", id, err)
+		args = append(args, "-z", "follow,tcp,raw,"+id)
+	}
+	out, err = exec.Command(tshark, args...).Output()
+	if err != nil {
+		t.Fatalf("tshark follow: %v", err)
+	}
+	res := map[string]*stream{}
+	var node [2]string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "Follow: "):
+			node = [2]string{}
+			continue
+		case strings.HasPrefix(line, "Node 0: "):
+			node[0] = strings.TrimPrefix(line, "Node 0: ")
+			continue
+		case strings.HasPrefix(line, "Node 1: "):
+			node[1] = strings.TrimPrefix(line, "Node 1: ")
+			continue
 		}
-		var node [2]string
-		sc := bufio.NewScanner(bytes.NewReader(out))
-		sc.Buffer(nil, 1<<24)
-		for sc.Scan() {
-			line := sc.Text()
-			if strings.HasPrefix(line, "Node 0: ") {
-				node[0] = strings.TrimPrefix(line, "Node 0: ")
-				continue
-			}
-			if strings.HasPrefix(line, "Node 1: ") {
-				node[1] = strings.TrimPrefix(line, "Node 1: ")
-				continue
-			}
-			dir := 0
-			if strings.HasPrefix(line, "\t") {
-				dir = 1
-			}
-			b, err := hex.DecodeString(strings.TrimSpace(line))
-			if err != nil || len(b) == 0 || node[1] == "" {
-				continue
-			}
-			k := node[dir] + "->" + node[1-dir]
-			s := res[k]
-			if s == nil {
-				s = &stream{}
-				res[k] = s
-			}
-			if m := missingRE.FindSubmatch(b); m != nil {
-				n, _ := strconv.Atoi(string(m[1]))
-				s.gaps = append(s.gaps, gapRec{uint64(len(s.img)), uint64(n)})
-				s.img = append(s.img, make([]byte, n)...)
-				s.delivered = append(s.delivered, make([]bool, n)...)
-				continue
-			}
-			s.img = append(s.img, b...)
-			for range b {
-				s.delivered = append(s.delivered, true)
-			}
+		dir := 0
+		if strings.HasPrefix(line, "\t") {
+			dir = 1
+		}
+		b, err := hex.DecodeString(strings.TrimSpace(line))
+		if err != nil || len(b) == 0 || node[1] == "" {
+			continue
+		}
+		k := node[dir] + "->" + node[1-dir]
+		s := res[k]
+		if s == nil {
+			s = &stream{}
+			res[k] = s
+		}
+		if m := missingRE.FindSubmatch(b); m != nil {
+			n, _ := strconv.Atoi(string(m[1]))
+			s.gaps = append(s.gaps, gapRec{uint64(len(s.img)), uint64(n)})
+			s.img = append(s.img, make([]byte, n)...)
+			s.delivered = append(s.delivered, make([]bool, n)...)
+			continue
+		}
+		s.img = append(s.img, b...)
+		for range b {
+			s.delivered = append(s.delivered, true)
 		}
 	}
 	return res
