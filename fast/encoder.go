@@ -81,8 +81,10 @@ func (e *Encoder) resetDicts() {
 
 // Encode appends the encoding of m to dst. m.TemplateID selects the
 // template; m.Values must hold one value per field in template order, as the
-// Decoder produces them (composite values are followed by their members;
-// End is ignored). The Add methods of Message build such a list.
+// Decoder produces them (composite values are followed by their members).
+// The Add methods of Message build such a list; Encode completes it (field,
+// kind and the End of composite values), so the message can be walked and
+// rendered afterwards.
 //
 // On error the dictionary state may be out of step with a decoder's: call
 // Reset before encoding more.
@@ -100,6 +102,7 @@ func (e *Encoder) Encode(dst []byte, m *Message) ([]byte, error) {
 		e.Reset()
 	}
 	e.vi = 0
+	m.Template, m.fields, m.pool = p.t, e.c.fields, e.c.pool
 	pmb := &e.pmbs[0]
 	pmb.Reset()
 	body := e.bufs[0][:0]
@@ -150,6 +153,7 @@ func (e *Encoder) fields(body []byte, pmb *PMapBuilder, ins []instr, m *Message,
 			if v == nil {
 				return body, ErrNotEncodable
 			}
+			v.field, v.Kind = in.fid, in.kind
 			switch {
 			case in.kind.IsInteger():
 				body, err = e.intOp(body, pmb, in, v.U, v.Present)
@@ -217,10 +221,15 @@ func (e *Encoder) composite(body []byte, pmb *PMapBuilder, in *instr, m *Message
 	if depth >= e.maxDepth {
 		return body, ErrLimit
 	}
+	vi := e.vi
 	v := e.next(m)
 	if v == nil || v.Kind != 0 && v.Kind != in.kind {
 		return body, ErrNotEncodable
 	}
+	// Link the subtree, so that a message built with the Add methods can
+	// also be walked and rendered once encoded.
+	defer func() { m.Values[vi].End = int32(e.vi) }()
+	v.field, v.Kind = in.fid, in.kind
 	var err error
 	switch in.kind {
 	case KindGroup:
@@ -238,12 +247,16 @@ func (e *Encoder) composite(body []byte, pmb *PMapBuilder, in *instr, m *Message
 			return body, err
 		}
 		for k := uint64(0); k < v.U; k++ {
-			if el := e.next(m); el == nil || !el.Elem {
+			ei := e.vi
+			el := e.next(m)
+			if el == nil || !el.Elem {
 				return body, ErrNotEncodable
 			}
+			el.field, el.Kind = in.fid, KindGroup
 			if body, err = e.nested(body, in.children, in.needPMap, m, depth); err != nil {
 				return body, err
 			}
+			m.Values[ei].End = int32(e.vi)
 		}
 		return body, nil
 	}

@@ -116,7 +116,7 @@ func (m *Message) Reset() {
 // Index returns the index in Values of the first top-level value with the
 // given field name (a static templateRef's fields count as top level), or -1.
 func (m *Message) Index(name string) int {
-	for i := 0; i < len(m.Values); i = int(m.Values[i].End) {
+	for i := 0; i < len(m.Values); i = m.end(i) {
 		if m.Values[i].Kind != KindTemplateRef && m.Field(i).Name == name {
 			return i
 		}
@@ -132,10 +132,20 @@ func (m *Message) Get(name string) *Value {
 	return nil
 }
 
+// end returns Values[i].End, or i+1 when End does not point past i (values
+// a caller built by hand), so walks always move forward and stay in range.
+func (m *Message) end(i int) int {
+	e := int(m.Values[i].End)
+	if e <= i || e > len(m.Values) {
+		return i + 1
+	}
+	return e
+}
+
 // Children returns the index range [first, end) of the direct children of the
 // composite value at index i. Step through them with j = Values[j].End.
 func (m *Message) Children(i int) (first, end int) {
-	return i + 1, int(m.Values[i].End)
+	return i + 1, m.end(i)
 }
 
 // AppendJSON appends m as one JSON object:
@@ -166,13 +176,13 @@ func (m *Message) AppendJSON(dst []byte) []byte {
 
 // appendJSONFields appends the members of Values[i:end] (without braces).
 func (m *Message) appendJSONFields(dst []byte, i, end int, first bool) ([]byte, bool) {
-	for ; i < end; i = int(m.Values[i].End) {
+	for ; i < end; i = m.end(i) {
 		v := &m.Values[i]
 		if !v.Present {
 			continue
 		}
 		if v.Kind == KindTemplateRef {
-			dst, first = m.appendJSONFields(dst, i+1, int(v.End), first)
+			dst, first = m.appendJSONFields(dst, i+1, m.end(i), first)
 			continue
 		}
 		if !first {
@@ -208,11 +218,11 @@ func (m *Message) appendJSONValue(dst []byte, i int) []byte {
 		return append(dst, '"')
 	case KindGroup:
 		dst = append(dst, '{')
-		dst, _ = m.appendJSONFields(dst, i+1, int(v.End), true)
+		dst, _ = m.appendJSONFields(dst, i+1, m.end(i), true)
 		return append(dst, '}')
 	case KindSequence:
 		dst = append(dst, '[')
-		for j, k := i+1, 0; j < int(v.End); j, k = int(m.Values[j].End), k+1 {
+		for j, k := i+1, 0; j < m.end(i); j, k = m.end(j), k+1 {
 			if k > 0 {
 				dst = append(dst, ',')
 			}
