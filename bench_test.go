@@ -102,3 +102,40 @@ func BenchmarkUDPPingPong64(b *testing.B) {
 		}
 	}
 }
+
+// TestTCPPingPongDoesNotAllocate asserts that a 64-byte request and its echo
+// between two stacks over link/pipe allocate nothing in steady state, on
+// either side and in netstack in between.
+func TestTCPPingPongDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items; run without -race")
+	}
+	p := newPair(t, nil)
+	ln, err := p.b.ListenTCP(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	echoServer(ln)
+	c, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	msg := make([]byte, 64)
+	buf := make([]byte, 64)
+	roundTrip := func() {
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		roundTrip() // warm the pools
+	}
+	if allocs := testing.AllocsPerRun(2000, roundTrip); allocs != 0 {
+		t.Errorf("%.0f allocations per round trip, want 0", allocs)
+	}
+}

@@ -1,6 +1,8 @@
 package tickwire
 
 import (
+	"sync"
+
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -159,3 +161,31 @@ func (w *wire) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 	}
 	return w.Endpoint.WritePackets(pkts)
 }
+
+// passThrough is the NIC's queueing discipline: like netstack's default it
+// hands each packet straight to the wire on the caller's goroutine, but it
+// reuses one-packet lists instead of allocating one per packet.
+type passThrough struct {
+	w     *wire
+	lists sync.Pool // of *stack.PacketBufferList, empty, capacity 1
+}
+
+var _ gstack.QueueingDiscipline = (*passThrough)(nil)
+
+// WritePacket implements stack.QueueingDiscipline.WritePacket. It does NOT
+// take ownership of pkt: the list holds a reference of its own for the
+// duration of the call.
+func (q *passThrough) WritePacket(pkt *gstack.PacketBuffer) tcpip.Error {
+	l, _ := q.lists.Get().(*gstack.PacketBufferList)
+	if l == nil {
+		l = new(gstack.PacketBufferList)
+	}
+	l.PushBack(pkt.IncRef())
+	_, err := q.w.WritePackets(*l)
+	l.Reset() // drops the list's reference and keeps the capacity
+	q.lists.Put(l)
+	return err
+}
+
+// Close implements stack.QueueingDiscipline.Close.
+func (*passThrough) Close() {}
