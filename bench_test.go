@@ -2,6 +2,7 @@ package tickwire_test
 
 import (
 	"io"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -74,14 +75,18 @@ func BenchmarkUDPPingPong64(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer srv.Close()
+	apc := srv.(interface {
+		ReadFromUDPAddrPort([]byte) (int, netip.AddrPort, error)
+		WriteToUDPAddrPort([]byte, netip.AddrPort) (int, error)
+	})
 	go func() {
 		buf := make([]byte, 2048)
 		for {
-			n, from, err := srv.ReadFrom(buf)
+			n, from, err := apc.ReadFromUDPAddrPort(buf)
 			if err != nil {
 				return
 			}
-			srv.WriteTo(buf[:n], from)
+			apc.WriteToUDPAddrPort(buf[:n], from)
 		}
 	}()
 	c, err := p.a.DialUDP(addrPort(addrB, 7))

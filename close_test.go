@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -152,6 +153,28 @@ func TestUDPSemantics(t *testing.T) {
 	n, from, err := pc.ReadFrom(buf)
 	if err != nil || n != 4 || string(buf) != "0123" || from.(*net.UDPAddr).IP.String() != "10.0.0.1" {
 		t.Fatalf("truncated read: %d %q from %v, %v", n, buf[:n], from, err)
+	}
+	// The allocation-free pair, as on *net.UDPConn.
+	type addrPortConn interface {
+		ReadFromUDPAddrPort([]byte) (int, netip.AddrPort, error)
+		WriteToUDPAddrPort([]byte, netip.AddrPort) (int, error)
+	}
+	apc, ok := pc.(addrPortConn)
+	if !ok {
+		t.Fatal("the PacketConn lacks ReadFromUDPAddrPort/WriteToUDPAddrPort")
+	}
+	local := c.LocalAddr().(*net.UDPAddr).AddrPort()
+	local = netip.AddrPortFrom(local.Addr().Unmap(), local.Port())
+	if _, err := apc.WriteToUDPAddrPort([]byte("back"), local); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "back" {
+		t.Fatalf("reply: %q, %v", buf[:n], err)
+	}
+	c.Write([]byte("again"))
+	if n, from, err := apc.ReadFromUDPAddrPort(buf); err != nil || n != 4 || from != local {
+		t.Fatalf("ReadFromUDPAddrPort: %d from %v, %v; want 4 from %v", n, from, err, local)
 	}
 	if _, err := pc.WriteTo([]byte("x"), &net.UDPAddr{IP: net.ParseIP("fd00::1"), Port: 1}); err == nil {
 		t.Error("WriteTo an IPv6 address succeeded")

@@ -3,6 +3,7 @@ package tickwire
 import (
 	"bytes"
 	"net"
+	"net/netip"
 	"sync"
 	"syscall"
 
@@ -15,8 +16,9 @@ import (
 // udpConn is the net.PacketConn of ListenUDP and the net.Conn of DialUDP: a
 // thin wrapper over a netstack UDP endpoint. All methods are safe for
 // concurrent use; concurrent reads (and concurrent writes) are serialised.
-// Read, Write and WriteTo allocate nothing in steady state; ReadFrom
-// allocates the returned address.
+// The wrapper allocates nothing per datagram except the address ReadFrom
+// returns; ReadFromUDPAddrPort and WriteToUDPAddrPort avoid that, as on
+// *net.UDPConn.
 type udpConn struct {
 	sock
 	laddr *net.UDPAddr
@@ -113,6 +115,17 @@ func (c *udpConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	return n, &net.UDPAddr{IP: from.Addr.AsSlice(), Port: int(from.Port)}, nil
 }
 
+// ReadFromUDPAddrPort is ReadFrom without allocating the address, as on
+// *net.UDPConn: reach it with a type assertion on the net.PacketConn.
+func (c *udpConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+	var from tcpip.FullAddress
+	n, err := c.read(b, &from)
+	if err != nil {
+		return 0, netip.AddrPort{}, c.opError("read", nil, err)
+	}
+	return n, netip.AddrPortFrom(netip.AddrFrom4(from.Addr.As4()), from.Port), nil
+}
+
 // Read receives one datagram on a connected socket.
 func (c *udpConn) Read(b []byte) (int, error) {
 	n, err := c.read(b, nil)
@@ -124,15 +137,28 @@ func (c *udpConn) Read(b []byte) (int, error) {
 
 // write sends b as one datagram, to the connected peer when to is nil.
 func (c *udpConn) write(b []byte, to *net.UDPAddr) (int, error) {
+	if to == nil {
+		return c.send(b, nil)
+	}
+	ip := to.IP.To4()
+	if ip == nil {
+		return 0, syscall.EAFNOSUPPORT
+	}
+	return c.writeTo(b, tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4Slice(ip), Port: uint16(to.Port)})
+}
+
+// writeTo sends b as one datagram to full.
+func (c *udpConn) writeTo(b []byte, full tcpip.FullAddress) (int, error) {
+	return c.send(b, &full)
+}
+
+// send sends b as one datagram, to the connected peer when to is nil.
+func (c *udpConn) send(b []byte, to *tcpip.FullAddress) (int, error) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	opts := tcpip.WriteOptions{}
 	if to != nil {
-		ip := to.IP.To4()
-		if ip == nil {
-			return 0, syscall.EAFNOSUPPORT
-		}
-		c.to = tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4Slice(ip), Port: uint16(to.Port)}
+		c.to = *to // a field, so that opts.To does not escape to the heap
 		opts.To = &c.to
 	}
 	expired := c.wd.expired()
@@ -152,6 +178,18 @@ func (c *udpConn) write(b []byte, to *net.UDPAddr) (int, error) {
 			return 0, c.cause(err)
 		}
 	}
+}
+
+// WriteToUDPAddrPort is WriteTo with a netip.AddrPort, as on *net.UDPConn.
+func (c *udpConn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+	if !addr.Addr().Is4() {
+		return 0, c.opError("write", net.UDPAddrFromAddrPort(addr), syscall.EAFNOSUPPORT)
+	}
+	n, err := c.writeTo(b, tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4(addr.Addr().As4()), Port: addr.Port()})
+	if err != nil {
+		return n, c.opError("write", net.UDPAddrFromAddrPort(addr), err)
+	}
+	return n, nil
 }
 
 // WriteTo sends b as one datagram to addr, a *net.UDPAddr.
