@@ -150,7 +150,9 @@ func (w *wire) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 					c.add(size)
 				}
 			}
-			if pkt.TransportProtocolNumber == header.TCPProtocolNumber {
+			// A GSO packet's checksum field holds a partial sum that the
+			// device completes; the incremental patch would not fit it.
+			if pkt.TransportProtocolNumber == header.TCPProtocolNumber && !pkt.GSOOptions.NeedsCsum {
 				// netstack always offers timestamps in its SYN; the header
 				// belongs to this packet alone, so it is edited in place.
 				if tcp := pkt.TransportHeader().Slice(); len(tcp) >= header.TCPMinimumSize && header.TCP(tcp).Flags()&header.TCPFlagSyn != 0 {
