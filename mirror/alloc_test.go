@@ -28,7 +28,7 @@ func TestSteadyStateDoesNotAllocate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			feed := newBenchFeed(c.reorder, 1)
+			feed := newBenchFeed(c.reorder, 1, benchFramesCold)
 			h := &nopHandler{}
 			a, err := mirror.New(c.cfg, h)
 			if err != nil {

@@ -13,18 +13,22 @@ import (
 	"github.com/tickwire/tickwire/mirror"
 )
 
-// The benchmarks feed both reassemblers the same in-memory Ethernet frames
-// (4096 frames, 2 KiB apart in one buffer, about 8 MiB): one or 16 flow
-// directions of 1408-byte segments (the seed's MSS), in order or with about
-// 10% of the segments swapped with the next one of their flow. Every pass
-// over the frames rewrites their sequence numbers (timer stopped) so the
-// streams keep advancing. segments/s and MB/s count payload segments and
-// bytes per second of measured time.
+// The benchmarks feed both reassemblers the same in-memory Ethernet frames,
+// 2 KiB apart in one buffer like a receive ring: one or 16 flow directions
+// of 1408-byte segments (the seed's MSS), in order or with about 10% of the
+// segments swapped with the next one of their flow. The ring holds 256
+// frames (512 KiB, cache-resident, as frames handled as they arrive are);
+// the Cold variants use 4096 frames (8 MiB), so every payload byte the
+// checksum reads comes from L3 or memory. Every pass over the ring rewrites
+// the sequence numbers (timer stopped) so the streams keep advancing.
+// segments/s and MB/s count payload segments and bytes per second of
+// measured time.
 
 const (
-	benchMSS    = 1408
-	benchFrames = 4096
-	benchISN    = 0xfff00000 // the stream wraps around 2^32 early on
+	benchMSS        = 1408
+	benchFrames     = 256
+	benchFramesCold = 4096
+	benchISN        = 0xfff00000 // the stream wraps around 2^32 early on
 )
 
 type benchFeed struct {
@@ -34,12 +38,14 @@ type benchFeed struct {
 	seqOff []int // offset of the sequence number in each frame
 	ckOff  []int // offset of the TCP checksum in each frame
 	flows  int
+	n      int // frames in the ring
 }
 
-// newBenchFeed builds benchFrames frames of the given number of flows,
-// interleaved round-robin, with reorder of adjacent frames swapped.
-func newBenchFeed(reorder float64, flows int) *benchFeed {
-	f := &benchFeed{flows: flows}
+// newBenchFeed builds a ring of n frames of the given number of flows,
+// interleaved round-robin, with a fraction reorder of the frames swapped
+// with the next frame of their flow.
+func newBenchFeed(reorder float64, flows, n int) *benchFeed {
+	f := &benchFeed{flows: flows, n: n}
 	payload := make([]byte, benchMSS)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range payload {
@@ -53,8 +59,8 @@ func newBenchFeed(reorder float64, flows int) *benchFeed {
 	// Frames sit in one buffer, 2 KiB apart, as a capture ring or a
 	// link/frame batch holds them.
 	const stride = 2048
-	mem := make([]byte, benchFrames*stride)
-	for i := 0; i < benchFrames; i++ {
+	mem := make([]byte, n*stride)
+	for i := 0; i < n; i++ {
 		s := ab(benchISN+1+uint32(i/flows*benchMSS), fPSH, string(payload))
 		s.sport = uint16(40000 + i%flows)
 		fr := ethernet(appendIPv4(nil, s))
@@ -65,7 +71,7 @@ func newBenchFeed(reorder float64, flows int) *benchFeed {
 		f.ckOff = append(f.ckOff, 14+20+16)
 		f.order = append(f.order, i)
 	}
-	for i := 0; i+flows < benchFrames; i++ {
+	for i := 0; i+flows < n; i++ {
 		// Swap a frame with the next one of its flow.
 		if rng.Float64() < reorder && f.order[i] == i && f.order[i+flows] == i+flows {
 			f.order[i], f.order[i+flows] = f.order[i+flows], f.order[i]
@@ -77,7 +83,7 @@ func newBenchFeed(reorder float64, flows int) *benchFeed {
 // advance moves every frame's sequence number one pass forward, updating the
 // TCP checksum incrementally (RFC 1624).
 func (f *benchFeed) advance() {
-	delta := uint32(benchFrames / f.flows * benchMSS)
+	delta := uint32(f.n / f.flows * benchMSS)
 	for i, fr := range f.frames {
 		so, co := f.seqOff[i], f.ckOff[i]
 		old := binary.BigEndian.Uint32(fr[so:])
@@ -101,8 +107,8 @@ func reportRates(b *testing.B, segments int) {
 	b.ReportMetric(float64(segments)*benchMSS/elapsed.Seconds()/1e6, "MB/s")
 }
 
-func benchMirror(b *testing.B, reorder float64, flows int, cfg mirror.Config) {
-	feed := newBenchFeed(reorder, flows)
+func benchMirror(b *testing.B, reorder float64, flows, frames int, cfg mirror.Config) {
+	feed := newBenchFeed(reorder, flows, frames)
 	h := &nopHandler{}
 	a, err := mirror.New(cfg, h)
 	if err != nil {
@@ -117,7 +123,7 @@ func benchMirror(b *testing.B, reorder float64, flows int, cfg mirror.Config) {
 	b.ResetTimer()
 	ts := int64(2)
 	for i := 0; i < b.N; i++ {
-		pos := i % benchFrames
+		pos := i % feed.n
 		if pos == 0 && i > 0 {
 			b.StopTimer()
 			feed.advance()
@@ -137,23 +143,36 @@ func benchMirror(b *testing.B, reorder float64, flows int, cfg mirror.Config) {
 }
 
 // Default configuration: TCP checksums verified (ChecksumAuto).
-func BenchmarkMirrorInOrder(b *testing.B)   { benchMirror(b, 0, 1, mirror.Config{}) }
-func BenchmarkMirrorReorder10(b *testing.B) { benchMirror(b, 0.10, 1, mirror.Config{}) }
-func BenchmarkMirrorInOrderHistory(b *testing.B) {
-	benchMirror(b, 0, 1, mirror.Config{History: true})
+func BenchmarkMirrorInOrder(b *testing.B) { benchMirror(b, 0, 1, benchFrames, mirror.Config{}) }
+func BenchmarkMirrorReorder10(b *testing.B) {
+	benchMirror(b, 0.10, 1, benchFrames, mirror.Config{})
 }
-func BenchmarkMirrorInOrder16Flows(b *testing.B) { benchMirror(b, 0, 16, mirror.Config{}) }
+func BenchmarkMirrorInOrderHistory(b *testing.B) {
+	benchMirror(b, 0, 1, benchFrames, mirror.Config{History: true})
+}
+func BenchmarkMirrorInOrder16Flows(b *testing.B) {
+	benchMirror(b, 0, 16, benchFrames, mirror.Config{})
+}
+func BenchmarkMirrorInOrderCold(b *testing.B) {
+	benchMirror(b, 0, 1, benchFramesCold, mirror.Config{})
+}
+func BenchmarkMirrorReorder10Cold(b *testing.B) {
+	benchMirror(b, 0.10, 1, benchFramesCold, mirror.Config{})
+}
 
 // ChecksumIgnore: the reassembly work alone, as gopacket does it (it does
 // not verify checksums either).
 func BenchmarkMirrorInOrderNoChecksum(b *testing.B) {
-	benchMirror(b, 0, 1, mirror.Config{Checksum: mirror.ChecksumIgnore})
+	benchMirror(b, 0, 1, benchFrames, mirror.Config{Checksum: mirror.ChecksumIgnore})
 }
 func BenchmarkMirrorReorder10NoChecksum(b *testing.B) {
-	benchMirror(b, 0.10, 1, mirror.Config{Checksum: mirror.ChecksumIgnore})
+	benchMirror(b, 0.10, 1, benchFrames, mirror.Config{Checksum: mirror.ChecksumIgnore})
 }
 func BenchmarkMirrorInOrder16FlowsNoChecksum(b *testing.B) {
-	benchMirror(b, 0, 16, mirror.Config{Checksum: mirror.ChecksumIgnore})
+	benchMirror(b, 0, 16, benchFrames, mirror.Config{Checksum: mirror.ChecksumIgnore})
+}
+func BenchmarkMirrorInOrderColdNoChecksum(b *testing.B) {
+	benchMirror(b, 0, 1, benchFramesCold, mirror.Config{Checksum: mirror.ChecksumIgnore})
 }
 
 // gopacket side: the same frames through DecodingLayerParser (the
@@ -183,8 +202,8 @@ type gpContext struct{ ci gopacket.CaptureInfo }
 
 func (c *gpContext) GetCaptureInfo() gopacket.CaptureInfo { return c.ci }
 
-func benchGopacket(b *testing.B, reorder float64, flows int) {
-	feed := newBenchFeed(reorder, flows)
+func benchGopacket(b *testing.B, reorder float64, flows, frames int) {
+	feed := newBenchFeed(reorder, flows, frames)
 	var bytes int
 	asm := reassembly.NewAssembler(reassembly.NewStreamPool(&gpFactory{bytes: &bytes}))
 	var eth layers.Ethernet
@@ -208,7 +227,7 @@ func benchGopacket(b *testing.B, reorder float64, flows int) {
 	b.ResetTimer()
 	ts := int64(2)
 	for i := 0; i < b.N; i++ {
-		pos := i % benchFrames
+		pos := i % feed.n
 		if pos == 0 && i > 0 {
 			b.StopTimer()
 			feed.advance()
@@ -224,6 +243,8 @@ func benchGopacket(b *testing.B, reorder float64, flows int) {
 	reportRates(b, b.N)
 }
 
-func BenchmarkGopacketInOrder(b *testing.B)        { benchGopacket(b, 0, 1) }
-func BenchmarkGopacketReorder10(b *testing.B)      { benchGopacket(b, 0.10, 1) }
-func BenchmarkGopacketInOrder16Flows(b *testing.B) { benchGopacket(b, 0, 16) }
+func BenchmarkGopacketInOrder(b *testing.B)        { benchGopacket(b, 0, 1, benchFrames) }
+func BenchmarkGopacketReorder10(b *testing.B)      { benchGopacket(b, 0.10, 1, benchFrames) }
+func BenchmarkGopacketInOrder16Flows(b *testing.B) { benchGopacket(b, 0, 16, benchFrames) }
+func BenchmarkGopacketInOrderCold(b *testing.B)    { benchGopacket(b, 0, 1, benchFramesCold) }
+func BenchmarkGopacketReorder10Cold(b *testing.B)  { benchGopacket(b, 0.10, 1, benchFramesCold) }
