@@ -73,11 +73,12 @@ func (w *wire) inboundIPv4(pkt *gstack.PacketBuffer, size int) bool {
 	if !ok {
 		return true
 	}
-	if c := w.counters.byIPProtocol(b[9], true); c != nil {
+	ip := header.IPv4(b)
+	if c := w.counters.byIPProtocol(ip.Protocol(), true); c != nil {
 		c.add(size)
 	}
-	ihl := int(b[0]&0xf) * 4
-	if ihl < header.IPv4MinimumSize {
+	ihl := int(ip.HeaderLength())
+	if ihl < header.IPv4MinimumSize || w.Capabilities()&gstack.CapabilityRXChecksumOffload != 0 {
 		return true
 	}
 	h, ok := pkt.Data().PullUp(ihl)
@@ -145,8 +146,8 @@ func (w *wire) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 			w.counters.arpTx.add(size)
 		case header.IPv4ProtocolNumber:
 			w.counters.ipTx.add(size)
-			if ip := pkt.NetworkHeader().Slice(); len(ip) >= header.IPv4MinimumSize {
-				if c := w.counters.byIPProtocol(ip[9], false); c != nil {
+			if ip := header.IPv4(pkt.NetworkHeader().Slice()); len(ip) >= header.IPv4MinimumSize {
+				if c := w.counters.byIPProtocol(ip.Protocol(), false); c != nil {
 					c.add(size)
 				}
 			}
