@@ -626,23 +626,58 @@ func (d *Decoder) setEmpty(slot int32) {
 // readIntFast reads an integer of the given kind, handling the one-byte
 // encodings (most values on a feed) without further calls.
 func readIntFast(b []byte, off int, kind Kind, nullable bool) (uint64, bool, int, error) {
-	if off < len(b) && b[off]&stopBit != 0 {
-		c := b[off]
-		x := int64(c & dataBits)
-		if kind == KindInt32 || kind == KindInt64 {
-			x = int64(int8(c<<1) >> 1) // sign-extend the 7 data bits
+	// One function with the loop inline: on the machines this runs on a
+	// call costs as much as decoding a byte, and this is the hottest read.
+	// Anything unusual (end of buffer, overflow, the nullable encodings of
+	// the largest 64-bit values) goes to readIntKind for the exact result.
+	if off >= len(b) {
+		return readIntKind(b, off, kind, nullable)
+	}
+	c := b[off]
+	i := off + 1
+	var x int64
+	if kind == KindInt32 || kind == KindInt64 {
+		x = int64(int8(c<<1) >> 1) // sign-extend the first 7 data bits
+		for c&stopBit == 0 {
+			if i >= len(b) || i-off >= MaxIntBytes || (x>>56 != 0 && x>>56 != -1) {
+				return readIntKind(b, off, kind, nullable)
+			}
+			c = b[i]
+			x = x<<7 | int64(c&dataBits)
+			i++
 		}
 		if nullable {
 			if x == 0 {
-				return 0, false, off + 1, nil
+				return 0, false, i, nil
 			}
 			if x > 0 {
 				x--
 			}
 		}
-		return uint64(x), true, off + 1, nil
+		if kind == KindInt32 && (x < math.MinInt32 || x > math.MaxInt32) {
+			return readIntKind(b, off, kind, nullable)
+		}
+		return uint64(x), true, i, nil
 	}
-	return readIntKind(b, off, kind, nullable)
+	u := uint64(c & dataBits)
+	for c&stopBit == 0 {
+		if i >= len(b) || i-off >= MaxIntBytes || u>>57 != 0 {
+			return readIntKind(b, off, kind, nullable)
+		}
+		c = b[i]
+		u = u<<7 | uint64(c&dataBits)
+		i++
+	}
+	if nullable {
+		if u == 0 {
+			return 0, false, i, nil
+		}
+		u--
+	}
+	if kind == KindUint32 && u > math.MaxUint32 {
+		return readIntKind(b, off, kind, nullable)
+	}
+	return u, true, i, nil
 }
 
 // readIntKind reads an integer of the instruction's kind from the wire.
@@ -721,19 +756,11 @@ func (d *Decoder) intOp(b []byte, off int, pm *PMap, in *instr) (uint64, bool, i
 		}
 		return d.undefined(in, off)
 	case OpDelta:
-		var delta int64
-		var present bool
-		var next int
-		var err error
-		if in.nullable {
-			delta, present, next, err = ReadNullableInt64(b, off)
-		} else {
-			delta, next, err = ReadInt64(b, off)
-			present = err == nil
-		}
+		ud, present, next, err := readIntFast(b, off, KindInt64, in.nullable)
 		if err != nil || !present {
 			return 0, false, next, err
 		}
+		delta := int64(ud)
 		var base uint64
 		e := &d.dict[in.slot]
 		switch d.state(e) {
@@ -953,6 +980,9 @@ func (d *Decoder) readBytes(b []byte, off int, in *instr, nullable bool, m *Mess
 	var next int
 	var err error
 	if in.kind == KindASCII {
+		if sp, present, next, ok := readASCIIFast(b, off, nullable, in.maxLen, m); ok {
+			return sp, present, next, d.checkArena(m)
+		}
 		if nullable {
 			s, present, next, err = ReadNullableASCII(b, off, in.maxLen)
 		} else {
@@ -975,6 +1005,40 @@ func (d *Decoder) readBytes(b []byte, off int, in *instr, nullable bool, m *Mess
 	}
 	sp, err := d.keep(m, s)
 	return sp, true, next, err
+}
+
+// readASCIIFast is ReadASCII or ReadNullableASCII followed by the copy into
+// the arena, in one function; ok is false when the string is cut, too long
+// or unterminated, and the caller then takes the slow path for the exact
+// error.
+func readASCIIFast(b []byte, off int, nullable bool, maxLen int, m *Message) (sp span, present bool, next int, ok bool) {
+	limit := min(len(b), off+maxLen+2)
+	end := off
+	for end < limit && b[end]&stopBit == 0 {
+		end++
+	}
+	if end == limit {
+		return span{}, false, off, false
+	}
+	next = end + 1
+	s := b[off:next]
+	switch {
+	case len(s) == 1 && s[0] == stopBit: // "" or NULL
+		return span{len(m.arena), len(m.arena)}, !nullable, next, true
+	case len(s) == 2 && s[0] == 0: // "\x00", or "" when nullable
+		s = s[1:]
+		if nullable {
+			return span{len(m.arena), len(m.arena)}, true, next, true
+		}
+	case nullable && len(s) == 3 && s[0] == 0 && s[1] == 0: // "\x00"
+		s = s[2:]
+	case len(s) > maxLen:
+		return span{}, false, off, false
+	}
+	start := len(m.arena)
+	m.arena = append(m.arena, s...)
+	m.arena[len(m.arena)-1] &= dataBits
+	return span{start, len(m.arena)}, true, next, true
 }
 
 func (d *Decoder) checkArena(m *Message) error {
