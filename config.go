@@ -90,8 +90,12 @@ type Config struct {
 	// MaxConnections bounds the established TCP connections, accepted plus
 	// dialed, not yet closed by the program. An accept beyond it is reset
 	// and a dial fails with ErrTooManyConnections; both count in
-	// Stats.ConnsRefused. Half-open connections do not count. Default 64; at
-	// most MaxMaxConnections.
+	// Stats.ConnsRefused. Inbound half-open connections do not count (they
+	// live in the listener's SYN queue or SYN cookies); a dial holds its slot
+	// from the start of the handshake. Connections that completed the
+	// handshake wait in the listener's accept queue (see Bounds in the
+	// package doc) and are counted, or reset, when Accept takes them.
+	// Default 64; at most MaxMaxConnections.
 	MaxConnections int
 
 	// ARPEntries bounds the dynamic ARP table. An ARP request from an
