@@ -7,7 +7,7 @@ import "golang.org/x/sys/cpu"
 var useAVX2 = cpu.X86.HasAVX2
 
 //go:noescape
-func sumAVX2(p *byte, n int, acc *[16]uint32)
+func sumAVX2(p *byte, n int) uint64
 
 // vectorSum adds the 16-bit words of the longest prefix of b that is a
 // multiple of 64 bytes, as an unfolded little-endian lane sum, and returns
@@ -19,11 +19,7 @@ func vectorSum(b []byte) (sum uint64, n int) {
 	const chunk = 1 << 20 // keeps every 32-bit lane from overflowing
 	for len(b)-n >= 64 {
 		m := min(len(b)-n, chunk) &^ 63
-		var acc [16]uint32
-		sumAVX2(&b[n], m, &acc)
-		for _, x := range acc {
-			sum += uint64(x)
-		}
+		sum += sumAVX2(&b[n], m)
 		n += m
 	}
 	return sum, n

@@ -1,14 +1,13 @@
 #include "textflag.h"
 
-// func sumAVX2(p *byte, n int, acc *[16]uint32)
+// func sumAVX2(p *byte, n int) uint64
 //
-// Adds the little-endian 16-bit words of p[0:n] (n a multiple of 64) into
-// 16 lanes of 32 bits: even words to acc[0:8], odd words to acc[8:16]. A
-// lane takes at most n/32 words, so n below 2 MiB cannot overflow it.
+// Returns the sum of the little-endian 16-bit words of p[0:n], n a multiple
+// of 64 and at most 1 MiB: each 32-bit lane then takes at most n/32 words,
+// so the lanes cannot overflow before they are widened to 64 bits.
 TEXT ·sumAVX2(SB), NOSPLIT, $0-24
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
-	MOVQ acc+16(FP), DI
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y6, Y6, Y6
@@ -36,7 +35,17 @@ loop:
 done:
 	VPADDD Y6, Y0, Y0
 	VPADDD Y7, Y1, Y1
-	VMOVDQU Y0, 0(DI)
-	VMOVDQU Y1, 32(DI)
+	VPADDD Y1, Y0, Y0
+	// Widen the eight 32-bit lanes to 64 bits and add them up.
+	VEXTRACTI128 $1, Y0, X3
+	VPMOVZXDQ X0, Y2
+	VPMOVZXDQ X3, Y3
+	VPADDQ Y3, Y2, Y2
+	VEXTRACTI128 $1, Y2, X3
+	VPADDQ X3, X2, X2
+	VPSHUFD $0x4e, X2, X3
+	VPADDQ X3, X2, X2
+	VMOVQ X2, AX
+	MOVQ AX, ret+16(FP)
 	VZEROUPPER
 	RET

@@ -65,6 +65,23 @@ func TestOnesSumScalarAndVectorAgree(t *testing.T) {
 	}
 }
 
+// TestOnesSumLargeAllOnes drives the vector lanes to their largest sums
+// (every word 0xffff) over several 1 MiB chunks.
+func TestOnesSumLargeAllOnes(t *testing.T) {
+	buf := make([]byte, 3<<20+100)
+	for i := range buf {
+		buf[i] = 0xff
+	}
+	saved := vectorEnabled()
+	defer setAVX2(saved)
+	setAVX2(false)
+	scalar := onesSum(buf)
+	setAVX2(saved)
+	if got := onesSum(buf); got != scalar || scalar != 0xffff {
+		t.Fatalf("vector %#04x, scalar %#04x, want 0xffff", got, scalar)
+	}
+}
+
 func BenchmarkOnesSum1448(b *testing.B) {
 	buf := make([]byte, 1448)
 	for i := range buf {
