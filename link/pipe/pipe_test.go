@@ -247,3 +247,42 @@ func (c *countDispatcher) DeliverNetworkPacket(tcpip.NetworkProtocolNumber, *sta
 	c.n++
 }
 func (c *countDispatcher) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
+
+// TestNoCopy checks that the receiver's packet shares the sender's payload
+// memory instead of a copy.
+func TestNoCopy(t *testing.T) {
+	a, b := New(Options{})
+	var seen [][]byte
+	var sink sliceDispatcher
+	sink.fn = func(pkt *stack.PacketBuffer) { seen = pkt.AsSlices() }
+	b.Attach(&sink)
+	payload := bufferOf("a payload that must not be copied")
+	views := payload.AsViewList()
+	sent := views.Front().AsSlice()
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{ReserveHeaderBytes: header.EthernetMinimumSize, Payload: payload})
+	pkt.NetworkProtocolNumber = header.IPv4ProtocolNumber
+	pkt.EgressRoute.RemoteLinkAddress = b.LinkAddress()
+	a.AddHeader(pkt)
+	var list stack.PacketBufferList
+	list.PushBack(pkt)
+	a.WritePackets(list)
+	list.Reset()
+	shared := false
+	for _, s := range seen {
+		if len(s) > 0 && &s[0] == &sent[0] {
+			shared = true
+		}
+	}
+	if !shared {
+		t.Error("the receiver got a copy of the payload")
+	}
+	a.Close()
+	b.Close()
+}
+
+type sliceDispatcher struct{ fn func(*stack.PacketBuffer) }
+
+func (d *sliceDispatcher) DeliverNetworkPacket(_ tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
+	d.fn(pkt)
+}
+func (d *sliceDispatcher) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
