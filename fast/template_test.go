@@ -129,3 +129,22 @@ func TestParseDecimal(t *testing.T) {
 		}
 	}
 }
+
+func TestMerge(t *testing.T) {
+	a, err := ParseTemplates([]byte(`<templates><template name="A" id="1"><templateRef name="B"/></template><template name="B"><uInt32 name="X"/></template></templates>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := ParseTemplates([]byte(`<template name="C" id="2"><uInt32 name="Y"/></template>`))
+	if err := a.Merge(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.ByID(2); !ok || len(a.List) != 3 {
+		t.Errorf("merged set: %d templates", len(a.List))
+	}
+	dup, _ := ParseTemplates([]byte(`<template name="D" id="1"/>`))
+	var te *TemplateError
+	if err := a.Merge(dup); !errors.As(err, &te) || !strings.Contains(err.Error(), "duplicate template id 1") {
+		t.Errorf("duplicate id: %v", err)
+	}
+}
