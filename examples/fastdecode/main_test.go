@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,6 +179,16 @@ func TestSTEP(t *testing.T) {
 	}
 	if _, errs, st := runCLI(t, "-templates", tmpl, "-framing", "step", writeFile(t, "cut", one[:len(one)-3])); st == 0 || !strings.Contains(errs, "SHORT") {
 		t.Errorf("cut STEP message: status %d %q", st, errs)
+	}
+	// An error inside a payload is reported at its offset in the file.
+	cutPayload := step.AppendMessage(nil, h, msgs[:100])
+	_, rawErr, _ := runCLI(t, "-templates", tmpl, writeFile(t, "rawcut", msgs[:100]))
+	_, stepErr, st := runCLI(t, "-templates", tmpl, "-framing", "step", writeFile(t, "stepcut", cutPayload))
+	var rawOff, stepOff int
+	fmt.Sscanf(rawErr[strings.Index(rawErr, "at byte"):], "at byte %d", &rawOff)
+	fmt.Sscanf(stepErr[strings.Index(stepErr, "at byte"):], "at byte %d", &stepOff)
+	if base := bytes.Index(cutPayload, msgs[:100]); st == 0 || stepOff != base+rawOff {
+		t.Errorf("payload error at %d (%q), want %d+%d", stepOff, stepErr, base, rawOff)
 	}
 	bad := append([]byte(nil), one...)
 	bad[len(bad)-2] ^= 1 // checksum digit
