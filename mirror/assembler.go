@@ -146,7 +146,7 @@ func (a *Assembler) ipv4(p []byte, ts int64) error {
 	// The IPv4 total length, not the frame, bounds the packet: Ethernet pads
 	// short frames.
 	p = p[:total]
-	if a.mode != ChecksumIgnore && onesSum(p[:ihl]) != 0xffff {
+	if a.mode != ChecksumIgnore && !ipv4HeaderSumOK(p[:ihl]) {
 		a.stats.IPv4ChecksumBad++
 		return ErrIPv4Checksum
 	}

@@ -65,6 +65,24 @@ func TestOnesSumScalarAndVectorAgree(t *testing.T) {
 	}
 }
 
+func TestIPv4HeaderSumOK(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for i := 0; i < 10000; i++ {
+		h := make([]byte, 20+4*rng.IntN(2))
+		for j := range h {
+			h[j] = byte(rng.Uint32())
+		}
+		if i%2 == 0 { // make it valid
+			h[10], h[11] = 0, 0
+			ck := ^refOnesSum(h)
+			h[10], h[11] = byte(ck>>8), byte(ck)
+		}
+		if got, want := ipv4HeaderSumOK(h), refOnesSum(h) == 0xffff; got != want {
+			t.Fatalf("%x: ipv4HeaderSumOK %v, reference %v", h, got, want)
+		}
+	}
+}
+
 // TestOnesSumLargeAllOnes drives the vector lanes to their largest sums
 // (every word 0xffff) over several 1 MiB chunks.
 func TestOnesSumLargeAllOnes(t *testing.T) {

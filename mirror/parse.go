@@ -67,6 +67,23 @@ func onesSum(b []byte) uint16 {
 	return bits.ReverseBytes16(uint16(s))
 }
 
+// ipv4HeaderSumOK reports whether the IPv4 header h (ihl bytes) sums to
+// 0xffff, as a header with a correct checksum does. The common 20-byte header
+// takes five 32-bit words.
+func ipv4HeaderSumOK(h []byte) bool {
+	if len(h) != ipv4MinHeaderLen {
+		return onesSum(h) == 0xffff
+	}
+	s := uint64(binary.LittleEndian.Uint32(h[0:])) + uint64(binary.LittleEndian.Uint32(h[4:])) +
+		uint64(binary.LittleEndian.Uint32(h[8:])) + uint64(binary.LittleEndian.Uint32(h[12:])) +
+		uint64(binary.LittleEndian.Uint32(h[16:]))
+	s = (s >> 32) + (s & 0xffffffff)
+	s = (s >> 16) + (s & 0xffff)
+	s = (s >> 16) + (s & 0xffff)
+	s = (s >> 16) + (s & 0xffff)
+	return s == 0xffff // the same in either byte order
+}
+
 // addOnes adds two 16-bit ones' complement sums.
 func addOnes(a, b uint16) uint16 {
 	s := uint32(a) + uint32(b)
