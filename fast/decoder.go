@@ -355,58 +355,89 @@ func (d *Decoder) fields(b []byte, off int, pm *PMap, ins []instr, m *Message, v
 		start := off
 		var err error
 		switch in.kind {
-		case KindUint32, KindInt32, KindUint64, KindInt64:
-			// The common cases are decoded here without a call (calls
-			// are what an interpreter spends most on); the rest go to
-			// intOp, which consumes its own presence bit.
-			var u uint64
-			present := true
-			switch op := in.op; {
-			case op == OpNone && off < len(b) && b[off]&stopBit != 0:
-				u, present = oneByteInt(b[off], in.signed, in.nullable)
-				off++
-			case op == OpConstant:
-				u = in.init.u
-				if in.optional {
-					present = pm.Next()
-				}
-			case op == OpDefault && !pm.Peek():
-				pm.Next()
-				u, present = in.init.u, in.hasInit
-			case op == OpDefault && off < len(b) && b[off]&stopBit != 0:
-				pm.Next()
-				u, present = oneByteInt(b[off], in.signed, in.nullable)
-				off++
-			case (op == OpCopy || op == OpIncrement) && !pm.Peek() && d.assigned(in.slot):
-				pm.Next()
-				u = d.dict[in.slot].u
-				if op == OpIncrement {
-					u = increment(in.kind, u)
-					d.setInt(in.slot, u, 0)
-				}
-			default:
-				u, present, off, err = d.intOp(b, off, pm, in)
-			}
-			if err == nil {
-				vals = grow(vals)
-				v := &vals[len(vals)-1]
-				v.U, v.Exp, v.End, v.off, v.n = u, 0, int32(len(vals)), 0, 0
-				v.field, v.Kind, v.Present, v.Elem = in.fid, in.kind, present, false
-			}
-		case KindDecimal:
-			var mant int64
-			var exp int32
-			var present bool
-			if in.exp != nil {
-				mant, exp, present, off, err = d.splitDecimal(b, off, pm, in)
-			} else {
+		case KindUint32, KindInt32, KindUint64, KindInt64, KindDecimal:
+			if in.kind == KindDecimal && in.exp == nil {
+				var mant int64
+				var exp int32
+				var present bool
 				mant, exp, present, off, err = d.decimalOp(b, off, pm, in)
+				if err == nil {
+					vals = grow(vals)
+					v := &vals[len(vals)-1]
+					v.U, v.Exp, v.End, v.off, v.n = uint64(mant), exp, int32(len(vals)), 0, 0
+					v.field, v.Kind, v.Present, v.Elem = in.fid, KindDecimal, present, false
+				}
+				break
+			}
+			// Integers, and the exponent then the mantissa of a decimal
+			// with individual operators. The common cases are decoded
+			// here without a call (calls are what an interpreter spends
+			// most on); the rest go to intOp, which consumes its own
+			// presence bit.
+			sub := in
+			if in.kind == KindDecimal {
+				sub = in.exp
+			}
+			var u uint64
+			var exp int32
+			present := true
+			for {
+				switch op := sub.op; {
+				case op == OpNone && off < len(b) && b[off]&stopBit != 0:
+					u, present = oneByteInt(b[off], sub.signed, sub.nullable)
+					off++
+				case op == OpConstant:
+					u = sub.init.u
+					if sub.optional {
+						present = pm.Next()
+					}
+				case op == OpDefault && !pm.Peek():
+					pm.Next()
+					u, present = sub.init.u, sub.hasInit
+				case op == OpDefault && off < len(b) && b[off]&stopBit != 0:
+					pm.Next()
+					u, present = oneByteInt(b[off], sub.signed, sub.nullable)
+					off++
+				case (op == OpCopy || op == OpIncrement) && !pm.Peek() && d.assigned(sub.slot):
+					pm.Next()
+					u = d.dict[sub.slot].u
+					if op == OpIncrement {
+						u = increment(sub.kind, u)
+						d.setInt(sub.slot, u, 0)
+					}
+				case op == OpDelta && off < len(b) && b[off]&stopBit != 0 && d.assigned(sub.slot):
+					var delta uint64
+					delta, present = oneByteInt(b[off], true, sub.nullable)
+					off++
+					if present {
+						var ok bool
+						if u, ok = addDelta(sub.kind, d.dict[sub.slot].u, int64(delta)); !ok {
+							err = ErrRange
+						} else {
+							d.setInt(sub.slot, u, 0)
+						}
+					}
+				default:
+					u, present, off, err = d.intOp(b, off, pm, sub)
+				}
+				if sub != in.exp || err != nil || !present {
+					break
+				}
+				// The exponent is in: check it, then read the mantissa.
+				if int64(u) < -63 || int64(u) > 63 {
+					err = ErrExponent
+					break
+				}
+				exp, sub = int32(u), in.mant
 			}
 			if err == nil {
 				vals = grow(vals)
 				v := &vals[len(vals)-1]
-				v.U, v.Exp, v.End, v.off, v.n = uint64(mant), exp, int32(len(vals)), 0, 0
-				v.field, v.Kind, v.Present, v.Elem = in.fid, KindDecimal, present, false
+				v.U, v.Exp, v.End, v.off, v.n = u, exp, int32(len(vals)), 0, 0
+				v.field, v.Kind, v.Present, v.Elem = in.fid, in.kind, present, false
+				if !present {
+					v.U, v.Exp = 0, 0
+				}
 			}
 		case KindASCII, KindUnicode, KindByteVector:
 			var sp span
@@ -943,21 +974,6 @@ func (d *Decoder) decimalOp(b []byte, off int, pm *PMap, in *instr) (int64, int3
 	return 0, 0, false, off, fmt.Errorf("fast: operator %v on decimal", in.op)
 }
 
-// splitDecimal decodes a decimal with individual exponent and mantissa
-// operators. An absent exponent makes the decimal absent, and then the
-// mantissa takes neither wire bytes nor a presence bit.
-func (d *Decoder) splitDecimal(b []byte, off int, pm *PMap, in *instr) (int64, int32, bool, int, error) {
-	u, present, off, err := d.intOp(b, off, pm, in.exp)
-	if err != nil || !present {
-		return 0, 0, false, off, err
-	}
-	exp := int64(u)
-	if exp < -63 || exp > 63 {
-		return 0, 0, false, off, ErrExponent
-	}
-	mant, _, off, err := d.intOp(b, off, pm, in.mant)
-	return int64(mant), int32(exp), err == nil, off, err
-}
 
 // span locates bytes in the message's arena, or in the templates' constant
 // pool when start has poolBit set.
