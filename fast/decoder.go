@@ -974,7 +974,6 @@ func (d *Decoder) decimalOp(b []byte, off int, pm *PMap, in *instr) (int64, int3
 	return 0, 0, false, off, fmt.Errorf("fast: operator %v on decimal", in.op)
 }
 
-
 // span locates bytes in the message's arena, or in the templates' constant
 // pool when start has poolBit set.
 type span struct{ start, end int }
