@@ -454,6 +454,18 @@ func (d *Decoder) fields(b []byte, off int, pm *PMap, ins []instr, m *Message, v
 			case op == OpCopy && !pm.Peek() && d.assigned(in.slot):
 				pm.Next()
 				sp, err = d.keep(m, d.dict[in.slot].b)
+			case op == OpNone || ((op == OpDefault || op == OpCopy) && pm.Peek()):
+				if op != OpNone {
+					pm.Next()
+				}
+				sp, present, off, err = d.readBytes(b, off, in, in.nullable, m)
+				if op == OpCopy && err == nil {
+					if present {
+						d.setBytes(in.slot, m.arena[sp.start:sp.end])
+					} else {
+						d.setEmpty(in.slot)
+					}
+				}
 			default:
 				sp, present, off, err = d.bytesOp(b, off, pm, in, m)
 			}
