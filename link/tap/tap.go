@@ -13,9 +13,11 @@
 // the endpoint closes its descriptor. A device that existed before (for
 // example made with `ip tuntap add mode tap`) is left in place.
 //
-// Frames are read and written by gVisor's fdbased endpoint (readv/writev on
-// the descriptor, one dispatch goroutine that the stack joins when it
-// removes the link). Creating a device needs CAP_NET_ADMIN; on systems
+// One goroutine reads the device and delivers each frame inline to the
+// stack; the stack joins it when it removes the link. (gVisor's fdbased
+// endpoint is not used: its readv dispatcher stops for good at the first
+// frame addressed to another unicast MAC, which a kernel with a stale
+// neighbor entry sends.) Creating a device needs CAP_NET_ADMIN; on systems
 // other than Linux New returns ErrNotSupported.
 package tap
 

@@ -4,34 +4,86 @@ package tap
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/link/fdbased"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/tickwire/tickwire/link/internal/linkbase"
 )
 
+// frameSlack is what a read buffer holds beyond MTU + Ethernet header: room
+// for one VLAN tag, plus one byte so that a longer frame, which the device
+// would cut to the buffer, is recognised and dropped.
+const frameSlack = 4 + 1
+
 // Endpoint is a stack.LinkEndpoint on a TAP device. The stack side sends
-// and receives Ethernet II frames; MTU reports the device's IP MTU. All
-// methods are safe for concurrent use. The endpoint owns one goroutine while
-// attached to a stack, which Attach(nil) (done by the stack when it removes
-// the link) stops and joins.
+// and receives Ethernet II frames; MTU reports the device's IP MTU.
+//
+// While a stack is attached, one goroutine reads the device and delivers
+// each frame inline to the stack, in a buffer the packet then owns (no
+// copy). Attach(nil), which the stack does when it removes the link, stops
+// it; Close joins it. Frames addressed to another unicast MAC are dropped and
+// counted, as a NIC outside promiscuous mode does. WritePackets copies each
+// frame into one reused buffer and writes it with one system call; a frame
+// the device refuses (queue full, device down) is dropped and counted, never
+// blocking the stack. All methods are safe for concurrent use.
+//
+// Lock order:
+//
+//	runMu
+//	  writeMu
 type Endpoint struct {
-	stack.LinkEndpoint // gVisor's fdbased endpoint on fd
+	linkbase.Endpoint
 
 	name    string
 	mac     net.HardwareAddr
-	mtu     int
 	created bool
+	file    *os.File // the device, read through the runtime poller
 
-	closeOnce sync.Once
-	fd        int
+	writeMu sync.Mutex
+	// +checklocks:writeMu
+	fd int // the same descriptor, written with write(2)
+	// +checklocks:writeMu
+	writeBuf []byte
+	// +checklocks:writeMu
+	writeClosed bool
+
+	runMu sync.Mutex
+	// +checklocks:runMu
+	readerDone chan struct{} // nil when no reader runs
+	// +checklocks:runMu
+	closed   bool
+	stopping atomic.Bool // tells the reader that a deadline means stop
+
+	stats struct {
+		rxFrames, rxBytes, rxOtherHost, rxTooLong, rxErrors atomic.Uint64
+		txFrames, txBytes, txDropped                        atomic.Uint64
+	}
 }
 
 var _ stack.LinkEndpoint = (*Endpoint)(nil)
+
+// Stats counts an Endpoint's traffic. All counters only grow.
+type Stats struct {
+	RxFrames    uint64 // frames delivered to the stack
+	RxBytes     uint64 // their bytes, Ethernet header included
+	RxOtherHost uint64 // frames dropped: unicast to another MAC
+	RxTooLong   uint64 // frames dropped: longer than MTU + header + one VLAN tag
+	RxErrors    uint64 // failed reads
+	TxFrames    uint64 // frames written to the device
+	TxBytes     uint64 // their bytes
+	TxDropped   uint64 // frames the device refused or too long for the MTU
+}
 
 // New opens the TAP device cfg.Name, creating it if it does not exist, and
 // configures it as described in the package documentation. Errors name the
@@ -47,40 +99,32 @@ func New(cfg Config) (*Endpoint, error) {
 		mac[0] = mac[0]&^1 | 2 // unicast, locally administered
 	}
 	_, statErr := net.InterfaceByName(cfg.Name)
-	existed := statErr == nil
 
-	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("tap: open /dev/net/tun: %w", err)
 	}
-	e := &Endpoint{name: cfg.Name, mac: mac, mtu: cfg.MTU, created: !existed, fd: fd}
-	if err := e.configure(cfg); err != nil {
+	e := &Endpoint{name: cfg.Name, mac: mac, created: statErr != nil, fd: fd}
+	if err := configure(fd, cfg); err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
-	link, err := fdbased.New(&fdbased.Options{
-		FDs:                []int{fd},
-		MTU:                uint32(cfg.MTU),
-		EthernetHeader:     true,
-		Address:            tcpip.LinkAddress(mac),
-		PacketDispatchMode: fdbased.Readv,
-	})
-	if err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("tap: %s: %w", cfg.Name, err)
-	}
-	e.LinkEndpoint = link
+	// A non-blocking descriptor makes an os.File the runtime poller serves,
+	// so a read deadline can interrupt the reader.
+	e.file = os.NewFile(uintptr(fd), "/dev/net/tun:"+cfg.Name)
+	e.Init(tcpip.LinkAddress(mac), uint32(cfg.MTU))
+	e.writeBuf = make([]byte, linkbase.HeaderLength+cfg.MTU+4)
 	return e, nil
 }
 
 // configure attaches fd to the device and sets MTU, address and flags.
-func (e *Endpoint) configure(cfg Config) error {
+func configure(fd int, cfg Config) error {
 	ifr, err := unix.NewIfreq(cfg.Name)
 	if err != nil {
 		return fmt.Errorf("tap: %s: %w", cfg.Name, err)
 	}
 	ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI)
-	if err := unix.IoctlIfreq(e.fd, unix.TUNSETIFF, ifr); err != nil {
+	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
 		return fmt.Errorf("tap: %s: TUNSETIFF: %w", cfg.Name, err)
 	}
 
@@ -137,14 +181,173 @@ func (e *Endpoint) MAC() net.HardwareAddr { return e.mac }
 // disappears when the endpoint closes.
 func (e *Endpoint) Created() bool { return e.created }
 
-// Close implements stack.LinkEndpoint.Close. It stops the dispatch
-// goroutine (if a stack is still attached, it stops receiving), closes the
-// descriptor, and so removes the device if New created it. It is
-// idempotent; the stack calls it when it removes the link.
+// Stats returns the endpoint's counters.
+func (e *Endpoint) Stats() Stats {
+	s := &e.stats
+	return Stats{
+		RxFrames: s.rxFrames.Load(), RxBytes: s.rxBytes.Load(), RxOtherHost: s.rxOtherHost.Load(),
+		RxTooLong: s.rxTooLong.Load(), RxErrors: s.rxErrors.Load(),
+		TxFrames: s.txFrames.Load(), TxBytes: s.txBytes.Load(), TxDropped: s.txDropped.Load(),
+	}
+}
+
+// Attach implements stack.LinkEndpoint.Attach: a dispatcher starts the
+// reader; nil asks it to stop after the frame it may be delivering, without
+// waiting for it (Close joins it). Waiting here could deadlock: netstack
+// detaches with its stack lock held, and the frame being delivered may need
+// that lock.
+func (e *Endpoint) Attach(d stack.NetworkDispatcher) {
+	e.Endpoint.Attach(d)
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	if d == nil {
+		e.stopReaderLocked()
+		return
+	}
+	if e.closed {
+		return
+	}
+	if e.readerDone != nil {
+		if !e.stopping.Load() {
+			return // already reading
+		}
+		<-e.readerDone // re-attached while the old reader winds down
+	}
+	e.stopping.Store(false)
+	e.file.SetReadDeadline(time.Time{})
+	done := make(chan struct{})
+	e.readerDone = done
+	go e.read(done)
+}
+
+// stopReaderLocked asks the reader to stop, without waiting for it.
+//
+// +checklocks:e.runMu
+func (e *Endpoint) stopReaderLocked() {
+	if e.readerDone == nil || e.stopping.Load() {
+		return
+	}
+	e.stopping.Store(true)
+	e.file.SetReadDeadline(time.Now()) // wakes a blocked read
+}
+
+// Wait implements stack.LinkEndpoint.Wait. It does not block: netstack
+// calls it with its stack lock held, which the reader may need to finish
+// delivering a frame. Close joins the reader.
+func (*Endpoint) Wait() {}
+
+// read delivers frames until stopped or the device fails.
+func (e *Endpoint) read(done chan struct{}) {
+	defer close(done)
+	for {
+		size := linkbase.HeaderLength + int(e.MTU()) + frameSlack
+		v := buffer.NewViewSize(size)
+		n, err := e.file.Read(v.AsSlice())
+		if err != nil {
+			v.Release()
+			if e.stopping.Load() || errors.Is(err, os.ErrClosed) {
+				return
+			}
+			e.stats.rxErrors.Add(1)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return // the device went away (EBADFD, EIO): nothing more to read
+		}
+		if n == size {
+			v.Release()
+			e.stats.rxTooLong.Add(1)
+			continue
+		}
+		if n >= linkbase.HeaderLength {
+			dst := tcpip.LinkAddress(v.AsSlice()[:header.EthernetAddressSize])
+			if !header.IsMulticastEthernetAddress(dst) && dst != header.EthernetBroadcastAddress && dst != e.LinkAddress() {
+				v.Release()
+				e.stats.rxOtherHost.Add(1)
+				continue
+			}
+		}
+		v.CapLength(n)
+		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithView(v)})
+		if e.DeliverFrame(pkt) {
+			e.stats.rxFrames.Add(1)
+			e.stats.rxBytes.Add(uint64(n))
+		} else if !e.stopping.Load() {
+			e.stats.rxErrors.Add(1) // a runt
+		}
+		pkt.DecRef()
+	}
+}
+
+// WritePackets implements stack.LinkEndpoint.WritePackets. It does NOT take
+// ownership of the packets. Frames the device refuses are dropped and
+// counted but reported as written, like frames lost on a cable.
+func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	if e.writeClosed {
+		return 0, &tcpip.ErrClosedForSend{}
+	}
+	for _, pkt := range pkts.AsSlice() {
+		size := pkt.Size()
+		if size > len(e.writeBuf) {
+			e.stats.txDropped.Add(1)
+			continue
+		}
+		n := 0
+		views, off := pkt.AsViewList()
+		for v := views.Front(); v != nil; v = v.Next() {
+			s := v.AsSlice()
+			if off >= len(s) {
+				off -= len(s)
+				continue
+			}
+			n += copy(e.writeBuf[n:], s[off:])
+			off = 0
+		}
+		if _, err := unix.Write(e.fd, e.writeBuf[:n]); err != nil {
+			e.stats.txDropped.Add(1)
+			continue
+		}
+		e.stats.txFrames.Add(1)
+		e.stats.txBytes.Add(uint64(n))
+	}
+	return pkts.Len(), nil
+}
+
+// SetMTU implements stack.LinkEndpoint.SetMTU. It changes what the stack
+// is told, not the device's MTU.
+func (e *Endpoint) SetMTU(mtu uint32) {
+	e.writeMu.Lock()
+	if need := linkbase.HeaderLength + int(mtu) + 4; need > len(e.writeBuf) {
+		e.writeBuf = make([]byte, need)
+	}
+	e.writeMu.Unlock()
+	e.Endpoint.SetMTU(mtu)
+}
+
+// Close implements stack.LinkEndpoint.Close. It stops the reader and waits
+// for it to return (if a stack is still attached, it stops receiving),
+// closes the descriptor, and so removes the device if New created it. It is
+// idempotent; the stack calls it, without its locks held, when it removes
+// the link. It must not be called from inside a frame's delivery.
 func (e *Endpoint) Close() {
-	e.closeOnce.Do(func() {
-		e.LinkEndpoint.Attach(nil) // joins the dispatcher before its fd goes
-		e.LinkEndpoint.Close()
-		unix.Close(e.fd)
-	})
+	e.runMu.Lock()
+	if e.closed {
+		e.runMu.Unlock()
+		return
+	}
+	e.closed = true
+	e.stopReaderLocked()
+	done := e.readerDone
+	e.readerDone = nil
+	e.runMu.Unlock()
+	if done != nil {
+		<-done
+	}
+	e.writeMu.Lock()
+	e.writeClosed = true
+	e.writeMu.Unlock()
+	e.file.Close()
+	e.Endpoint.Close()
 }

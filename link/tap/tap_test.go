@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/refs"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -142,20 +143,95 @@ func TestDeviceStateAndFramesBothWays(t *testing.T) {
 	// Us to kernel: ask for the host's address; the kernel answers.
 	writeFrame(t, ep, header.EthernetBroadcastAddress, header.ARPProtocolNumber,
 		arpFrame(header.ARPRequest, ep.MAC(), mine, host.Addr()))
-	for {
+	for answered := false; !answered; {
 		select {
 		case f := <-frames:
 			if header.Ethernet(f).Type() != header.ARPProtocolNumber {
 				continue
 			}
 			a := header.ARP(f[header.EthernetMinimumSize:])
-			if a.Op() == header.ARPReply && tcpip.LinkAddress(a.HardwareAddressSender()) == kernelMAC &&
-				header.Ethernet(f).DestinationAddress() == ep.LinkAddress() {
-				return
-			}
+			answered = a.Op() == header.ARPReply && tcpip.LinkAddress(a.HardwareAddressSender()) == kernelMAC &&
+				header.Ethernet(f).DestinationAddress() == ep.LinkAddress()
 		case <-deadline:
 			t.Fatal("the kernel did not answer our ARP request")
 		}
+	}
+	if st := ep.Stats(); st.TxFrames != 1 || st.RxFrames < 2 || st.TxDropped != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+
+	// A frame for another MAC is dropped and counted; the next one for us
+	// still arrives.
+	other := append(net.HardwareAddr{0x02}, ep.MAC()[1:]...)
+	other[5] ^= 0xff
+	sendRaw(t, ns, name, ethernetFrame(other, net.HardwareAddr(kernelMAC), arpFrame(header.ARPReply, ep.MAC(), mine, host.Addr())))
+	sendRaw(t, ns, name, ethernetFrame(ep.MAC(), net.HardwareAddr(kernelMAC), arpFrame(header.ARPReply, ep.MAC(), mine, host.Addr())))
+	select {
+	case f := <-frames:
+		if header.Ethernet(f).DestinationAddress() != ep.LinkAddress() {
+			t.Fatalf("frame for %v delivered", header.Ethernet(f).DestinationAddress())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("link stopped receiving after a frame for another host")
+	}
+	if st := ep.Stats(); st.RxOtherHost != 1 {
+		t.Fatalf("stats %+v, want one frame for another host", st)
+	}
+}
+
+func ethernetFrame(dst, src net.HardwareAddr, payload []byte) []byte {
+	f := make([]byte, header.EthernetMinimumSize+len(payload))
+	header.Ethernet(f).Encode(&header.EthernetFields{SrcAddr: tcpip.LinkAddress(src), DstAddr: tcpip.LinkAddress(dst), Type: header.ARPProtocolNumber})
+	copy(f[header.EthernetMinimumSize:], payload)
+	return f
+}
+
+// sendRaw transmits a frame from the kernel side of dev.
+func sendRaw(t *testing.T, ns *kerneltest.Netns, dev string, frame []byte) {
+	t.Helper()
+	if err := ns.Do(func() error {
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		ifi, err := net.InterfaceByName(dev)
+		if err != nil {
+			return err
+		}
+		return unix.Sendto(fd, frame, 0, &unix.SockaddrLinklayer{Ifindex: ifi.Index, Halen: 6})
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWriteDoesNotAllocate(t *testing.T) {
+	_, ep := newNetnsTAP(t, Config{Name: kerneltest.Name("twl")})
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{
+		ReserveHeaderBytes: int(ep.MaxHeaderLength()),
+		Payload:            buffer.MakeWithData(make([]byte, 1000)),
+	})
+	defer pkt.DecRef()
+	pkt.NetworkProtocolNumber = header.IPv4ProtocolNumber
+	pkt.EgressRoute.LocalLinkAddress = ep.LinkAddress()
+	pkt.EgressRoute.RemoteLinkAddress = header.EthernetBroadcastAddress
+	ep.AddHeader(pkt)
+	var pkts stack.PacketBufferList
+	pkts.PushBack(pkt)
+	allocs := testing.AllocsPerRun(200, func() {
+		if n, err := ep.WritePackets(pkts); n != 1 || err != nil {
+			t.Fatal(n, err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per written frame, want 0", allocs)
+	}
+	if st := ep.Stats(); st.TxFrames != 201 {
+		t.Fatalf("stats %+v", st)
+	}
+	ep.Close()
+	if _, err := ep.WritePackets(pkts); err == nil {
+		t.Fatal("write after Close accepted")
 	}
 }
 
@@ -222,6 +298,7 @@ func TestCloseJoinsDispatcher(t *testing.T) {
 		t.Fatal("not attached")
 	}
 	ep.Attach(nil) // what the stack does when it removes the link
-	ep.Close()
+	ep.Wait()
+	ep.Close() // joins the reader
 	goleak.VerifyNone(t, ignore)
 }
