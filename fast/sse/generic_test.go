@@ -221,3 +221,22 @@ func FuzzDecode(f *testing.F) {
 		decodeBoth(t, gd, payload)
 	})
 }
+
+// TestOverlongNull pins spec behaviour the typed path inherits from package
+// fast's wire primitives: overlong encodings are accepted (FAST 1.1 R-class,
+// not fatal), so 00 80 in a nullable field is NULL, i.e. absent.
+func TestOverlongNull(t *testing.T) {
+	// pmap: TID, TradeIndex, SecurityID, TradeBuyNo | BizIndex.
+	wire := []byte{0x54, 0x92, 0x19, 0x81, 0x81, '6', '0', '0', '0', '0', '0' | 0x80,
+		0x00, 0x80, // TradeBuyNo: overlong NULL
+		0x81}
+	c := &collect{}
+	var dec Decoder
+	if _, err := dec.DecodeRecord(wire, 0, c); err != nil {
+		t.Fatal(err)
+	}
+	if c.trades[0].HasTradeBuyNo {
+		t.Fatalf("overlong NULL decoded as TradeBuyNo=%d; fast.ReadNullableUint64 must return absent when the value read is 0", c.trades[0].TradeBuyNo)
+	}
+	decodeBoth(t, newGeneric(t), wire) // the typed and generic decoders agree
+}

@@ -187,12 +187,12 @@ func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
 	}
 	switch d.dict.tid {
 	case TradeTemplateID:
-		if off, err = d.decodeTrade(b, off, &pm, &d.recTrade); err != nil {
+		if off, err = d.decodeTrade(b, off, pm, &d.recTrade); err != nil {
 			return start, err
 		}
 		h.OnTrade(&d.recTrade)
 	case OrderTemplateID:
-		if off, err = d.decodeOrder(b, off, &pm, &d.recOrder); err != nil {
+		if off, err = d.decodeOrder(b, off, pm, &d.recOrder); err != nil {
 			return start, err
 		}
 		h.OnOrder(&d.recOrder)
@@ -204,7 +204,7 @@ func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
 	return off, nil
 }
 
-func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, error) {
+func (d *Decoder) decodeTrade(b []byte, off int, pm fast.PMap, m *Trade) (int, error) {
 	var err error
 	var ok bool
 	_, _ = err, ok
@@ -402,7 +402,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm *fast.PMap, m *Trade) (int, 
 	return off, nil
 }
 
-func (d *Decoder) decodeOrder(b []byte, off int, pm *fast.PMap, m *Order) (int, error) {
+func (d *Decoder) decodeOrder(b []byte, off int, pm fast.PMap, m *Order) (int, error) {
 	var err error
 	var ok bool
 	_, _ = err, ok

@@ -533,7 +533,7 @@ func (g *generator) emitDecoder() {
 	g.p("switch d.dict.tid {")
 	for _, t := range g.templates {
 		g.p("case %sTemplateID:", t.goName)
-		g.p("if off, err = d.decode%s(b, off, &pm, &d.rec%s); err != nil {", t.goName, t.goName)
+		g.p("if off, err = d.decode%s(b, off, pm, &d.rec%s); err != nil {", t.goName, t.goName)
 		g.p("return start, err")
 		g.p("}")
 		g.p("h.On%s(&d.rec%s)", t.goName, t.goName)
@@ -591,7 +591,9 @@ func conv(f *field, expr string) string {
 }
 
 func (g *generator) emitDecode(t *template) {
-	g.p("func (d *Decoder) decode%s(b []byte, off int, pm *fast.PMap, m *%s) (int, error) {", t.goName, t.goName)
+	// The presence map comes by value so that its bits stay in registers
+	// (PMap.Next is inlined).
+	g.p("func (d *Decoder) decode%s(b []byte, off int, pm fast.PMap, m *%s) (int, error) {", t.goName, t.goName)
 	g.p("var err error")
 	g.p("var ok bool")
 	g.p("_, _ = err, ok")

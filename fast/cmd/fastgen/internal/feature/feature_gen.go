@@ -218,12 +218,12 @@ func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
 	}
 	switch d.dict.tid {
 	case IntsTemplateID:
-		if off, err = d.decodeInts(b, off, &pm, &d.recInts); err != nil {
+		if off, err = d.decodeInts(b, off, pm, &d.recInts); err != nil {
 			return start, err
 		}
 		h.OnInts(&d.recInts)
 	case StringsTemplateID:
-		if off, err = d.decodeStrings(b, off, &pm, &d.recStrings); err != nil {
+		if off, err = d.decodeStrings(b, off, pm, &d.recStrings); err != nil {
 			return start, err
 		}
 		h.OnStrings(&d.recStrings)
@@ -235,7 +235,7 @@ func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
 	return off, nil
 }
 
-func (d *Decoder) decodeInts(b []byte, off int, pm *fast.PMap, m *Ints) (int, error) {
+func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, error) {
 	var err error
 	var ok bool
 	_, _ = err, ok
@@ -534,7 +534,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm *fast.PMap, m *Ints) (int, er
 	return off, nil
 }
 
-func (d *Decoder) decodeStrings(b []byte, off int, pm *fast.PMap, m *Strings) (int, error) {
+func (d *Decoder) decodeStrings(b []byte, off int, pm fast.PMap, m *Strings) (int, error) {
 	var err error
 	var ok bool
 	_, _ = err, ok
