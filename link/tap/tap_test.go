@@ -302,3 +302,60 @@ func TestCloseJoinsDispatcher(t *testing.T) {
 	ep.Close() // joins the reader
 	goleak.VerifyNone(t, ignore)
 }
+
+// signal is a dispatcher that allocates nothing: it only says a frame came.
+type signal chan struct{}
+
+func (s signal) DeliverNetworkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {
+	s <- struct{}{}
+}
+
+func (signal) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
+
+// TestReadDoesNotAllocate sends frames from the kernel side and checks that
+// reading and delivering them allocates nothing in steady state.
+func TestReadDoesNotAllocate(t *testing.T) {
+	name := kerneltest.Name("twl")
+	ns, ep := newNetnsTAP(t, Config{Name: name})
+	// A packet socket made inside the namespace stays there; it can then be
+	// used from any thread.
+	var fd int
+	var sa unix.SockaddrLinklayer
+	if err := ns.Do(func() error {
+		var err error
+		if fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
+			return err
+		}
+		ifi, err := net.InterfaceByName(name)
+		if err != nil {
+			return err
+		}
+		sa = unix.SockaddrLinklayer{Ifindex: ifi.Index, Halen: 6}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	frame := ethernetFrame(ep.MAC(), net.HardwareAddr{2, 1, 1, 1, 1, 1}, make([]byte, 1000))
+	got := make(signal, 1)
+	ep.Attach(got)
+	defer ep.Attach(nil)
+	roundTrip := func() {
+		if err := unix.Sendto(fd, frame, 0, &sa); err != nil {
+			t.Fatal(err)
+		}
+		<-got
+	}
+	for range 50 {
+		roundTrip() // fill the pools
+	}
+	// Packet buffers and views come from pools, which the race detector
+	// randomly empties: allow that one allocation there.
+	limit := 0.05
+	if raceEnabled {
+		limit = 1.5
+	}
+	if allocs := testing.AllocsPerRun(200, roundTrip); allocs > limit {
+		t.Errorf("%v allocations per frame read and delivered, want at most %v", allocs, limit)
+	}
+}
