@@ -65,6 +65,9 @@ func ReadNullableUint64(b []byte, off int) (v uint64, present bool, next int, er
 	}
 	u, next, err := readUint(b, off, math.MaxUint64)
 	if err == nil {
+		if u == 0 { // an overlong NULL (00 80)
+			return 0, false, next, nil
+		}
 		return u - 1, true, next, nil
 	}
 	if err == ErrOverflow && isTwoToThe64(b, off) {

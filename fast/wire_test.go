@@ -124,6 +124,19 @@ func TestNullableEdges(t *testing.T) {
 	if err != nil || !present || i != math.MaxInt64 {
 		t.Errorf("nullable MaxInt64 round trip = %d %v %v", i, present, err)
 	}
+	// Overlong NULLs (R-class, accepted) are absent in every nullable type.
+	for _, h := range []string{"0080", "000080"} {
+		b := unhex(t, h)
+		_, p32, n32, e32 := ReadNullableUint32(b, 0)
+		_, p64, n64, e64 := ReadNullableUint64(b, 0)
+		_, pi32, ni32, ei32 := ReadNullableInt32(b, 0)
+		_, pi64, ni64, ei64 := ReadNullableInt64(b, 0)
+		if p32 || p64 || pi32 || pi64 || e32 != nil || e64 != nil || ei32 != nil || ei64 != nil ||
+			n32 != len(b) || n64 != len(b) || ni32 != len(b) || ni64 != len(b) {
+			t.Errorf("overlong NULL %s: present %v %v %v %v, next %d %d %d %d, err %v %v %v %v",
+				h, p32, p64, pi32, pi64, n32, n64, ni32, ni64, e32, e64, ei32, ei64)
+		}
+	}
 	// Spec examples: nullable int32 -1 is ff, 0 is 81, null is 80.
 	for h, want := range map[string]int32{"ff": -1, "81": 0, "bf": 62, "00c0": 63} {
 		v, present, _, err := ReadNullableInt32(unhex(t, h), 0)
