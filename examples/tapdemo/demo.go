@@ -61,6 +61,9 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 	st := s.Stats()
 	s.Close() // closes rec and ep: the device goes away
 	PrintStats(out, st)
+	ts := ep.Stats()
+	fmt.Fprintf(out, "tap %s: %d frames in (%d for other hosts, %d too long dropped), %d out (%d dropped)\n",
+		ep.Name(), ts.RxFrames, ts.RxOtherHost, ts.RxTooLong, ts.TxFrames, ts.TxDropped)
 	if rec != nil {
 		rs := rec.Stats()
 		fmt.Fprintf(out, "pcap: %d frames sent, %d received, recorded to %s\n", rs.Sent, rs.Received, opts.PcapFile)

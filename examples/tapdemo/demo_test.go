@@ -181,7 +181,7 @@ func TestDemoAgainstKernel(t *testing.T) {
 		t.Fatalf("demo exit: %v\n%s\n%s", err, output.String(), stderr.String())
 	}
 	out := output.String()
-	for _, want := range []string{"stats:", "ICMPEchoRequestsRx", "ConnsAccepted", "pcap:"} {
+	for _, want := range []string{"stats:", "ICMPEchoRequestsRx", "ConnsAccepted", "pcap:", "tap " + dev + ":"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
