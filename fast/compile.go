@@ -35,6 +35,7 @@ type instr struct {
 type program struct {
 	t      *Template
 	fields []instr
+	tape   []op // fields flattened for the decoder
 }
 
 // compiler assigns dictionary slots. Entries are shared by (dictionary
@@ -246,7 +247,7 @@ func compileTemplates(ts *Templates, limits Limits) (*compiled, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := &program{t: t, fields: fs}
+		p := &program{t: t, fields: fs, tape: buildTape(fs)}
 		if t.ID < maxDenseID {
 			for int(t.ID) >= len(out.dense) {
 				out.dense = append(out.dense, nil)

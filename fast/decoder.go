@@ -196,7 +196,7 @@ type Decoder struct {
 	err       error // sticky
 	stats     Stats
 	short     DecodeError // reused for ErrShort so streaming never allocates
-	pmaps     []PMap      // one per nesting depth
+	frames    []frame     // composites being decoded, MaxDepth+1
 	// Context of a failure, filled where it happens.
 	errField *Field
 	errOff   int
@@ -215,7 +215,7 @@ func NewDecoder(ts *Templates, opts *DecoderOptions) (*Decoder, error) {
 		return nil, err
 	}
 	d := &Decoder{c: c, limits: o.Limits, resetEach: o.ResetEachMessage, dict: make([]entry, c.nslots), epoch: 1,
-		pmaps: make([]PMap, o.Limits.MaxDepth+2)}
+		frames: make([]frame, o.Limits.MaxDepth+1)}
 	return d, nil
 }
 
@@ -277,9 +277,7 @@ func (d *Decoder) Decode(b []byte, m *Message) (n int, err error) {
 		field = d.errField.Name
 	}
 	if err == ErrShort {
-		for i := len(d.undo) - 1; i >= 0; i-- {
-			d.dict[d.undo[i].slot] = d.undo[i].e
-		}
+		d.rollback()
 		d.epoch, d.prevTID, d.hasTID = epoch, prevTID, hasTID
 		d.stats.Short++
 		d.short = DecodeError{Code: "SHORT", TemplateID: d.tid, Field: field, Offset: d.errOff, Err: ErrShort}
@@ -301,10 +299,10 @@ func (d *Decoder) fail(f *Field, off int, err error) error {
 }
 
 func (d *Decoder) message(b []byte, m *Message) (int, error) {
-	pm := d.pmap(0)
+	var pm PMap
 	var off int
 	var err error
-	if *pm, off, err = ReadPMap(b, 0, d.limits.MaxPMapBytes); err != nil {
+	if pm, off, err = ReadPMap(b, 0, d.limits.MaxPMapBytes); err != nil {
 		return 0, d.fail(nil, 0, err)
 	}
 	tid := d.prevTID
@@ -335,8 +333,7 @@ func (d *Decoder) message(b []byte, m *Message) (int, error) {
 	if p.t.Reset {
 		d.resetDicts()
 	}
-	off, m.Values, err = d.fields(b, off, pm, p.fields, m, m.Values[:0], 0)
-	if err != nil {
+	if off, err = d.run(b, off, pm, p.tape, m); err != nil {
 		return 0, err
 	}
 	if tid == ResetTemplateID {
@@ -344,245 +341,6 @@ func (d *Decoder) message(b []byte, m *Message) (int, error) {
 		d.hasTID = false
 	}
 	return off, nil
-}
-
-// fields decodes the instructions ins. The values go to vals, passed and
-// returned by value: keeping the slice header in registers rather than in
-// the Message makes appending several times faster.
-func (d *Decoder) fields(b []byte, off int, pm *PMap, ins []instr, m *Message, vals []Value, depth int) (int, []Value, error) {
-	for i := range ins {
-		in := &ins[i]
-		start := off
-		var err error
-		switch in.kind {
-		case KindUint32, KindInt32, KindUint64, KindInt64, KindDecimal:
-			if in.kind == KindDecimal && in.exp == nil {
-				var mant int64
-				var exp int32
-				var present bool
-				mant, exp, present, off, err = d.decimalOp(b, off, pm, in)
-				if err == nil {
-					vals = grow(vals)
-					v := &vals[len(vals)-1]
-					v.U, v.Exp, v.End, v.off, v.n = uint64(mant), exp, int32(len(vals)), 0, 0
-					v.field, v.Kind, v.Present, v.Elem = in.fid, KindDecimal, present, false
-				}
-				break
-			}
-			// Integers, and the exponent then the mantissa of a decimal
-			// with individual operators. The common cases are decoded
-			// here without a call (calls are what an interpreter spends
-			// most on); the rest go to intOp, which consumes its own
-			// presence bit.
-			sub := in
-			if in.kind == KindDecimal {
-				sub = in.exp
-			}
-			var u uint64
-			var exp int32
-			present := true
-			for {
-				switch op := sub.op; {
-				case op == OpNone && off < len(b) && b[off]&stopBit != 0:
-					u, present = oneByteInt(b[off], sub.signed, sub.nullable)
-					off++
-				case op == OpConstant:
-					u = sub.init.u
-					if sub.optional {
-						present = pm.Next()
-					}
-				case op == OpDefault && !pm.Peek():
-					pm.Next()
-					u, present = sub.init.u, sub.hasInit
-				case op == OpDefault && off < len(b) && b[off]&stopBit != 0:
-					pm.Next()
-					u, present = oneByteInt(b[off], sub.signed, sub.nullable)
-					off++
-				case (op == OpCopy || op == OpIncrement) && !pm.Peek() && d.assigned(sub.slot):
-					pm.Next()
-					u = d.dict[sub.slot].u
-					if op == OpIncrement {
-						u = increment(sub.kind, u)
-						d.setInt(sub.slot, u, 0)
-					}
-				case op == OpDelta && off < len(b) && b[off]&stopBit != 0 && d.assigned(sub.slot):
-					var delta uint64
-					delta, present = oneByteInt(b[off], true, sub.nullable)
-					off++
-					if present {
-						var ok bool
-						if u, ok = addDelta(sub.kind, d.dict[sub.slot].u, int64(delta)); !ok {
-							err = ErrRange
-						} else {
-							d.setInt(sub.slot, u, 0)
-						}
-					}
-				default:
-					u, present, off, err = d.intOp(b, off, pm, sub)
-				}
-				if sub != in.exp || err != nil || !present {
-					break
-				}
-				// The exponent is in: check it, then read the mantissa.
-				if int64(u) < -63 || int64(u) > 63 {
-					err = ErrExponent
-					break
-				}
-				exp, sub = int32(u), in.mant
-			}
-			if err == nil {
-				vals = grow(vals)
-				v := &vals[len(vals)-1]
-				v.U, v.Exp, v.End, v.off, v.n = u, exp, int32(len(vals)), 0, 0
-				v.field, v.Kind, v.Present, v.Elem = in.fid, in.kind, present, false
-				if !present {
-					v.U, v.Exp = 0, 0
-				}
-			}
-		case KindASCII, KindUnicode, KindByteVector:
-			var sp span
-			present := true
-			switch op := in.op; {
-			case op == OpConstant:
-				sp = initSpan(in)
-				if in.optional {
-					present = pm.Next()
-				}
-			case op == OpDefault && !pm.Peek():
-				pm.Next()
-				sp, present = initSpan(in), in.hasInit
-			case op == OpCopy && !pm.Peek() && d.assigned(in.slot):
-				pm.Next()
-				sp, err = d.keep(m, d.dict[in.slot].b)
-			case op == OpNone || ((op == OpDefault || op == OpCopy) && pm.Peek()):
-				if op != OpNone {
-					pm.Next()
-				}
-				sp, present, off, err = d.readBytes(b, off, in, in.nullable, m)
-				if op == OpCopy && err == nil {
-					if present {
-						d.setBytes(in.slot, m.arena[sp.start:sp.end])
-					} else {
-						d.setEmpty(in.slot)
-					}
-				}
-			default:
-				sp, present, off, err = d.bytesOp(b, off, pm, in, m)
-			}
-			if err == nil {
-				vals = grow(vals)
-				v := &vals[len(vals)-1]
-				v.U, v.Exp, v.End, v.off, v.n = 0, 0, int32(len(vals)), uint32(sp.start), uint32(sp.end-sp.start)&^poolBit
-				v.field, v.Kind, v.Present, v.Elem = in.fid, in.kind, present, false
-			}
-		case KindGroup:
-			off, vals, err = d.group(b, off, pm, in, m, vals, depth)
-		case KindSequence:
-			off, vals, err = d.sequence(b, off, pm, in, m, vals, depth)
-		case KindTemplateRef:
-			off, vals, err = d.dynamicRef(b, off, in, m, vals, depth)
-		}
-		if err != nil {
-			return off, vals, d.fail(in.f, start, err)
-		}
-	}
-	return off, vals, nil
-}
-
-// pmap returns the presence-map slot for a nesting depth. The slots live in
-// the Decoder so that taking their address allocates nothing.
-func (d *Decoder) pmap(depth int) *PMap { return &d.pmaps[depth] }
-
-func (d *Decoder) group(b []byte, off int, pm *PMap, in *instr, m *Message, vals []Value, depth int) (int, []Value, error) {
-	present := !in.optional || pm.Next()
-	gi := len(vals)
-	vals = append(vals, Value{field: in.fid, Kind: KindGroup, Present: present})
-	if present {
-		if depth >= d.limits.MaxDepth {
-			return off, vals, ErrLimit
-		}
-		gpm := d.pmap(depth + 1)
-		*gpm = PMap{}
-		var err error
-		if in.needPMap {
-			if *gpm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
-				return off, vals, err
-			}
-		}
-		if off, vals, err = d.fields(b, off, gpm, in.children, m, vals, depth+1); err != nil {
-			return off, vals, err
-		}
-	}
-	vals[gi].End = int32(len(vals))
-	return off, vals, nil
-}
-
-func (d *Decoder) sequence(b []byte, off int, pm *PMap, in *instr, m *Message, vals []Value, depth int) (int, []Value, error) {
-	n, present, off, err := d.intOp(b, off, pm, in.length)
-	if err != nil {
-		return off, vals, err
-	}
-	si := len(vals)
-	vals = append(vals, Value{U: n, field: in.fid, Kind: KindSequence, Present: present})
-	if present {
-		if n > uint64(d.limits.MaxSequenceLen) || depth >= d.limits.MaxDepth {
-			return off, vals, ErrLimit
-		}
-		epm := d.pmap(depth + 1)
-		for k := uint64(0); k < n; k++ {
-			if len(vals) >= d.limits.MaxValues {
-				return off, vals, ErrLimit
-			}
-			ei := len(vals)
-			vals = grow(vals)
-			v := &vals[ei]
-			v.U, v.Exp, v.off, v.n = 0, 0, 0, 0
-			v.field, v.Kind, v.Present, v.Elem = in.fid, KindGroup, true, true
-			*epm = PMap{}
-			if in.needPMap {
-				if *epm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
-					return off, vals, err
-				}
-			}
-			if off, vals, err = d.fields(b, off, epm, in.children, m, vals, depth+1); err != nil {
-				return off, vals, err
-			}
-			vals[ei].End = int32(len(vals))
-		}
-	}
-	vals[si].End = int32(len(vals))
-	return off, vals, nil
-}
-
-func (d *Decoder) dynamicRef(b []byte, off int, in *instr, m *Message, vals []Value, depth int) (int, []Value, error) {
-	if depth >= d.limits.MaxDepth {
-		return off, vals, ErrLimit
-	}
-	pm := d.pmap(depth + 1)
-	var err error
-	if *pm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
-		return off, vals, err
-	}
-	tid := d.prevTID
-	if pm.Next() {
-		if tid, off, err = ReadUint32(b, off); err != nil {
-			return off, vals, err
-		}
-	} else if !d.hasTID {
-		return off, vals, ErrNoPrevious
-	}
-	p := d.c.lookup(tid)
-	if p == nil {
-		return off, vals, ErrUnknownTemplate
-	}
-	d.prevTID, d.hasTID = tid, true
-	ri := len(vals)
-	vals = append(vals, Value{U: uint64(tid), field: in.fid, Kind: KindTemplateRef, Present: true})
-	if off, vals, err = d.fields(b, off, pm, p.fields, m, vals, depth+1); err != nil {
-		return off, vals, err
-	}
-	vals[ri].End = int32(len(vals))
-	return off, vals, nil
 }
 
 // grow extends vals by one element, left for the caller to fill field by
@@ -655,6 +413,13 @@ func (d *Decoder) save(slot int32, e *entry) {
 	r.slot, r.e = slot, *e
 	e.gen = d.gen
 	e.alt, e.b = e.b, e.alt[:0]
+}
+
+// rollback restores the dictionary entries written since the message began.
+func (d *Decoder) rollback() {
+	for i := len(d.undo) - 1; i >= 0; i-- {
+		d.dict[d.undo[i].slot] = d.undo[i].e
+	}
 }
 
 func (d *Decoder) setInt(slot int32, u uint64, exp int32) {
@@ -822,6 +587,39 @@ func (d *Decoder) intOp(b []byte, off int, pm *PMap, in *instr) (uint64, bool, i
 		return u, true, next, nil
 	}
 	return 0, false, off, fmt.Errorf("fast: operator %v on %v", in.op, in.kind)
+}
+
+// intNotInStream is copy and increment when the field is not in the stream
+// and its dictionary entry holds no value.
+func (d *Decoder) intNotInStream(in *instr) (uint64, bool, error) {
+	if d.state(&d.dict[in.slot]) == stateEmpty {
+		if in.optional {
+			return 0, false, nil
+		}
+		return 0, false, ErrEmptyPrevious
+	}
+	u, present, _, err := d.undefined(in, 0)
+	return u, present, err
+}
+
+// applyDelta adds a delta to the field's base value (its previous value,
+// else its initial value) and stores the result.
+func (d *Decoder) applyDelta(o *op, delta int64) (uint64, error) {
+	base := o.init
+	if e := &d.dict[o.slot]; e.epoch == d.epoch {
+		switch e.state {
+		case stateAssigned:
+			base = e.u
+		case stateEmpty:
+			return 0, ErrEmptyPrevious
+		}
+	}
+	u, ok := addDelta(o.kind, base, delta)
+	if !ok {
+		return 0, ErrRange
+	}
+	d.setInt(o.slot, u, 0)
+	return u, nil
 }
 
 // undefined handles copy and increment (and tail's integer-free twin) when
@@ -1095,6 +893,25 @@ func (d *Decoder) setBytes(slot int32, v []byte) {
 	e := d.write(slot)
 	e.state = stateAssigned
 	e.b = append(e.b[:0], v...)
+}
+
+// bytesNotInStream is copy when the field is not in the stream and its
+// dictionary entry holds no value.
+func (d *Decoder) bytesNotInStream(in *instr) (span, bool, error) {
+	switch {
+	case d.state(&d.dict[in.slot]) == stateEmpty:
+		if in.optional {
+			return span{}, false, nil
+		}
+		return span{}, false, ErrEmptyPrevious
+	case in.hasInit:
+		d.setBytes(in.slot, in.init.b)
+		return initSpan(in), true, nil
+	case in.optional:
+		d.setEmpty(in.slot)
+		return span{}, false, nil
+	}
+	return span{}, false, ErrNoPrevious
 }
 
 // bytesOp applies the instruction's operator to a string or byte vector.

@@ -1,0 +1,487 @@
+package fast
+
+// The decoder runs each template as a flat instruction tape rather than
+// walking the instruction tree: one loop, one switch on a small opcode
+// (compiled to a jump table), and the state of groups, sequences and dynamic
+// templateRefs in an explicit stack instead of recursive calls. The common
+// operator paths are decoded inline in the loop; the unusual ones (multi-byte
+// reads, undefined dictionary entries, tail and delta strings, single-operator
+// decimals, sequence lengths) call the general per-operator functions, which
+// define the semantics.
+
+// opcode selects the code that decodes one tape instruction.
+type opcode uint8
+
+const (
+	opIntNone opcode = iota // integer without operator
+	opIntConst
+	opIntDefault
+	opIntCopy
+	opIntIncrement
+	opIntDelta
+	opDecimal // decimal with a single operator
+	opBytesNone
+	opBytesConst
+	opBytesDefault
+	opBytesCopy
+	opBytesOther // tail and delta
+	opGroup      // jump: past the group's opGroupEnd
+	opGroupEnd
+	opSeq // jump: past the sequence's opElemEnd; followed by opElem
+	opElem
+	opElemEnd // jump: the sequence's opElem
+	opDynRef
+	opEnd // end of a template: return from a dynamic templateRef, or finish
+)
+
+// role says what a scalar instruction does with the value it decoded.
+type role uint8
+
+const (
+	roleNone role = iota // structural instruction: appends its own values
+	roleInt              // appends an integer value
+	// roleExp is the exponent of a decimal with individual operators: kept
+	// for the mantissa that follows; an absent exponent appends an absent
+	// decimal and skips the mantissa.
+	roleExp
+	roleMant  // the mantissa, or a single-operator decimal: appends the decimal
+	roleBytes // appends a string or byte vector
+)
+
+// op is one tape instruction: the operands of its opcode, copied out of the
+// instruction tree so that the hot paths read one small struct.
+type op struct {
+	code     opcode
+	role     role
+	kind     Kind // kind read from the wire (int32 for an exponent, int64 for a mantissa)
+	vkind    Kind // kind of the appended Value
+	signed   bool
+	nullable bool
+	optional bool
+	hasInit  bool
+	needPMap bool  // group and sequence element: has its own presence map
+	fid      int32 // Value.field
+	slot     int32 // dictionary slot, -1 for none
+	jump     int32 // see the opcodes
+	init     uint64
+	initSpan span   // initial bytes in the constant pool
+	in       *instr // operands of the general functions; in.f names the field in errors
+}
+
+// frame is a group, sequence or dynamic templateRef being decoded, with what
+// to restore when it ends.
+type frame struct {
+	pm    PMap   // presence map of the enclosing fields
+	vi    int32  // Values index of the composite
+	ei    int32  // Values index of the current sequence element
+	left  uint64 // sequence elements still to decode, the current one included
+	start int    // offset of the composite: errors of the composite itself report it
+	ret   []op   // dynamic templateRef: the tape to return to, at retPC
+	retPC int
+}
+
+// buildTape flattens a template's instruction tree into its tape.
+func buildTape(ins []instr) []op {
+	return append(appendTape(nil, ins), op{code: opEnd})
+}
+
+func appendTape(t []op, ins []instr) []op {
+	for i := range ins {
+		in := &ins[i]
+		switch in.kind {
+		case KindGroup:
+			g := len(t)
+			t = append(t, op{code: opGroup, fid: in.fid, optional: in.optional, needPMap: in.needPMap, in: in})
+			t = appendTape(t, in.children)
+			t = append(t, op{code: opGroupEnd, in: in})
+			t[g].jump = int32(len(t))
+		case KindSequence:
+			s := len(t)
+			t = append(t, op{code: opSeq, fid: in.fid, in: in},
+				op{code: opElem, fid: in.fid, needPMap: in.needPMap, in: in})
+			t = appendTape(t, in.children)
+			t = append(t, op{code: opElemEnd, jump: int32(s + 1), in: in})
+			t[s].jump = int32(len(t))
+		case KindTemplateRef:
+			t = append(t, op{code: opDynRef, fid: in.fid, in: in})
+		case KindDecimal:
+			if in.exp == nil {
+				o := scalarOp(in, opDecimal)
+				o.role = roleMant
+				t = append(t, o)
+				continue
+			}
+			e, m := scalarOp(in.exp, intOpcode(in.exp.op)), scalarOp(in.mant, intOpcode(in.mant.op))
+			e.role, m.role = roleExp, roleMant
+			e.vkind, m.vkind = KindDecimal, KindDecimal
+			e.fid, m.fid = in.fid, in.fid
+			t = append(t, e, m)
+		case KindASCII, KindUnicode, KindByteVector:
+			code := opBytesOther
+			switch in.op {
+			case OpNone:
+				code = opBytesNone
+			case OpConstant:
+				code = opBytesConst
+			case OpDefault:
+				code = opBytesDefault
+			case OpCopy:
+				code = opBytesCopy
+			}
+			o := scalarOp(in, code)
+			o.role = roleBytes
+			t = append(t, o)
+		default:
+			o := scalarOp(in, intOpcode(in.op))
+			o.role = roleInt
+			t = append(t, o)
+		}
+	}
+	return t
+}
+
+func intOpcode(k OpKind) opcode {
+	switch k {
+	case OpConstant:
+		return opIntConst
+	case OpDefault:
+		return opIntDefault
+	case OpCopy:
+		return opIntCopy
+	case OpIncrement:
+		return opIntIncrement
+	case OpDelta:
+		return opIntDelta
+	}
+	return opIntNone
+}
+
+func scalarOp(in *instr, code opcode) op {
+	return op{code: code, kind: in.kind, vkind: in.kind, signed: in.signed, nullable: in.nullable,
+		optional: in.optional, hasInit: in.hasInit, fid: in.fid, slot: in.slot,
+		init: in.init.u, initSpan: initSpan(in), in: in}
+}
+
+// run decodes the fields of a template with its tape, the message header
+// already read: pm is the message's presence map after the template id bit.
+func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, error) {
+	vals := m.Values[:0]
+	frames := d.frames[:0]
+	var (
+		o        *op
+		start    int // offset where the current instruction's value starts
+		decStart int // offset where the current decimal starts
+		u        uint64
+		exp      int32
+		sp       span
+		present  bool
+		err      error
+	)
+	pc := 0
+	for {
+		o = &tape[pc]
+		pc++
+		start = off
+		present = true
+		switch o.code {
+		case opIntNone:
+			if off < len(b) && b[off]&stopBit != 0 {
+				u, present = oneByteInt(b[off], o.signed, o.nullable)
+				off++
+			} else if u, present, off, err = readIntFast(b, off, o.kind, o.nullable); err != nil {
+				goto fail
+			}
+		case opIntConst:
+			u = o.init
+			if o.optional {
+				present = pm.Next()
+			}
+		case opIntDefault:
+			if !pm.Next() {
+				u, present = o.init, o.hasInit
+			} else if off < len(b) && b[off]&stopBit != 0 {
+				u, present = oneByteInt(b[off], o.signed, o.nullable)
+				off++
+			} else if u, present, off, err = readIntFast(b, off, o.kind, o.nullable); err != nil {
+				goto fail
+			}
+		case opIntCopy, opIntIncrement:
+			if pm.Next() {
+				if off < len(b) && b[off]&stopBit != 0 {
+					u, present = oneByteInt(b[off], o.signed, o.nullable)
+					off++
+				} else if u, present, off, err = readIntFast(b, off, o.kind, o.nullable); err != nil {
+					goto fail
+				}
+				if present {
+					d.setInt(o.slot, u, 0)
+				} else {
+					d.setEmpty(o.slot)
+				}
+			} else if d.assigned(o.slot) {
+				u = d.dict[o.slot].u
+				if o.code == opIntIncrement {
+					u = increment(o.kind, u)
+					d.setInt(o.slot, u, 0)
+				}
+			} else if u, present, err = d.intNotInStream(o.in); err != nil {
+				goto fail
+			}
+		case opIntDelta:
+			var delta uint64
+			if off < len(b) && b[off]&stopBit != 0 {
+				delta, present = oneByteInt(b[off], true, o.nullable)
+				off++
+			} else if delta, present, off, err = readIntFast(b, off, KindInt64, o.nullable); err != nil {
+				goto fail
+			}
+			if present {
+				if u, err = d.applyDelta(o, int64(delta)); err != nil {
+					goto fail
+				}
+			}
+		case opDecimal:
+			decStart = start
+			var mant int64
+			tmp := pm
+			mant, exp, present, off, err = d.decimalOp(b, off, &tmp, o.in)
+			pm = tmp
+			if err != nil {
+				goto fail
+			}
+			u = uint64(mant)
+		case opBytesNone:
+			if sp, present, off, err = d.readBytes(b, off, o.in, o.nullable, m); err != nil {
+				goto fail
+			}
+		case opBytesConst:
+			sp = o.initSpan
+			if o.optional {
+				present = pm.Next()
+			}
+		case opBytesDefault:
+			if !pm.Next() {
+				sp, present = o.initSpan, o.hasInit
+			} else if sp, present, off, err = d.readBytes(b, off, o.in, o.nullable, m); err != nil {
+				goto fail
+			}
+		case opBytesCopy:
+			if pm.Next() {
+				if sp, present, off, err = d.readBytes(b, off, o.in, o.nullable, m); err != nil {
+					goto fail
+				}
+				if present {
+					d.setBytes(o.slot, m.arena[sp.start:sp.end])
+				} else {
+					d.setEmpty(o.slot)
+				}
+			} else if d.assigned(o.slot) {
+				if sp, err = d.keep(m, d.dict[o.slot].b); err != nil {
+					goto fail
+				}
+			} else if sp, present, err = d.bytesNotInStream(o.in); err != nil {
+				goto fail
+			}
+		case opBytesOther:
+			tmp := pm
+			sp, present, off, err = d.bytesOp(b, off, &tmp, o.in, m)
+			pm = tmp
+			if err != nil {
+				goto fail
+			}
+		case opGroup:
+			present = !o.optional || pm.Next()
+			vi := len(vals)
+			vals = grow(vals)
+			v := &vals[vi]
+			v.U, v.Exp, v.End, v.off, v.n = 0, 0, int32(vi+1), 0, 0
+			v.field, v.Kind, v.Present, v.Elem = o.fid, KindGroup, present, false
+			if !present {
+				pc = int(o.jump)
+				continue
+			}
+			if len(frames) >= d.limits.MaxDepth {
+				err = ErrLimit
+				goto fail
+			}
+			frames = frames[:len(frames)+1]
+			f := &frames[len(frames)-1]
+			f.pm, f.vi = pm, int32(vi)
+			pm = PMap{}
+			if o.needPMap {
+				if off < len(b) && b[off]&stopBit != 0 {
+					pm.hi = uint64(b[off]) << 57
+					off++
+				} else if pm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
+					goto fail
+				}
+			}
+			continue
+		case opGroupEnd:
+			f := &frames[len(frames)-1]
+			vals[f.vi].End = int32(len(vals))
+			pm = f.pm
+			frames = frames[:len(frames)-1]
+			continue
+		case opSeq:
+			tmp := pm
+			u, present, off, err = d.intOp(b, off, &tmp, o.in.length)
+			pm = tmp
+			if err != nil {
+				goto fail
+			}
+			vi := len(vals)
+			vals = grow(vals)
+			v := &vals[vi]
+			v.U, v.Exp, v.End, v.off, v.n = u, 0, int32(vi+1), 0, 0
+			v.field, v.Kind, v.Present, v.Elem = o.fid, KindSequence, present, false
+			if !present {
+				pc = int(o.jump)
+				continue
+			}
+			if u > uint64(d.limits.MaxSequenceLen) || len(frames) >= d.limits.MaxDepth {
+				err = ErrLimit
+				goto fail
+			}
+			if u == 0 {
+				pc = int(o.jump)
+				continue
+			}
+			frames = frames[:len(frames)+1]
+			f := &frames[len(frames)-1]
+			f.pm, f.vi, f.left, f.start = pm, int32(vi), u, start
+			continue
+		case opElem:
+			f := &frames[len(frames)-1]
+			if len(vals) >= d.limits.MaxValues {
+				err, start = ErrLimit, f.start
+				goto fail
+			}
+			f.ei = int32(len(vals))
+			vals = grow(vals)
+			v := &vals[len(vals)-1]
+			v.U, v.Exp, v.off, v.n = 0, 0, 0, 0
+			v.field, v.Kind, v.Present, v.Elem = o.fid, KindGroup, true, true
+			pm = PMap{}
+			if o.needPMap {
+				if off < len(b) && b[off]&stopBit != 0 {
+					pm.hi = uint64(b[off]) << 57
+					off++
+				} else if pm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
+					start = f.start
+					goto fail
+				}
+			}
+			continue
+		case opElemEnd:
+			f := &frames[len(frames)-1]
+			vals[f.ei].End = int32(len(vals))
+			if f.left--; f.left > 0 {
+				pc = int(o.jump)
+				continue
+			}
+			vals[f.vi].End = int32(len(vals))
+			pm = f.pm
+			frames = frames[:len(frames)-1]
+			continue
+		case opDynRef:
+			var p *program
+			var rpm PMap
+			if p, rpm, off, err = d.dynamicTemplate(b, off, len(frames)); err != nil {
+				goto fail
+			}
+			vi := len(vals)
+			vals = grow(vals)
+			v := &vals[vi]
+			v.U, v.Exp, v.End, v.off, v.n = uint64(p.t.ID), 0, int32(vi+1), 0, 0
+			v.field, v.Kind, v.Present, v.Elem = o.fid, KindTemplateRef, true, false
+			frames = frames[:len(frames)+1]
+			f := &frames[len(frames)-1]
+			f.pm, f.vi, f.ret, f.retPC = pm, int32(vi), tape, pc
+			tape, pc, pm = p.tape, 0, rpm
+			continue
+		case opEnd:
+			if len(frames) == 0 {
+				m.Values = vals
+				return off, nil
+			}
+			f := &frames[len(frames)-1]
+			vals[f.vi].End = int32(len(vals))
+			pm, tape, pc = f.pm, f.ret, f.retPC
+			f.ret = nil
+			frames = frames[:len(frames)-1]
+			continue
+		}
+
+		// Append the scalar's value.
+		switch o.role {
+		case roleInt:
+			if !present {
+				u = 0
+			}
+			vals = grow(vals)
+			v := &vals[len(vals)-1]
+			v.U, v.Exp, v.End, v.off, v.n = u, 0, int32(len(vals)), 0, 0
+			v.field, v.Kind, v.Present, v.Elem = o.fid, o.vkind, present, false
+		case roleExp:
+			decStart = start
+			if present {
+				if int64(u) < -63 || int64(u) > 63 {
+					err = ErrExponent
+					goto fail
+				}
+				exp = int32(u)
+				continue
+			}
+			pc++ // no mantissa
+			u, exp = 0, 0
+			fallthrough
+		case roleMant:
+			if !present {
+				u, exp = 0, 0
+			}
+			vals = grow(vals)
+			v := &vals[len(vals)-1]
+			v.U, v.Exp, v.End, v.off, v.n = u, exp, int32(len(vals)), 0, 0
+			v.field, v.Kind, v.Present, v.Elem = o.fid, KindDecimal, present, false
+		case roleBytes:
+			vals = grow(vals)
+			v := &vals[len(vals)-1]
+			v.U, v.Exp, v.End, v.off, v.n = 0, 0, int32(len(vals)), uint32(sp.start), uint32(sp.end-sp.start)&^poolBit
+			v.field, v.Kind, v.Present, v.Elem = o.fid, o.vkind, present, false
+		}
+	}
+
+fail:
+	if o.role == roleMant {
+		start = decStart
+	}
+	m.Values = vals
+	return off, d.fail(o.in.f, start, err)
+}
+
+// dynamicTemplate reads the header of a dynamic templateRef at nesting depth
+// depth: its presence map and template id.
+func (d *Decoder) dynamicTemplate(b []byte, off int, depth int) (*program, PMap, int, error) {
+	if depth >= d.limits.MaxDepth {
+		return nil, PMap{}, off, ErrLimit
+	}
+	pm, off, err := ReadPMap(b, off, d.limits.MaxPMapBytes)
+	if err != nil {
+		return nil, PMap{}, off, err
+	}
+	tid := d.prevTID
+	if pm.Next() {
+		if tid, off, err = ReadUint32(b, off); err != nil {
+			return nil, PMap{}, off, err
+		}
+	} else if !d.hasTID {
+		return nil, PMap{}, off, ErrNoPrevious
+	}
+	p := d.c.lookup(tid)
+	if p == nil {
+		return nil, PMap{}, off, ErrUnknownTemplate
+	}
+	d.prevTID, d.hasTID = tid, true
+	return p, pm, off, nil
+}
