@@ -80,3 +80,15 @@ func (c *Config) validate() error {
 	}
 	return nil
 }
+
+// Stats counts an Endpoint's traffic. All counters only grow.
+type Stats struct {
+	RxFrames    uint64 // frames delivered to the stack
+	RxBytes     uint64 // their bytes, Ethernet header included
+	RxOtherHost uint64 // frames dropped: unicast to another MAC
+	RxTooLong   uint64 // frames dropped: longer than MTU + header + one VLAN tag
+	RxErrors    uint64 // failed reads
+	TxFrames    uint64 // frames written to the device
+	TxBytes     uint64 // their bytes
+	TxDropped   uint64 // frames the device refused or too long for the MTU
+}

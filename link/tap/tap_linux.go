@@ -73,18 +73,6 @@ type Endpoint struct {
 
 var _ stack.LinkEndpoint = (*Endpoint)(nil)
 
-// Stats counts an Endpoint's traffic. All counters only grow.
-type Stats struct {
-	RxFrames    uint64 // frames delivered to the stack
-	RxBytes     uint64 // their bytes, Ethernet header included
-	RxOtherHost uint64 // frames dropped: unicast to another MAC
-	RxTooLong   uint64 // frames dropped: longer than MTU + header + one VLAN tag
-	RxErrors    uint64 // failed reads
-	TxFrames    uint64 // frames written to the device
-	TxBytes     uint64 // their bytes
-	TxDropped   uint64 // frames the device refused or too long for the MTU
-}
-
 // New opens the TAP device cfg.Name, creating it if it does not exist, and
 // configures it as described in the package documentation. Errors name the
 // step that failed; EPERM means the process lacks CAP_NET_ADMIN.

@@ -30,3 +30,6 @@ func (e *Endpoint) MAC() net.HardwareAddr { return nil }
 
 // Created reports whether New created the device.
 func (e *Endpoint) Created() bool { return false }
+
+// Stats returns the endpoint's counters.
+func (e *Endpoint) Stats() Stats { return Stats{} }
