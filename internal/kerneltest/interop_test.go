@@ -449,7 +449,7 @@ func TestBadTCPChecksumDropped(t *testing.T) {
 	// Warm up ARP so the stack has nothing else to say.
 	c := p.kernelDial(t, "tcp", netip.AddrPortFrom(stackIP, echoPort).String())
 	echoRoundTrip(t, c, 100)
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // delayed ACKs settle: the stack has nothing left to send
 	before := p.s.Stats()
 	const n = 5
 	var frames [][]byte
