@@ -49,7 +49,11 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 		}
 		link = rec
 	}
-	s, err := tickwire.New(tickwire.Config{Link: link, MAC: ep.MAC(), Addr: opts.Addr, MTU: opts.MTU})
+	cfg := tickwire.Config{Link: link, MAC: ep.MAC(), Addr: opts.Addr, MTU: opts.MTU}
+	if opts.MTU > 0 && opts.MTU-40 < tickwire.DefaultMSS {
+		cfg.MSS = opts.MTU - 40 // a full segment must fit a smaller MTU
+	}
+	s, err := tickwire.New(cfg)
 	if err != nil {
 		link.Close()
 		return err

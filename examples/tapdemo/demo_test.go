@@ -111,44 +111,7 @@ func TestDemoAgainstKernel(t *testing.T) {
 	dev := kerneltest.Name("twl")
 	pcapFile := filepath.Join(t.TempDir(), "demo.pcap")
 
-	cmd := ns.Command(context.Background(), bin, "-tap", dev, "-addr", "10.201.0.2/24", "-host", "10.201.0.1/24", "-pcap", pcapFile)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	lines := make(chan string, 128)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var output strings.Builder
-	timeout := time.After(20 * time.Second)
-	for ready := false; !ready; {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("demo exited before ready: %s\n%s", output.String(), stderr.String())
-			}
-			output.WriteString(l + "\n")
-			ready = l == "ready"
-		case <-timeout:
-			t.Fatalf("demo not ready: %s\n%s", output.String(), stderr.String())
-		}
-	}
+	d := startDemo(t, ns, bin, "-tap", dev, "-addr", "10.201.0.2/24", "-host", "10.201.0.1/24", "-pcap", pcapFile)
 
 	ns.MustRun(t, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.201.0.2")
 
@@ -171,16 +134,7 @@ func TestDemoAgainstKernel(t *testing.T) {
 		t.Fatalf("discard answered %q", got)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	for l := range lines {
-		output.WriteString(l + "\n")
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("demo exit: %v\n%s\n%s", err, output.String(), stderr.String())
-	}
-	out := output.String()
+	out := d.stop(t, syscall.SIGINT)
 	for _, want := range []string{"stats:", "ICMPEchoRequestsRx", "ConnsAccepted", "pcap:", "tap " + dev + ":"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
@@ -210,6 +164,90 @@ func TestDemoAgainstKernel(t *testing.T) {
 	}
 	if frames < 20 {
 		t.Fatalf("%d frames recorded, want the whole session", frames)
+	}
+}
+
+// demo is a running demo binary.
+type demo struct {
+	cmd    *exec.Cmd
+	lines  chan string
+	output strings.Builder
+	stderr bytes.Buffer
+}
+
+// startDemo runs the demo inside ns and waits until it prints "ready".
+func startDemo(t *testing.T, ns *kerneltest.Netns, bin string, args ...string) *demo {
+	t.Helper()
+	d := &demo{cmd: ns.Command(context.Background(), bin, args...), lines: make(chan string, 128)}
+	stdout, err := d.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.cmd.Stderr = &d.stderr
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			d.cmd.Process.Kill()
+			d.cmd.Wait()
+		}
+	})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			d.lines <- sc.Text()
+		}
+		close(d.lines)
+	}()
+	timeout := time.After(20 * time.Second)
+	for ready := false; !ready; {
+		select {
+		case l, ok := <-d.lines:
+			if !ok {
+				d.cmd.Wait()
+				t.Fatalf("demo exited before ready: %s\n%s", d.output.String(), d.stderr.String())
+			}
+			d.output.WriteString(l + "\n")
+			ready = l == "ready"
+		case <-timeout:
+			t.Fatalf("demo not ready: %s\n%s", d.output.String(), d.stderr.String())
+		}
+	}
+	return d
+}
+
+// stop signals the demo, checks that it exits 0 and returns its output.
+func (d *demo) stop(t *testing.T, sig os.Signal) string {
+	t.Helper()
+	if err := d.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	for l := range d.lines {
+		d.output.WriteString(l + "\n")
+	}
+	if err := d.cmd.Wait(); err != nil {
+		t.Fatalf("demo exit after %v: %v\n%s\n%s", sig, err, d.output.String(), d.stderr.String())
+	}
+	return d.output.String()
+}
+
+// TestDemoSIGTERM checks the other stop signal, without recording.
+func TestDemoSIGTERM(t *testing.T) {
+	kerneltest.RequireRoot(t)
+	ns := kerneltest.NewNetns(t, "twl")
+	bin := buildDemo(t)
+	dev := kerneltest.Name("twl")
+	d := startDemo(t, ns, bin, "-tap", dev, "-addr", "10.202.0.2/24", "-host", "", "-mtu", "1400")
+	if out := string(ns.MustRun(t, "ip", "-o", "link", "show", "dev", dev)); !strings.Contains(out, "mtu 1400") {
+		t.Fatalf("device: %s", out)
+	}
+	out := d.stop(t, syscall.SIGTERM)
+	if !strings.Contains(out, "stats:") || strings.Contains(out, "pcap:") {
+		t.Fatalf("output:\n%s", out)
+	}
+	if o, err := ns.Run("ip", "link", "show", "dev", dev); err == nil {
+		t.Fatalf("device %s left behind: %s", dev, o)
 	}
 }
 

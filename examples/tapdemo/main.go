@@ -34,7 +34,7 @@ func main() {
 	flag.StringVar(&opts.Device, "tap", "tw0", "TAP device to create or open")
 	flag.StringVar(&addr, "addr", "10.201.0.2/24", "the stack's IPv4 address and prefix")
 	flag.StringVar(&host, "host", "10.201.0.1/24", "address for the kernel side of the device (empty: none)")
-	flag.IntVar(&opts.MTU, "mtu", 1500, "IP MTU of the device and the stack")
+	flag.IntVar(&opts.MTU, "mtu", 1500, "IP MTU of the device and the stack (below 1448 the MSS shrinks to MTU-40)")
 	flag.StringVar(&opts.PcapFile, "pcap", "", "record every frame to this pcap file")
 	flag.Parse()
 
