@@ -14,9 +14,10 @@ import (
 	"time"
 )
 
-// tinyParams keep every measure to a few milliseconds: the tests check the
-// plumbing, never the speed.
-var tinyParams = params{rounds: 2, dur: 5 * time.Millisecond, conns: 40, fewConns: 8}
+// tinyParams keep every measure to a few tens of milliseconds (enough for
+// some bytes to cross under -race): the tests check the plumbing, never the
+// speed.
+var tinyParams = params{rounds: 2, dur: 30 * time.Millisecond, conns: 40, fewConns: 8}
 
 // TestAllMeasuresJSON runs every measure with tiny counts and checks the
 // JSON that -json prints: the fields of issue #5, ratio = tickwire /

@@ -28,8 +28,9 @@ var measures = []measure{
 	{
 		name: "tcp_connect", unit: "conns/s", better: higher, quick: true,
 		baselineName: "kernel TCP, loopback",
-		doc: "Connections established per second, one after another: dial, close; the server " +
-			"accepts and closes each. Fresh stacks (and listener) every round.",
+		doc: "Connections opened per second, one after another: dial, read the end of stream (the " +
+			"server closes each connection as soon as it accepts it, so TIME-WAIT stays on its " +
+			"side), close. Fresh stacks (and listener) every round.",
 		setup: setupConnect,
 	},
 	{
@@ -56,7 +57,7 @@ var measures = []measure{
 		name: "tap_tcp_rtt_64B", unit: "us", better: lower, latency: true, quick: true,
 		baselineName: "kernel to kernel, veth",
 		doc: "Root only. 64-byte TCP ping-pong from a kernel client in a network namespace to " +
-			"tickwire on a TAP device in that namespace (link/tap, fdbased readv); baseline: a kernel " +
+			"tickwire on a TAP device in that namespace (link/tap); baseline: a kernel " +
 			"client and a kernel echo server in two namespaces joined by a veth pair. Namespaces and " +
 			"devices are named twb* and removed afterwards. Allocations are the whole process's per " +
 			"round trip (tickwire's echo side).",

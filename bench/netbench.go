@@ -118,10 +118,15 @@ func echo(c net.Conn) {
 	}
 }
 
+// stallTimeout is added to a sample's duration as the deadline of its
+// connection, so that a lost peer fails the round instead of hanging it.
+const stallTimeout = 10 * time.Second
+
 // tcpPingPong times rttSize-byte round trips on c.
 func tcpPingPong(c net.Conn, p params) (sample, error) {
 	out := make([]byte, rttSize)
 	in := make([]byte, rttSize)
+	c.SetDeadline(time.Now().Add(p.dur + stallTimeout))
 	return timeOps(p.dur, 200, true, func() error {
 		if _, err := c.Write(out); err != nil {
 			return err
@@ -145,7 +150,7 @@ func tcpRTTSide(ln net.Listener, dial dialer, p params) (func() (sample, error),
 }
 
 func kernelDial(addr net.Addr) dialer {
-	return func() (net.Conn, error) { return net.Dial("tcp", addr.String()) }
+	return func() (net.Conn, error) { return net.DialTimeout("tcp", addr.String(), stallTimeout) }
 }
 
 func tickwireDial(from *tickwire.Stack, to netip.Addr, port int) dialer {
@@ -207,7 +212,7 @@ func udpEcho(pc net.PacketConn, done *sync.WaitGroup) {
 func udpPingPong(c net.Conn, p params) (sample, error) {
 	out := make([]byte, rttSize)
 	in := make([]byte, 2048)
-	c.SetReadDeadline(time.Now().Add(p.dur + 10*time.Second))
+	c.SetReadDeadline(time.Now().Add(p.dur + stallTimeout))
 	return timeOps(p.dur, 200, true, func() error {
 		if _, err := c.Write(out); err != nil {
 			return err
@@ -294,6 +299,7 @@ func bulkRound(ln net.Listener, dial dialer, p params) (sample, error) {
 			acceptErr <- err
 			return
 		}
+		c.SetDeadline(time.Now().Add(p.dur + stallTimeout))
 		discardCount(c, done)
 		c.Close()
 	}()
@@ -302,6 +308,7 @@ func bulkRound(ln net.Listener, dial dialer, p params) (sample, error) {
 		return sample{}, err
 	}
 	defer c.Close()
+	c.SetDeadline(time.Now().Add(p.dur + stallTimeout))
 	buf := make([]byte, bulkWrite)
 	var s sample
 	m0 := mallocs()
@@ -352,15 +359,22 @@ func setupBulk(p params) (*pair, error) {
 	}, nil
 }
 
-// connectRound dials and closes connections one after another for p.dur;
-// the server closes each as soon as it is accepted.
+// connectRound opens connections one after another for p.dur: dial, wait
+// for the server's close (it closes each as soon as it accepts it), close.
+// The server closing first keeps the TIME-WAIT state on its side, so the
+// client's ephemeral ports do not run out over a long run.
 func connectRound(ln net.Listener, dial dialer, p params) (sample, error) {
 	srv := serveTCP(ln, func(net.Conn) {})
 	defer srv.stop()
+	var b [1]byte
 	return timeOps(p.dur, 20, false, func() error {
 		c, err := dial()
 		if err != nil {
 			return err
+		}
+		if _, err := c.Read(b[:]); err != io.EOF {
+			c.Close()
+			return fmt.Errorf("read after the server's close: %v, want EOF", err)
 		}
 		return c.Close()
 	})

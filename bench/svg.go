@@ -43,8 +43,8 @@ type series struct {
 
 // Plot geometry, in SVG user units.
 const (
-	plotW, plotH                       = 760, 460
-	marginL, marginR, marginT, marginB = 70, 20, 40, 110
+	plotW, plotH                       = 900, 460
+	marginL, marginR, marginT, marginB = 70, 40, 40, 110
 	plotPoints                         = 600 // quantiles drawn per curve
 )
 
@@ -58,7 +58,9 @@ func writeCDF(w io.Writer, title string, ss []series) error {
 			return fmt.Errorf("series %q is empty", s.name)
 		}
 		lo = math.Min(lo, micros(s.sorted[0]))
-		hi = math.Max(hi, micros(s.sorted[len(s.sorted)-1]))
+		// The far tail (a scheduler hiccup of a shared machine) would
+		// squeeze the interesting part; the legend gives the maximum.
+		hi = math.Max(hi, micros(percentile(s.sorted, 0.9999)))
 	}
 	lo = math.Max(lo, 0.001) // log axis: clamp zero durations
 	hi = math.Max(hi, lo*10)
@@ -78,9 +80,14 @@ func writeCDF(w io.Writer, title string, ss []series) error {
 	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
 	p(`<text x="%d" y="24" font-size="15" text-anchor="middle">%s</text>`+"\n", plotW/2, html.EscapeString(title))
 
-	// Grid and ticks: 1, 2, 5 per decade on x; tenths on y.
+	// Grid and ticks: 1, 2, 5 per decade on x (decades only when there are
+	// many); tenths on y.
+	steps := []float64{1, 2, 5}
+	if math.Log10(xmax/xmin) > 3.5 {
+		steps = steps[:1]
+	}
 	for d := xmin; d < xmax*1.001; d *= 10 {
-		for _, m := range []float64{1, 2, 5} {
+		for _, m := range steps {
 			v := d * m
 			if v > xmax*1.001 {
 				break
@@ -110,14 +117,14 @@ func writeCDF(w io.Writer, title string, ss []series) error {
 		for k := 0; k <= plotPoints; k++ {
 			q := float64(k) / plotPoints
 			idx := min(n-1, int(q*float64(n-1)))
-			p("%.1f,%.1f ", x(micros(s.sorted[idx])), y(float64(idx+1)/float64(n)))
+			p("%.1f,%.1f ", x(math.Min(micros(s.sorted[idx]), xmax)), y(float64(idx+1)/float64(n)))
 		}
 		p("\"/>\n")
 		ly := float64(plotH-marginB) + 56 + float64(i)*20
 		p(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", marginL, ly-4, marginL+24, ly-4, s.color)
-		p(`<text x="%d" y="%.1f">%s: p50 %s us, p99 %s us, p99.9 %s us, %d samples</text>`+"\n", marginL+32, ly,
+		p(`<text x="%d" y="%.1f">%s: p50 %s us, p99 %s us, p99.9 %s us, max %s us, %d samples</text>`+"\n", marginL+32, ly,
 			html.EscapeString(s.name), num(micros(percentile(s.sorted, 0.5))), num(micros(percentile(s.sorted, 0.99))),
-			num(micros(percentile(s.sorted, 0.999))), n)
+			num(micros(percentile(s.sorted, 0.999))), num(micros(s.sorted[n-1])), n)
 	}
 	p("</svg>\n")
 	return nil
@@ -125,6 +132,8 @@ func writeCDF(w io.Writer, title string, ss []series) error {
 
 func tickLabel(us float64) string {
 	switch {
+	case us >= 1e6:
+		return fmt.Sprintf("%gs", us/1e6)
 	case us >= 1000:
 		return fmt.Sprintf("%gms", us/1000)
 	default:

@@ -112,7 +112,7 @@ func setupTapRTT(p params) (*pair, error) {
 	srv := serveTCP(ln, echo)
 	cleanups = append(cleanups, srv.stop)
 	if err := tapNS.Do(func() (err error) {
-		kc, err = net.Dial("tcp", netip.AddrPortFrom(tapStack.Addr(), echoPort).String())
+		kc, err = net.DialTimeout("tcp", netip.AddrPortFrom(tapStack.Addr(), echoPort).String(), stallTimeout)
 		return err
 	}); err != nil {
 		return fail(err)
@@ -156,7 +156,7 @@ func setupTapRTT(p params) (*pair, error) {
 	cleanups = append(cleanups, ksrv.stop)
 	var vconn net.Conn
 	if err := clientNS.Do(func() (err error) {
-		vconn, err = net.Dial("tcp", kln.Addr().String())
+		vconn, err = net.DialTimeout("tcp", kln.Addr().String(), stallTimeout)
 		return err
 	}); err != nil {
 		return fail(err)

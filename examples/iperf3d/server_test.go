@@ -321,12 +321,12 @@ func TestStockClientLoopback(t *testing.T) {
 		}
 	})
 	t.Run("busy", func(t *testing.T) {
-		first := client("-t", "2")
+		first := client("-t", "3")
 		if err := first.Start(); err != nil {
 			t.Fatal(err)
 		}
 		defer first.Wait()
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(time.Second) // the first client is running its test by then
 		out, err := client("-t", "1").CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "busy") {
 			t.Errorf("second client during a test: %v\n%s", err, out)
