@@ -33,7 +33,7 @@ func main() {
 	asJSON := flag.Bool("json", false, "print a JSON array instead of a Markdown table")
 	plotDir := flag.String("plot", "", "write an SVG latency CDF per latency measure into this directory")
 	readme := flag.String("readme", "", "rewrite the results section of this README (between its markers)")
-	rounds := flag.Int("rounds", 0, "rounds per measure (0: 5, or 3 with -quick)")
+	rounds := flag.Int("rounds", 0, "rounds per measure (0: 5)")
 	flag.Parse()
 
 	p := fullParams

@@ -27,7 +27,7 @@ type params struct {
 
 var (
 	fullParams  = params{rounds: 5, dur: time.Second, conns: 10000, fewConns: 100}
-	quickParams = params{rounds: 3, dur: 200 * time.Millisecond, conns: 10000, fewConns: 100}
+	quickParams = params{rounds: 5, dur: 200 * time.Millisecond, conns: 10000, fewConns: 100}
 )
 
 // sample is what one side of a measure reports for one round.
