@@ -144,14 +144,23 @@ const (
 	stateEmpty
 )
 
+// entry is a dictionary entry. The bytes of string and byte-vector values
+// are kept apart, in entryBytes, so that the entries integers use are small.
 type entry struct {
-	state uint8
-	epoch uint32
-	gen   uint32 // message generation of the last undo save
-	exp   int32
-	u     uint64
-	b     []byte
-	alt   []byte // spare buffer: keeps the pre-message value intact for undo
+	u   uint64
+	exp int32
+	// tag is epoch<<2 | state: one comparison with the decoder's
+	// assignedTag tells an assigned entry of the current epoch.
+	tag uint32
+	gen uint32 // message generation of the last undo save
+}
+
+// maxEpoch bounds the epoch so that epoch<<2 fits a uint32 tag.
+const maxEpoch = 1<<30 - 1
+
+type entryBytes struct {
+	b   []byte
+	alt []byte // spare buffer: keeps the pre-message value intact for undo
 }
 
 type undoRec struct {
@@ -188,6 +197,7 @@ type Decoder struct {
 	limits    Limits
 	resetEach bool
 	dict      []entry
+	dictBytes []entryBytes // parallel to dict
 	epoch     uint32
 	gen       uint32
 	undo      []undoRec
@@ -214,7 +224,8 @@ func NewDecoder(ts *Templates, opts *DecoderOptions) (*Decoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Decoder{c: c, limits: o.Limits, resetEach: o.ResetEachMessage, dict: make([]entry, c.nslots), epoch: 1,
+	d := &Decoder{c: c, limits: o.Limits, resetEach: o.ResetEachMessage, dict: make([]entry, c.nslots),
+		dictBytes: make([]entryBytes, c.nslots), epoch: 1,
 		frames: make([]frame, o.Limits.MaxDepth+1)}
 	return d, nil
 }
@@ -231,9 +242,13 @@ func (d *Decoder) Reset() {
 func (d *Decoder) resetDicts() {
 	d.stats.Resets++
 	d.epoch++
-	if d.epoch == 0 {
-		// After 2^32 resets old epochs could match again: clear for real.
-		clear(d.dict)
+	if d.epoch > maxEpoch {
+		// Old epochs could match again: clear for real. A message that
+		// resets is decoded again from a reset if it turns out short,
+		// so losing the entries its undo log does not restore is fine.
+		for i := range d.dict {
+			d.dict[i].tag = 0
+		}
 		d.epoch = 1
 	}
 }
@@ -257,7 +272,14 @@ func (d *Decoder) Decode(b []byte, m *Message) (n int, err error) {
 	}
 	m.Reset()
 	m.fields, m.pool = d.c.fields, d.c.pool
-	d.gen++
+	if d.gen++; d.gen == 0 {
+		// Generations wrapped: forget the old ones so that no entry
+		// skips its undo save.
+		for i := range d.dict {
+			d.dict[i].gen = 0
+		}
+		d.gen = 1
+	}
 	d.undo = d.undo[:0]
 	epoch, prevTID, hasTID := d.epoch, d.prevTID, d.hasTID
 	d.errField, d.errOff, d.tid = nil, 0, 0
@@ -356,8 +378,7 @@ func grow(vals []Value) []Value {
 
 // assigned reports whether a dictionary entry holds a value.
 func (d *Decoder) assigned(slot int32) bool {
-	e := &d.dict[slot]
-	return e.epoch == d.epoch && e.state == stateAssigned
+	return d.dict[slot].tag == d.epoch<<2|uint32(stateAssigned)
 }
 
 // oneByteInt decodes a one-byte integer encoding (c has the stop bit).
@@ -379,10 +400,10 @@ func oneByteInt(c byte, signed, nullable bool) (uint64, bool) {
 
 // state returns the state of a dictionary entry, undefined after a reset.
 func (d *Decoder) state(e *entry) uint8 {
-	if e.epoch != d.epoch {
+	if e.tag>>2 != d.epoch {
 		return stateUndefined
 	}
-	return e.state
+	return uint8(e.tag & 3)
 }
 
 // write returns the entry of slot for writing, saving its old value in the
@@ -390,9 +411,8 @@ func (d *Decoder) state(e *entry) uint8 {
 func (d *Decoder) write(slot int32) *entry {
 	e := &d.dict[slot]
 	if e.gen != d.gen {
-		d.save(slot, e)
+		d.save(slot)
 	}
-	e.epoch = d.epoch
 	return e
 }
 
@@ -403,32 +423,31 @@ func (d *Decoder) write(slot int32) *entry {
 // read their base before writing), so the spare need not start as a copy.
 //
 //go:noinline
-func (d *Decoder) save(slot int32, e *entry) {
-	if len(d.undo) == cap(d.undo) {
-		d.undo = append(d.undo, undoRec{})
-	} else {
-		d.undo = d.undo[:len(d.undo)+1]
-	}
-	r := &d.undo[len(d.undo)-1]
-	r.slot, r.e = slot, *e
+func (d *Decoder) save(slot int32) {
+	e := &d.dict[slot]
+	d.undo = append(d.undo, undoRec{slot, *e})
 	e.gen = d.gen
-	e.alt, e.b = e.b, e.alt[:0]
+	eb := &d.dictBytes[slot]
+	eb.alt, eb.b = eb.b, eb.alt[:0]
 }
 
 // rollback restores the dictionary entries written since the message began.
 func (d *Decoder) rollback() {
 	for i := len(d.undo) - 1; i >= 0; i-- {
-		d.dict[d.undo[i].slot] = d.undo[i].e
+		r := &d.undo[i]
+		d.dict[r.slot] = r.e
+		eb := &d.dictBytes[r.slot]
+		eb.alt, eb.b = eb.b, eb.alt
 	}
 }
 
 func (d *Decoder) setInt(slot int32, u uint64, exp int32) {
 	e := d.write(slot)
-	e.state, e.u, e.exp = stateAssigned, u, exp
+	e.u, e.exp, e.tag = u, exp, d.epoch<<2|uint32(stateAssigned)
 }
 
 func (d *Decoder) setEmpty(slot int32) {
-	d.write(slot).state = stateEmpty
+	d.write(slot).tag = d.epoch<<2 | uint32(stateEmpty)
 }
 
 // readIntFast reads an integer of the given kind, handling the one-byte
@@ -606,13 +625,11 @@ func (d *Decoder) intNotInStream(in *instr) (uint64, bool, error) {
 // else its initial value) and stores the result.
 func (d *Decoder) applyDelta(o *op, delta int64) (uint64, error) {
 	base := o.init
-	if e := &d.dict[o.slot]; e.epoch == d.epoch {
-		switch e.state {
-		case stateAssigned:
-			base = e.u
-		case stateEmpty:
-			return 0, ErrEmptyPrevious
-		}
+	switch e := &d.dict[o.slot]; e.tag {
+	case d.epoch<<2 | uint32(stateAssigned):
+		base = e.u
+	case d.epoch<<2 | uint32(stateEmpty):
+		return 0, ErrEmptyPrevious
 	}
 	u, ok := addDelta(o.kind, base, delta)
 	if !ok {
@@ -890,9 +907,9 @@ func (d *Decoder) keep2(m *Message, a, c []byte) (span, error) {
 }
 
 func (d *Decoder) setBytes(slot int32, v []byte) {
-	e := d.write(slot)
-	e.state = stateAssigned
-	e.b = append(e.b[:0], v...)
+	d.write(slot).tag = d.epoch<<2 | uint32(stateAssigned)
+	eb := &d.dictBytes[slot]
+	eb.b = append(eb.b[:0], v...)
 }
 
 // bytesNotInStream is copy when the field is not in the stream and its
@@ -945,7 +962,7 @@ func (d *Decoder) bytesOp(b []byte, off int, pm *PMap, in *instr, m *Message) (s
 			if in.op == OpTail {
 				base := in.init.b
 				if e := &d.dict[in.slot]; d.state(e) == stateAssigned {
-					base = e.b
+					base = d.dictBytes[in.slot].b
 				}
 				if n := sp.end - sp.start; n < len(base) {
 					// The tail replaces the end of the base.
@@ -960,7 +977,7 @@ func (d *Decoder) bytesOp(b []byte, off int, pm *PMap, in *instr, m *Message) (s
 		e := &d.dict[in.slot]
 		switch d.state(e) {
 		case stateAssigned:
-			sp, err := d.keep(m, e.b)
+			sp, err := d.keep(m, d.dictBytes[in.slot].b)
 			return sp, true, off, err
 		case stateEmpty:
 			if in.optional {
@@ -1000,7 +1017,7 @@ func (d *Decoder) bytesOp(b []byte, off int, pm *PMap, in *instr, m *Message) (s
 		e := &d.dict[in.slot]
 		switch d.state(e) {
 		case stateAssigned:
-			base = e.b
+			base = d.dictBytes[in.slot].b
 		case stateEmpty:
 			return span{}, false, off, ErrEmptyPrevious
 		}

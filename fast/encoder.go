@@ -34,7 +34,7 @@ type Encoder struct {
 	resetEach bool
 	omitTID   bool
 	maxDepth  int
-	dict      []entry
+	dict      []encEntry
 	epoch     uint32
 	prevTID   uint32
 	hasTID    bool
@@ -59,7 +59,7 @@ func NewEncoder(ts *Templates, opts *EncoderOptions) (*Encoder, error) {
 	}
 	return &Encoder{
 		c: c, resetEach: o.ResetEachMessage, maxDepth: o.MaxDepth, omitTID: o.OmitRepeatedTemplateID,
-		dict: make([]entry, c.nslots), epoch: 1,
+		dict: make([]encEntry, c.nslots), epoch: 1,
 		bufs: make([][]byte, o.MaxDepth+2), pmbs: make([]PMapBuilder, o.MaxDepth+2),
 	}, nil
 }
@@ -285,7 +285,17 @@ func (e *Encoder) composite(body []byte, pmb *PMapBuilder, in *instr, m *Message
 	return append(body, buf...), nil
 }
 
-func (e *Encoder) state(en *entry) uint8 {
+// encEntry is an encoder dictionary entry: the previous value that the
+// operators compare the next one with.
+type encEntry struct {
+	state uint8
+	epoch uint32
+	exp   int32
+	u     uint64
+	b     []byte
+}
+
+func (e *Encoder) state(en *encEntry) uint8 {
 	if en.epoch != e.epoch {
 		return stateUndefined
 	}

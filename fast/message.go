@@ -105,6 +105,18 @@ func (m *Message) valueBytes(v *Value) ([]byte, bool) {
 	return buf[off : off+uint64(v.n)], true
 }
 
+// appendByte appends a one-byte value to the arena.
+func (m *Message) appendByte(c byte) span {
+	m.arena = append(m.arena, c)
+	return span{len(m.arena) - 1, len(m.arena)}
+}
+
+// appendBytes appends v to the arena.
+func (m *Message) appendBytes(v []byte) span {
+	m.arena = append(m.arena, v...)
+	return span{len(m.arena) - len(v), len(m.arena)}
+}
+
 // Reset empties m, keeping its storage.
 func (m *Message) Reset() {
 	m.Template = nil

@@ -64,6 +64,8 @@ type op struct {
 	slot     int32 // dictionary slot, -1 for none
 	jump     int32 // see the opcodes
 	init     uint64
+	min      int64  // range of the integer kind: signed
+	max      uint64 // range of the integer kind: unsigned, and signed maximum
 	initSpan span   // initial bytes in the constant pool
 	in       *instr // operands of the general functions; in.f names the field in errors
 }
@@ -157,7 +159,8 @@ func intOpcode(k OpKind) opcode {
 }
 
 func scalarOp(in *instr, code opcode) op {
-	return op{code: code, kind: in.kind, vkind: in.kind, signed: in.signed, nullable: in.nullable,
+	lo, hi := intRange(in.kind)
+	return op{min: lo, max: hi, code: code, kind: in.kind, vkind: in.kind, signed: in.signed, nullable: in.nullable,
 		optional: in.optional, hasInit: in.hasInit, fid: in.fid, slot: in.slot,
 		init: in.init.u, initSpan: initSpan(in), in: in}
 }
@@ -206,6 +209,10 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 				goto fail
 			}
 		case opIntCopy, opIntIncrement:
+			// The dictionary is written inline: an entry is saved for
+			// undo the first time it is written in a message.
+			e := &d.dict[o.slot]
+			atag := d.epoch<<2 | uint32(stateAssigned)
 			if pm.Next() {
 				if off < len(b) && b[off]&stopBit != 0 {
 					u, present = oneByteInt(b[off], o.signed, o.nullable)
@@ -213,16 +220,22 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 				} else if u, present, off, err = readIntFast(b, off, o.kind, o.nullable); err != nil {
 					goto fail
 				}
-				if present {
-					d.setInt(o.slot, u, 0)
-				} else {
-					d.setEmpty(o.slot)
+				if e.gen != d.gen {
+					d.save(o.slot)
 				}
-			} else if d.assigned(o.slot) {
-				u = d.dict[o.slot].u
+				if present {
+					e.u, e.exp, e.tag = u, 0, atag
+				} else {
+					e.tag = d.epoch<<2 | uint32(stateEmpty)
+				}
+			} else if e.tag == atag {
+				u = e.u
 				if o.code == opIntIncrement {
 					u = increment(o.kind, u)
-					d.setInt(o.slot, u, 0)
+					if e.gen != d.gen {
+						d.save(o.slot)
+					}
+					e.u = u
 				}
 			} else if u, present, err = d.intNotInStream(o.in); err != nil {
 				goto fail
@@ -235,11 +248,44 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			} else if delta, present, off, err = readIntFast(b, off, KindInt64, o.nullable); err != nil {
 				goto fail
 			}
-			if present {
-				if u, err = d.applyDelta(o, int64(delta)); err != nil {
+			if !present {
+				break
+			}
+			e := &d.dict[o.slot]
+			atag := d.epoch<<2 | uint32(stateAssigned)
+			base := o.init
+			if e.tag == atag {
+				base = e.u
+			} else if e.tag == d.epoch<<2|uint32(stateEmpty) {
+				err = ErrEmptyPrevious
+				goto fail
+			}
+			// base + delta, in the kind's range (R4 otherwise).
+			if o.signed {
+				x, dx := int64(base), int64(delta)
+				r := x + dx
+				if (dx > 0 && r < x) || (dx < 0 && r > x) || r < o.min || r > int64(o.max) {
+					err = ErrRange
 					goto fail
 				}
+				u = uint64(r)
+			} else if dx := int64(delta); dx >= 0 {
+				u = base + uint64(dx)
+				if u < base || u > o.max {
+					err = ErrRange
+					goto fail
+				}
+			} else {
+				if uint64(-dx) > base { // two's complement makes MinInt64 come out right
+					err = ErrRange
+					goto fail
+				}
+				u = base - uint64(-dx)
 			}
+			if e.gen != d.gen {
+				d.save(o.slot)
+			}
+			e.u, e.exp, e.tag = u, 0, atag
 		case opDecimal:
 			decStart = start
 			var mant int64
@@ -251,7 +297,14 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			}
 			u = uint64(mant)
 		case opBytesNone:
-			if sp, present, off, err = d.readBytes(b, off, o.in, o.nullable, m); err != nil {
+			if o.kind == KindASCII && off < len(b) && b[off] > stopBit {
+				sp = m.appendByte(b[off] & dataBits)
+				off++
+				if len(m.arena) > d.limits.MaxMessageBytes {
+					err = ErrLimit
+					goto fail
+				}
+			} else if sp, present, off, err = d.readBytes(b, off, o.in, o.nullable, m); err != nil {
 				goto fail
 			}
 		case opBytesConst:
@@ -262,24 +315,47 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 		case opBytesDefault:
 			if !pm.Next() {
 				sp, present = o.initSpan, o.hasInit
+			} else if o.kind == KindASCII && off < len(b) && b[off] > stopBit {
+				sp = m.appendByte(b[off] & dataBits)
+				off++
+				if len(m.arena) > d.limits.MaxMessageBytes {
+					err = ErrLimit
+					goto fail
+				}
 			} else if sp, present, off, err = d.readBytes(b, off, o.in, o.nullable, m); err != nil {
 				goto fail
 			}
 		case opBytesCopy:
+			e := &d.dict[o.slot]
+			atag := d.epoch<<2 | uint32(stateAssigned)
 			if pm.Next() {
-				if sp, present, off, err = d.readBytes(b, off, o.in, o.nullable, m); err != nil {
+				if o.kind == KindASCII && off < len(b) && b[off] > stopBit {
+					sp = m.appendByte(b[off] & dataBits)
+					off++
+				} else if sp, present, off, err = d.readBytes(b, off, o.in, o.nullable, m); err != nil {
 					goto fail
+				}
+				if e.gen != d.gen {
+					d.save(o.slot)
 				}
 				if present {
-					d.setBytes(o.slot, m.arena[sp.start:sp.end])
+					e.tag = atag
+					eb := &d.dictBytes[o.slot]
+					eb.b = append(eb.b[:0], m.arena[sp.start:sp.end]...)
 				} else {
-					d.setEmpty(o.slot)
+					e.tag = d.epoch<<2 | uint32(stateEmpty)
 				}
-			} else if d.assigned(o.slot) {
-				if sp, err = d.keep(m, d.dict[o.slot].b); err != nil {
-					goto fail
+			} else if e.tag == atag {
+				if v := d.dictBytes[o.slot].b; len(v) == 1 {
+					sp = m.appendByte(v[0])
+				} else {
+					sp = m.appendBytes(v)
 				}
 			} else if sp, present, err = d.bytesNotInStream(o.in); err != nil {
+				goto fail
+			}
+			if len(m.arena) > d.limits.MaxMessageBytes {
+				err = ErrLimit
 				goto fail
 			}
 		case opBytesOther:
@@ -367,6 +443,9 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 				if off < len(b) && b[off]&stopBit != 0 {
 					pm.hi = uint64(b[off]) << 57
 					off++
+				} else if off+1 < len(b) && b[off+1]&stopBit != 0 && d.limits.MaxPMapBytes >= 2 {
+					pm.hi = uint64(b[off])<<57 | uint64(b[off+1]&dataBits)<<50
+					off += 2
 				} else if pm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
 					start = f.start
 					goto fail
