@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"strings"
+	"sync"
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/internal/kerneltest"
@@ -25,6 +25,13 @@ var (
 	vethClient = netip.MustParsePrefix("10.204.0.2/24")
 )
 
+// created lists the namespaces this process made and has not deleted yet,
+// for cleanupStale.
+var created struct {
+	sync.Mutex
+	names map[string]bool
+}
+
 // newNetns creates a namespace named netPrefix-<random> with loopback up
 // and IPv6 off (no router solicitations or DAD traffic during the
 // measurement); remove deletes it with every device inside.
@@ -33,7 +40,18 @@ func newNetns() (ns *kerneltest.Netns, remove func(), err error) {
 	if out, err := exec.Command("ip", "netns", "add", ns.Name).CombinedOutput(); err != nil {
 		return nil, nil, fmt.Errorf("ip netns add %s: %v: %s", ns.Name, err, out)
 	}
-	remove = func() { exec.Command("ip", "netns", "delete", ns.Name).Run() }
+	created.Lock()
+	if created.names == nil {
+		created.names = map[string]bool{}
+	}
+	created.names[ns.Name] = true
+	created.Unlock()
+	remove = func() {
+		exec.Command("ip", "netns", "delete", ns.Name).Run()
+		created.Lock()
+		delete(created.names, ns.Name)
+		created.Unlock()
+	}
 	for _, args := range [][]string{
 		{"ip", "link", "set", "lo", "up"},
 		{"sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"},
@@ -47,17 +65,14 @@ func newNetns() (ns *kerneltest.Netns, remove func(), err error) {
 	return ns, remove, nil
 }
 
-// removeStale deletes namespaces left by an earlier bench run that was
-// killed before its cleanup: only names with the bench's own prefix.
-func removeStale() {
-	out, err := exec.Command("ip", "netns", "list").Output()
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], netPrefix+"-") {
-			exec.Command("ip", "netns", "delete", f[0]).Run()
-		}
+// cleanupStale deletes the namespaces this process created, with the
+// devices inside, when an interruption skips the measures' own cleanup.
+// Other processes' namespaces are left alone, even with the same prefix.
+func cleanupStale() {
+	created.Lock()
+	defer created.Unlock()
+	for name := range created.names {
+		exec.Command("ip", "netns", "delete", name).Run()
 	}
 }
 
@@ -73,7 +88,6 @@ func setupTapRTT(p params) (*pair, error) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		return nil, fmt.Errorf("%w: needs iproute2 (ip)", errSkip)
 	}
-	removeStale()
 	var cleanups []func()
 	cleanup := func() {
 		for i := len(cleanups) - 1; i >= 0; i-- {
@@ -169,6 +183,3 @@ func setupTapRTT(p params) (*pair, error) {
 		close:    cleanup,
 	}, nil
 }
-
-// cleanupStale removes the bench's namespaces after an interruption.
-func cleanupStale() { removeStale() }
