@@ -56,6 +56,9 @@ type session struct {
 
 	running atomic.Bool // UDP datagrams are counted only while running
 	start   time.Time
+	// counted is when the reported period began: the start, or the end
+	// of the omitted seconds (-O), in Unix nanoseconds.
+	counted atomic.Int64
 }
 
 // stream is one data stream.
@@ -68,6 +71,7 @@ type stream struct {
 
 	bytes   atomic.Uint64 // TCP, and UDP sent
 	packets atomic.Uint64 // UDP sent
+	omitted atomic.Uint64 // bytes moved during the omitted seconds (-O)
 
 	mu sync.Mutex
 	// +checklocks:mu
@@ -273,7 +277,14 @@ func (s *Server) test(a *session) (streams []*stream, err error) {
 	// Receive from before TEST_RUNNING, as the client sends as soon as it
 	// reads it; send from after, as the client counts only from then.
 	a.start = time.Now()
+	a.counted.Store(a.start.UnixNano())
 	a.running.Store(true)
+	if p.Omit > 0 {
+		// As iperf3's server does, leave the first seconds out of the
+		// results; the client leaves them out of its own.
+		omit := time.AfterFunc(time.Duration(p.Omit)*time.Second, func() { a.resetStats(streams) })
+		defer omit.Stop()
+	}
 	var w *workers
 	if !p.Reverse {
 		w = s.startWorkers(a, streams)
@@ -305,7 +316,7 @@ func (s *Server) test(a *session) (streams []*stream, err error) {
 	}
 	a.running.Store(false)
 	w.stop(streams)
-	elapsed := end.Sub(a.start)
+	elapsed := end.Sub(time.Unix(0, a.counted.Load()))
 
 	c.SetDeadline(time.Now().Add(resultsTimeout))
 	if err := writeState(c, stateExchangeResults); err != nil {
@@ -340,6 +351,18 @@ func (s *Server) test(a *session) (streams []*stream, err error) {
 	return streams, nil
 }
 
+// resetStats starts the reported period: what the streams moved so far is
+// omitted from the results.
+func (a *session) resetStats(streams []*stream) {
+	a.counted.Store(time.Now().UnixNano())
+	for _, st := range streams {
+		st.omitted.Store(st.bytes.Load())
+		st.mu.Lock()
+		st.rx.bytes, st.rx.jitter = 0, 0
+		st.mu.Unlock()
+	}
+}
+
 // results builds the server's side of the results exchange.
 func (a *session) results(streams []*stream, elapsed time.Duration) results {
 	res := results{SenderHasRetransmits: -1, Streams: []streamResult{}}
@@ -350,7 +373,7 @@ func (a *session) results(streams []*stream, elapsed time.Duration) results {
 		res.CongestionUsed = "reno"
 	}
 	for _, st := range streams {
-		r := streamResult{ID: st.id, Bytes: st.bytes.Load(), Retransmits: -1, EndTime: elapsed.Seconds()}
+		r := streamResult{ID: st.id, Bytes: st.bytes.Load() - st.omitted.Load(), Retransmits: -1, EndTime: elapsed.Seconds()}
 		if a.params.UDP {
 			if st.sender {
 				r.Packets = st.packets.Load()

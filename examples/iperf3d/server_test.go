@@ -238,8 +238,10 @@ var clientCases = []clientCase{
 			t.Errorf("reverse: server sent %d bytes in %.2f s, client received %d", s.Bytes, s.Seconds, rc.Bytes)
 		}
 	}},
-	{"udp", []string{"-u", "-b", "20M", "-t", "1"}, func(t *testing.T, r *report) {
-		// 20 Mb/s for a second: about 2.5 MB. On a loaded machine a few
+	{"udp", []string{"-u", "-b", "20M", "-t", "1", "-l", "1400"}, func(t *testing.T, r *report) {
+		// 20 Mb/s for a second: about 2.5 MB in datagrams that fit the
+		// TAP device's MTU (on loopback the client would otherwise send
+		// 32 KiB datagrams). On a loaded machine a few
 		// datagrams may be dropped by a full socket buffer; the server's
 		// count must still match exactly: every datagram not lost arrived.
 		s, rc := r.End.SumSent, r.End.SumReceived
