@@ -267,9 +267,9 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm fast.PMap, m *Trade) (int, e
 		if s, off, err = fast.ReadASCII(b, off, 6); err != nil {
 			return off, d.fail(err, TradeTemplateID, "SecurityID", off)
 		}
-		var v [6]byte
-		fast.CopyASCII(v[:], s)
-		d.dict.s2SecurityID, d.dict.s2SecurityIDState = v, slotAssigned
+		d.dict.s2SecurityID = [6]byte{}
+		fast.CopyASCII(d.dict.s2SecurityID[:], s)
+		d.dict.s2SecurityIDState = slotAssigned
 	} else {
 		switch d.dict.s2SecurityIDState {
 		case slotUndefined:
@@ -454,9 +454,9 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm fast.PMap, m *Order) (int, e
 		if s, off, err = fast.ReadASCII(b, off, 6); err != nil {
 			return off, d.fail(err, OrderTemplateID, "SecurityID", off)
 		}
-		var v [6]byte
-		fast.CopyASCII(v[:], s)
-		d.dict.s2SecurityID, d.dict.s2SecurityIDState = v, slotAssigned
+		d.dict.s2SecurityID = [6]byte{}
+		fast.CopyASCII(d.dict.s2SecurityID[:], s)
+		d.dict.s2SecurityIDState = slotAssigned
 	} else {
 		switch d.dict.s2SecurityIDState {
 		case slotUndefined:

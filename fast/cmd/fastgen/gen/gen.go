@@ -550,9 +550,11 @@ func (g *generator) emitDecoder() {
 	g.p("")
 }
 
-// decodeRead emits the read of a field's wire value into local v (and ok for
-// an optional field), returning on error.
-func (g *generator) decodeRead(t *template, f *field) {
+// decodeRead emits the read of a field's wire value (and of ok for an
+// optional field), returning on error. It returns the expression holding the
+// value: local v, or for a string array dst itself, which it fills in place
+// rather than through a temporary array.
+func (g *generator) decodeRead(t *template, f *field, dst string) string {
 	w := wires[f.f.Kind]
 	fail := fmt.Sprintf(`return off, d.fail(err, %sTemplateID, %q, off)`, t.goName, f.f.Name)
 	if f.isASCII() {
@@ -566,11 +568,11 @@ func (g *generator) decodeRead(t *template, f *field) {
 		g.p("}")
 		if f.fixedLen == 1 {
 			g.p("v := asciiByte(s)")
-		} else {
-			g.p("var v %s", f.valType)
-			g.p("fast.CopyASCII(v[:], s)")
+			return "v"
 		}
-		return
+		g.p("%s = %s{}", dst, f.valType)
+		g.p("fast.CopyASCII(%s[:], s)", dst)
+		return dst
 	}
 	g.p("var v %s", f.valType)
 	if f.f.Optional {
@@ -580,6 +582,7 @@ func (g *generator) decodeRead(t *template, f *field) {
 	}
 	g.p("%s", fail)
 	g.p("}")
+	return "v"
 }
 
 // conv returns the expression assigning wire value expr to the struct field.
@@ -628,14 +631,16 @@ func (g *generator) emitDecode(t *template) {
 			}
 		case fast.OpNone:
 			g.p("{")
-			g.decodeRead(t, f)
-			set("v")
+			if v := g.decodeRead(t, f, "m."+f.goName); v == "v" {
+				set(v)
+			}
 			present("ok")
 			g.p("}")
 		case fast.OpDefault:
 			g.p("if pm.Next() {")
-			g.decodeRead(t, f)
-			set("v")
+			if v := g.decodeRead(t, f, "m."+f.goName); v == "v" {
+				set(v)
+			}
 			present("ok")
 			g.p("} else {")
 			if f.init != "" {
@@ -651,15 +656,18 @@ func (g *generator) emitDecode(t *template) {
 			d5 := fmt.Sprintf(`return off, d.fail(fast.ErrNoPrevious, %sTemplateID, %q, off)`, t.goName, f.f.Name)
 			d6 := fmt.Sprintf(`return off, d.fail(fast.ErrEmptyPrevious, %sTemplateID, %q, off)`, t.goName, f.f.Name)
 			g.p("if pm.Next() {")
-			g.decodeRead(t, f)
+			assign := fmt.Sprintf("%s, %s = v, slotAssigned", s, st)
+			if g.decodeRead(t, f, s) != "v" {
+				assign = fmt.Sprintf("%s = slotAssigned", st) // read in place
+			}
 			if f.f.Optional {
 				g.p("if ok {")
-				g.p("%s, %s = v, slotAssigned", s, st)
+				g.p("%s", assign)
 				g.p("} else {")
 				g.p("%s = slotEmpty", st)
 				g.p("}")
 			} else {
-				g.p("%s, %s = v, slotAssigned", s, st)
+				g.p("%s", assign)
 			}
 			g.p("} else {")
 			g.p("switch %s {", st)

@@ -544,9 +544,8 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm fast.PMap, m *Strings) (in
 		if s, off, err = fast.ReadASCII(b, off, 4); err != nil {
 			return off, d.fail(err, StringsTemplateID, "S4", off)
 		}
-		var v [4]byte
-		fast.CopyASCII(v[:], s)
-		m.S4 = v
+		m.S4 = [4]byte{}
+		fast.CopyASCII(m.S4[:], s)
 	}
 	// string S4Opt, optional
 	{
@@ -554,9 +553,8 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm fast.PMap, m *Strings) (in
 		if s, ok, off, err = fast.ReadNullableASCII(b, off, 4); err != nil {
 			return off, d.fail(err, StringsTemplateID, "S4Opt", off)
 		}
-		var v [4]byte
-		fast.CopyASCII(v[:], s)
-		m.S4Opt = v
+		m.S4Opt = [4]byte{}
+		fast.CopyASCII(m.S4Opt[:], s)
 		m.HasS4Opt = ok
 	}
 	// string SConst, mandatory, constant "XY"
@@ -579,9 +577,8 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm fast.PMap, m *Strings) (in
 		if s, ok, off, err = fast.ReadNullableASCII(b, off, 3); err != nil {
 			return off, d.fail(err, StringsTemplateID, "S3OptDefault", off)
 		}
-		var v [3]byte
-		fast.CopyASCII(v[:], s)
-		m.S3OptDefault = v
+		m.S3OptDefault = [3]byte{}
+		fast.CopyASCII(m.S3OptDefault[:], s)
 		m.HasS3OptDefault = ok
 	} else {
 		m.S3OptDefault = [3]byte{'a', 'b', 'c'}
@@ -605,9 +602,9 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm fast.PMap, m *Strings) (in
 		if s, off, err = fast.ReadASCII(b, off, 2); err != nil {
 			return off, d.fail(err, StringsTemplateID, "S2Copy", off)
 		}
-		var v [2]byte
-		fast.CopyASCII(v[:], s)
-		d.dict.s11S2Copy, d.dict.s11S2CopyState = v, slotAssigned
+		d.dict.s11S2Copy = [2]byte{}
+		fast.CopyASCII(d.dict.s11S2Copy[:], s)
+		d.dict.s11S2CopyState = slotAssigned
 	} else {
 		switch d.dict.s11S2CopyState {
 		case slotUndefined:
@@ -623,10 +620,10 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm fast.PMap, m *Strings) (in
 		if s, ok, off, err = fast.ReadNullableASCII(b, off, 2); err != nil {
 			return off, d.fail(err, StringsTemplateID, "S2OptCopyInit", off)
 		}
-		var v [2]byte
-		fast.CopyASCII(v[:], s)
+		d.dict.s12S2OptCopyInit = [2]byte{}
+		fast.CopyASCII(d.dict.s12S2OptCopyInit[:], s)
 		if ok {
-			d.dict.s12S2OptCopyInit, d.dict.s12S2OptCopyInitState = v, slotAssigned
+			d.dict.s12S2OptCopyInitState = slotAssigned
 		} else {
 			d.dict.s12S2OptCopyInitState = slotEmpty
 		}
