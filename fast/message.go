@@ -307,3 +307,13 @@ func appendJSONString(dst []byte, s []byte) []byte {
 	}
 	return append(dst, '"')
 }
+
+// The last word of a Value in setValue: field, Kind, Present and Elem.
+const (
+	presentTag = 1 << 40
+	elemTag    = 1 << 48
+)
+
+// valueTag returns the last word of a Value of the field fid and kind k,
+// absent and not a sequence element (or in presentTag and elemTag).
+func valueTag(fid int32, k Kind) uint64 { return uint64(uint32(fid)) | uint64(k)<<32 }

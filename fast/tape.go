@@ -61,6 +61,7 @@ type op struct {
 	hasInit  bool
 	needPMap bool  // group and sequence element: has its own presence map
 	fid      int32 // Value.field
+	vtag     uint64 // valueTag of the appended Value
 	slot     int32 // dictionary slot, -1 for none
 	jump     int32 // see the opcodes
 	init     uint64
@@ -93,19 +94,19 @@ func appendTape(t []op, ins []instr) []op {
 		switch in.kind {
 		case KindGroup:
 			g := len(t)
-			t = append(t, op{code: opGroup, fid: in.fid, optional: in.optional, needPMap: in.needPMap, in: in})
+			t = append(t, op{code: opGroup, fid: in.fid, vtag: valueTag(in.fid, KindGroup), optional: in.optional, needPMap: in.needPMap, in: in})
 			t = appendTape(t, in.children)
 			t = append(t, op{code: opGroupEnd, in: in})
 			t[g].jump = int32(len(t))
 		case KindSequence:
 			s := len(t)
-			t = append(t, op{code: opSeq, fid: in.fid, in: in},
-				op{code: opElem, fid: in.fid, needPMap: in.needPMap, in: in})
+			t = append(t, op{code: opSeq, fid: in.fid, vtag: valueTag(in.fid, KindSequence), in: in},
+				op{code: opElem, fid: in.fid, vtag: valueTag(in.fid, KindGroup) | presentTag | elemTag, needPMap: in.needPMap, in: in})
 			t = appendTape(t, in.children)
 			t = append(t, op{code: opElemEnd, jump: int32(s + 1), in: in})
 			t[s].jump = int32(len(t))
 		case KindTemplateRef:
-			t = append(t, op{code: opDynRef, fid: in.fid, in: in})
+			t = append(t, op{code: opDynRef, fid: in.fid, vtag: valueTag(in.fid, KindTemplateRef) | presentTag, in: in})
 		case KindDecimal:
 			if in.exp == nil {
 				o := scalarOp(in, opDecimal)
@@ -117,6 +118,7 @@ func appendTape(t []op, ins []instr) []op {
 			e.role, m.role = roleExp, roleMant
 			e.vkind, m.vkind = KindDecimal, KindDecimal
 			e.fid, m.fid = in.fid, in.fid
+			e.vtag, m.vtag = valueTag(in.fid, KindDecimal), valueTag(in.fid, KindDecimal)
 			t = append(t, e, m)
 		case KindASCII, KindUnicode, KindByteVector:
 			code := opBytesOther
@@ -160,7 +162,7 @@ func intOpcode(k OpKind) opcode {
 
 func scalarOp(in *instr, code opcode) op {
 	lo, hi := intRange(in.kind)
-	return op{min: lo, max: hi, code: code, kind: in.kind, vkind: in.kind, signed: in.signed, nullable: in.nullable,
+	return op{min: lo, max: hi, vtag: valueTag(in.fid, in.kind), code: code, kind: in.kind, vkind: in.kind, signed: in.signed, nullable: in.nullable,
 		optional: in.optional, hasInit: in.hasInit, fid: in.fid, slot: in.slot,
 		init: in.init.u, initSpan: initSpan(in), in: in}
 }
@@ -168,7 +170,7 @@ func scalarOp(in *instr, code opcode) op {
 // run decodes the fields of a template with its tape, the message header
 // already read: pm is the message's presence map after the template id bit.
 func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, error) {
-	vals := m.Values[:0]
+	m.Values = m.Values[:0]
 	frames := d.frames[:0]
 	var (
 		o        *op
@@ -367,11 +369,13 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			}
 		case opGroup:
 			present = !o.optional || pm.Next()
-			vi := len(vals)
-			vals = grow(vals)
-			v := &vals[vi]
-			v.U, v.Exp, v.End, v.off, v.n = 0, 0, int32(vi+1), 0, 0
-			v.field, v.Kind, v.Present, v.Elem = o.fid, KindGroup, present, false
+			vi := len(m.Values)
+			m.Values = grow(m.Values)
+			tag := o.vtag
+			if present {
+				tag |= presentTag
+			}
+			setValue(&m.Values[vi], 0, 0, int32(vi+1), 0, 0, tag)
 			if !present {
 				pc = int(o.jump)
 				continue
@@ -395,7 +399,7 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			continue
 		case opGroupEnd:
 			f := &frames[len(frames)-1]
-			vals[f.vi].End = int32(len(vals))
+			m.Values[f.vi].End = int32(len(m.Values))
 			pm = f.pm
 			frames = frames[:len(frames)-1]
 			continue
@@ -406,11 +410,13 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			if err != nil {
 				goto fail
 			}
-			vi := len(vals)
-			vals = grow(vals)
-			v := &vals[vi]
-			v.U, v.Exp, v.End, v.off, v.n = u, 0, int32(vi+1), 0, 0
-			v.field, v.Kind, v.Present, v.Elem = o.fid, KindSequence, present, false
+			vi := len(m.Values)
+			m.Values = grow(m.Values)
+			tag := o.vtag
+			if present {
+				tag |= presentTag
+			}
+			setValue(&m.Values[vi], u, 0, int32(vi+1), 0, 0, tag)
 			if !present {
 				pc = int(o.jump)
 				continue
@@ -429,15 +435,13 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			continue
 		case opElem:
 			f := &frames[len(frames)-1]
-			if len(vals) >= d.limits.MaxValues {
+			if len(m.Values) >= d.limits.MaxValues {
 				err, start = ErrLimit, f.start
 				goto fail
 			}
-			f.ei = int32(len(vals))
-			vals = grow(vals)
-			v := &vals[len(vals)-1]
-			v.U, v.Exp, v.off, v.n = 0, 0, 0, 0
-			v.field, v.Kind, v.Present, v.Elem = o.fid, KindGroup, true, true
+			f.ei = int32(len(m.Values))
+			m.Values = grow(m.Values)
+			setValue(&m.Values[len(m.Values)-1], 0, 0, 0, 0, 0, o.vtag)
 			pm = PMap{}
 			if o.needPMap {
 				if off < len(b) && b[off]&stopBit != 0 {
@@ -454,12 +458,12 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			continue
 		case opElemEnd:
 			f := &frames[len(frames)-1]
-			vals[f.ei].End = int32(len(vals))
+			m.Values[f.ei].End = int32(len(m.Values))
 			if f.left--; f.left > 0 {
 				pc = int(o.jump)
 				continue
 			}
-			vals[f.vi].End = int32(len(vals))
+			m.Values[f.vi].End = int32(len(m.Values))
 			pm = f.pm
 			frames = frames[:len(frames)-1]
 			continue
@@ -469,11 +473,9 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			if p, rpm, off, err = d.dynamicTemplate(b, off, len(frames)); err != nil {
 				goto fail
 			}
-			vi := len(vals)
-			vals = grow(vals)
-			v := &vals[vi]
-			v.U, v.Exp, v.End, v.off, v.n = uint64(p.t.ID), 0, int32(vi+1), 0, 0
-			v.field, v.Kind, v.Present, v.Elem = o.fid, KindTemplateRef, true, false
+			vi := len(m.Values)
+			m.Values = grow(m.Values)
+			setValue(&m.Values[vi], uint64(p.t.ID), 0, int32(vi+1), 0, 0, o.vtag)
 			frames = frames[:len(frames)+1]
 			f := &frames[len(frames)-1]
 			f.pm, f.vi, f.ret, f.retPC = pm, int32(vi), tape, pc
@@ -481,11 +483,10 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			continue
 		case opEnd:
 			if len(frames) == 0 {
-				m.Values = vals
 				return off, nil
 			}
 			f := &frames[len(frames)-1]
-			vals[f.vi].End = int32(len(vals))
+			m.Values[f.vi].End = int32(len(m.Values))
 			pm, tape, pc = f.pm, f.ret, f.retPC
 			f.ret = nil
 			frames = frames[:len(frames)-1]
@@ -495,13 +496,14 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 		// Append the scalar's value.
 		switch o.role {
 		case roleInt:
-			if !present {
+			tag := o.vtag
+			if present {
+				tag |= presentTag
+			} else {
 				u = 0
 			}
-			vals = grow(vals)
-			v := &vals[len(vals)-1]
-			v.U, v.Exp, v.End, v.off, v.n = u, 0, int32(len(vals)), 0, 0
-			v.field, v.Kind, v.Present, v.Elem = o.fid, o.vkind, present, false
+			m.Values = grow(m.Values)
+			setValue(&m.Values[len(m.Values)-1], u, 0, int32(len(m.Values)), 0, 0, tag)
 		case roleExp:
 			decStart = start
 			if present {
@@ -516,18 +518,21 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			u, exp = 0, 0
 			fallthrough
 		case roleMant:
-			if !present {
+			tag := o.vtag
+			if present {
+				tag |= presentTag
+			} else {
 				u, exp = 0, 0
 			}
-			vals = grow(vals)
-			v := &vals[len(vals)-1]
-			v.U, v.Exp, v.End, v.off, v.n = u, exp, int32(len(vals)), 0, 0
-			v.field, v.Kind, v.Present, v.Elem = o.fid, KindDecimal, present, false
+			m.Values = grow(m.Values)
+			setValue(&m.Values[len(m.Values)-1], u, exp, int32(len(m.Values)), 0, 0, tag)
 		case roleBytes:
-			vals = grow(vals)
-			v := &vals[len(vals)-1]
-			v.U, v.Exp, v.End, v.off, v.n = 0, 0, int32(len(vals)), uint32(sp.start), uint32(sp.end-sp.start)&^poolBit
-			v.field, v.Kind, v.Present, v.Elem = o.fid, o.vkind, present, false
+			tag := o.vtag
+			if present {
+				tag |= presentTag
+			}
+			m.Values = grow(m.Values)
+			setValue(&m.Values[len(m.Values)-1], 0, 0, int32(len(m.Values)), uint32(sp.start), uint32(sp.end-sp.start)&^poolBit, tag)
 		}
 	}
 
@@ -535,7 +540,6 @@ fail:
 	if o.role == roleMant {
 		start = decStart
 	}
-	m.Values = vals
 	return off, d.fail(o.in.f, start, err)
 }
 
