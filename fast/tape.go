@@ -59,11 +59,11 @@ type op struct {
 	nullable bool
 	optional bool
 	hasInit  bool
-	needPMap bool  // group and sequence element: has its own presence map
-	fid      int32 // Value.field
+	needPMap bool   // group and sequence element: has its own presence map
+	fid      int32  // Value.field
 	vtag     uint64 // valueTag of the appended Value
-	slot     int32 // dictionary slot, -1 for none
-	jump     int32 // see the opcodes
+	slot     int32  // dictionary slot, -1 for none
+	jump     int32  // see the opcodes
 	init     uint64
 	min      int64  // range of the integer kind: signed
 	max      uint64 // range of the integer kind: unsigned, and signed maximum
