@@ -193,6 +193,8 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			if off < len(b) && b[off]&stopBit != 0 {
 				u, present = oneByteInt(b[off], o.signed, o.nullable)
 				off++
+			} else if x, n := shortUint(b, off); n != 0 && !o.signed {
+				u, present, off = nullAdjust(x, o.nullable), !o.nullable || x != 0, off+n
 			} else if u, present, off, err = readIntFast(b, off, o.kind, o.nullable); err != nil {
 				goto fail
 			}
@@ -207,6 +209,8 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			} else if off < len(b) && b[off]&stopBit != 0 {
 				u, present = oneByteInt(b[off], o.signed, o.nullable)
 				off++
+			} else if x, n := shortUint(b, off); n != 0 && !o.signed {
+				u, present, off = nullAdjust(x, o.nullable), !o.nullable || x != 0, off+n
 			} else if u, present, off, err = readIntFast(b, off, o.kind, o.nullable); err != nil {
 				goto fail
 			}
@@ -219,6 +223,8 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 				if off < len(b) && b[off]&stopBit != 0 {
 					u, present = oneByteInt(b[off], o.signed, o.nullable)
 					off++
+				} else if x, n := shortUint(b, off); n != 0 && !o.signed {
+					u, present, off = nullAdjust(x, o.nullable), !o.nullable || x != 0, off+n
 				} else if u, present, off, err = readIntFast(b, off, o.kind, o.nullable); err != nil {
 					goto fail
 				}
@@ -247,6 +253,16 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			if off < len(b) && b[off]&stopBit != 0 {
 				delta, present = oneByteInt(b[off], true, o.nullable)
 				off++
+			} else if x, n := shortInt(b, off); n != 0 {
+				off += n
+				if o.nullable {
+					if x > 0 {
+						x--
+					} else if x == 0 {
+						present = false
+					}
+				}
+				delta = uint64(x)
 			} else if delta, present, off, err = readIntFast(b, off, KindInt64, o.nullable); err != nil {
 				goto fail
 			}
@@ -541,6 +557,46 @@ fail:
 		start = decStart
 	}
 	return off, d.fail(o.in.f, start, err)
+}
+
+// shortUint decodes an unsigned integer of two or three bytes at b[off],
+// whose first byte the caller has seen is not the last; n is 0 for anything
+// else, which the caller reads with readIntFast. 21 bits overflow no kind.
+func shortUint(b []byte, off int) (x uint64, n int) {
+	if off+2 < len(b) {
+		c0, c1, c2 := uint64(b[off]), uint64(b[off+1]), uint64(b[off+2])
+		if c1&stopBit != 0 {
+			return c0<<7 | c1&dataBits, 2
+		}
+		if c2&stopBit != 0 {
+			return c0<<14 | c1<<7 | c2&dataBits, 3
+		}
+	}
+	return 0, 0
+}
+
+// shortInt is shortUint for a signed integer.
+func shortInt(b []byte, off int) (x int64, n int) {
+	if off+2 < len(b) {
+		c0 := int64(int8(b[off]<<1) >> 1) // sign-extend the first 7 bits
+		c1, c2 := int64(b[off+1]), int64(b[off+2])
+		if c1&stopBit != 0 {
+			return c0<<7 | c1&dataBits, 2
+		}
+		if c2&stopBit != 0 {
+			return c0<<14 | c1<<7 | c2&dataBits, 3
+		}
+	}
+	return 0, 0
+}
+
+// nullAdjust turns the wire value of a nullable unsigned integer into its
+// value (0, the null, stays 0).
+func nullAdjust(x uint64, nullable bool) uint64 {
+	if nullable && x != 0 {
+		return x - 1
+	}
+	return x
 }
 
 // dynamicTemplate reads the header of a dynamic templateRef at nesting depth
