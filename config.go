@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -22,6 +23,8 @@ const (
 	DefaultMaxConnections = 64
 	DefaultARPEntries     = 128
 	DefaultARPTimeout     = 500 * time.Millisecond
+	// DefaultBusyPoll is Config.BusyPoll in latency mode.
+	DefaultBusyPoll = 50 * time.Microsecond
 )
 
 // Limits enforced by New.
@@ -36,6 +39,7 @@ const (
 	maxMTU        = 65535
 	minARPTimeout = 3 * time.Millisecond // three probes, netstack's 1 ms minimum apart
 	maxARPTimeout = time.Minute
+	maxBusyPoll   = time.Second
 )
 
 // Config configures a Stack. The zero value of every field except Link and
@@ -114,6 +118,36 @@ type Config struct {
 	ARPTimeout time.Duration
 	// StaticARP lists permanent IPv4-to-MAC entries, each in Addr's subnet.
 	StaticARP map[netip.Addr]net.HardwareAddr
+
+	// Latency turns latency mode on: it trades CPU for round-trip time.
+	// Off by default. In latency mode
+	//   - inbound TCP segments of established connections are processed on
+	//     the goroutine that delivers the frame (the link's reader, or the
+	//     writer on the other end of link/pipe) instead of being handed to
+	//     one of netstack's TCP processor goroutines, and segments that
+	//     arrived while the program held a connection are processed when its
+	//     Read or Write returns;
+	//   - handlers set with TCPConn.OnReceive run right after, on the same
+	//     goroutine, without waking a reader;
+	//   - a Read or Write that would block busy-polls for up to BusyPoll
+	//     before it sleeps.
+	// CPU cost: each goroutine waiting in Read or Write keeps a core 100%
+	// busy for up to BusyPoll per wait (an idle connection costs at most
+	// BusyPoll of CPU per wait; a ping-pong at 50k round trips per second
+	// with the default 50 us keeps about one core busy on each side that
+	// waits), and the goroutine that delivers frames also runs TCP and the
+	// handlers, so a slow handler delays every connection behind it. The
+	// environment variable TICKWIRE_LATENCY=1 turns latency mode on in
+	// every Config that New sees (to run a test suite in this mode).
+	Latency bool
+	// BusyPoll is how long a blocked Read or Write spins in latency mode
+	// before it sleeps. Default 50 us in latency mode; 0 to 1 s. Ignored
+	// when Latency is off.
+	BusyPoll time.Duration
+	// NoBusyPoll turns busy-polling off in latency mode (Read and Write
+	// sleep at once, as outside latency mode); synchronous processing and
+	// handlers stay on.
+	NoBusyPoll bool
 }
 
 // withDefaults returns c with defaults applied and validated.
@@ -194,6 +228,18 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ARPTimeout < minARPTimeout || c.ARPTimeout > maxARPTimeout {
 		return c, configErrorf("ARPTimeout", "%v out of range [%v, %v]", c.ARPTimeout, minARPTimeout, maxARPTimeout)
+	}
+	if os.Getenv("TICKWIRE_LATENCY") == "1" {
+		c.Latency = true
+	}
+	if c.BusyPoll < 0 || c.BusyPoll > maxBusyPoll {
+		return c, configErrorf("BusyPoll", "%v out of range [0, %v]", c.BusyPoll, maxBusyPoll)
+	}
+	switch {
+	case !c.Latency || c.NoBusyPoll:
+		c.BusyPoll = 0
+	case c.BusyPoll == 0:
+		c.BusyPoll = DefaultBusyPoll
 	}
 	if len(c.StaticARP) > MaxARPEntries {
 		return c, configErrorf("StaticARP", "%d entries, at most %d", len(c.StaticARP), MaxARPEntries)

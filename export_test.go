@@ -35,7 +35,7 @@ type ConnOptions struct {
 }
 
 func ConnOptionsOf(c net.Conn) ConnOptions {
-	ep := c.(*tcpConn).ep
+	ep := c.(*TCPConn).ep
 	var o ConnOptions
 	o.Delay = ep.SocketOptions().GetDelayOption()
 	o.SendBuffer = ep.SocketOptions().GetSendBufferSize()

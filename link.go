@@ -21,6 +21,7 @@ type wire struct {
 	mss      uint16
 	addr     tcpip.Address // our IPv4 address
 	arp      *arpTable
+	sy       *syncer // nil outside latency mode
 	counters wireCounters
 }
 
@@ -29,8 +30,8 @@ var (
 	_ gstack.NetworkDispatcher = (*wire)(nil)
 )
 
-func newWire(child gstack.LinkEndpoint, mtu, mss int, addr tcpip.Address, arp *arpTable) *wire {
-	w := &wire{mtu: uint32(mtu), mss: uint16(mss), addr: addr, arp: arp}
+func newWire(child gstack.LinkEndpoint, mtu, mss int, addr tcpip.Address, arp *arpTable, sy *syncer) *wire {
+	w := &wire{mtu: uint32(mtu), mss: uint16(mss), addr: addr, arp: arp, sy: sy}
 	w.Endpoint.Init(child, w)
 	return w
 }
@@ -40,8 +41,20 @@ func newWire(child gstack.LinkEndpoint, mtu, mss int, addr tcpip.Address, arp *a
 func (w *wire) MTU() uint32 { return w.mtu }
 
 // DeliverNetworkPacket implements stack.NetworkDispatcher.DeliverNetworkPacket
-// for frames coming up from the link, Ethernet header parsed.
+// for frames coming up from the link, Ethernet header parsed. In latency
+// mode it then processes, on this goroutine, the TCP segments the frame left
+// queued (see syncer).
 func (w *wire) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer) {
+	if w.sy == nil {
+		w.deliver(proto, pkt)
+		return
+	}
+	w.sy.begin()
+	w.deliver(proto, pkt)
+	w.sy.finish()
+}
+
+func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer) {
 	size := pkt.Size()
 	w.counters.ethRx.add(size)
 	switch proto {

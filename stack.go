@@ -31,6 +31,14 @@ type Stack struct {
 	arp   *arpTable
 	conns connBudget
 
+	// sy runs latency mode's synchronous TCP processing; nil when latency
+	// mode is off (or netstack's internals were not found).
+	sy *syncer
+	// goroutines counts tickwire's own goroutines besides the ARP evictor
+	// (OnReceive loops, ServeTCP accept loops); done tells them to stop.
+	goroutines sync.WaitGroup
+	done       chan struct{}
+
 	closeOnce sync.Once
 	closed    atomic.Bool
 }
@@ -67,11 +75,16 @@ func New(cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{cfg: cfg, arp: newARPTable(cfg.ARPEntries)}
+	s := &Stack{cfg: cfg, arp: newARPTable(cfg.ARPEntries), done: make(chan struct{})}
 	s.conns.max = int64(cfg.MaxConnections)
+	tcpFactory := tcp.NewProtocol
+	if cfg.Latency && tcpInternals.ok {
+		s.sy = newSyncer()
+		tcpFactory = syncTCPFactory(s.sy)
+	}
 	s.st = gstack.New(gstack.Options{
 		NetworkProtocols:   []gstack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
-		TransportProtocols: []gstack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4},
+		TransportProtocols: []gstack.TransportProtocolFactory{tcpFactory, udp.NewProtocol, icmp.NewProtocol4},
 		NUDDisp:            s.arp,
 	})
 	if err := s.configure(); err != nil {
@@ -103,7 +116,7 @@ func (s *Stack) configure() error {
 	}
 
 	addr := tcpip.AddrFrom4(cfg.Addr.Addr().As4())
-	s.wire = newWire(cfg.Link, cfg.MTU, cfg.MSS, addr, s.arp)
+	s.wire = newWire(cfg.Link, cfg.MTU, cfg.MSS, addr, s.arp, s.sy)
 	cfg.Link.SetLinkAddress(tcpip.LinkAddress(cfg.MAC))
 	if err := s.st.CreateNICWithOptions(nicID, s.wire, gstack.NICOptions{Name: "tw0", QDisc: &passThrough{w: s.wire}}); err != nil {
 		return fail("create nic", err)
@@ -146,8 +159,10 @@ func (s *Stack) Addr() netip.Addr { return s.cfg.Addr.Addr() }
 func (s *Stack) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		close(s.done)
 		s.st.Close()
 		s.st.Wait()
+		s.goroutines.Wait()
 		s.arp.stop()
 	})
 	return nil

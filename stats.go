@@ -68,6 +68,11 @@ type Stats struct {
 	ConnsDialed   uint64 // connections returned by DialTCP
 	ConnsRefused  uint64 // accepts reset and dials refused by Config.MaxConnections
 	ConnsFailed   uint64 // dials that failed (refused, unreachable, timed out, cancelled)
+
+	// Latency mode (zero when it is off).
+	LatencySyncRuns   uint64 // TCP processing runs on a delivering or calling goroutine instead of a netstack processor
+	LatencyFallbacks  uint64 // segments of established connections left to a netstack processor because the pending list (64 endpoints) was full
+	LatencyInlineRuns uint64 // OnReceive handler runs on the delivering goroutine, right after the processing
 }
 
 // counter pairs a packet count with a byte count.
@@ -179,5 +184,10 @@ func (s *Stack) Stats() Stats {
 	st.ConnsDialed = s.conns.dialed.Load()
 	st.ConnsRefused = s.conns.refused.Load()
 	st.ConnsFailed = s.conns.failed.Load()
+	if sy := s.sy; sy != nil {
+		st.LatencySyncRuns = sy.processed.Load()
+		st.LatencyFallbacks = sy.fallbacks.Load()
+		st.LatencyInlineRuns = sy.inline.Load()
+	}
 	return st
 }

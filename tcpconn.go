@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 	"gvisor.dev/gvisor/pkg/waiter"
 )
 
@@ -94,10 +95,14 @@ type sock struct {
 
 	closed atomic.Bool
 	done   chan struct{}
+
+	// busyPoll is how long a wait spins first (Config.BusyPoll; 0 outside
+	// latency mode).
+	busyPoll time.Duration
 }
 
-func (k *sock) init(wq *waiter.Queue, ep tcpip.Endpoint) {
-	k.ep, k.wq = ep, wq
+func (k *sock) init(wq *waiter.Queue, ep tcpip.Endpoint, busyPoll time.Duration) {
+	k.ep, k.wq, k.busyPoll = ep, wq, busyPoll
 	k.rd, k.wd = newDeadline(), newDeadline()
 	k.done = make(chan struct{})
 	k.readEntry, k.readCh = waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
@@ -170,17 +175,23 @@ func (k *sock) SetWriteDeadline(t time.Time) error {
 	return nil
 }
 
-// tcpConn is the net.Conn of DialTCP and Accept: a thin wrapper over a
-// netstack TCP endpoint and its waiter queue. It holds one MaxConnections
-// slot until Close.
+// TCPConn is a TCP connection from DialTCP, Accept or ServeTCP: a thin
+// wrapper over a netstack TCP endpoint and its waiter queue. It implements
+// net.Conn; OnReceive switches it to the fast receive path. It holds one
+// MaxConnections slot until Close.
 //
 // All methods are safe for concurrent use; concurrent Reads (and concurrent
 // Writes) are serialised. Read and Write allocate nothing in steady state.
-type tcpConn struct {
+type TCPConn struct {
 	sock
 	s     *Stack
 	laddr *net.TCPAddr
 	raddr *net.TCPAddr
+
+	// tep is the netstack endpoint and sy the stack's syncer, both nil
+	// unless latency mode processes TCP synchronously.
+	tep *tcp.Endpoint
+	sy  *syncer
 
 	readMu sync.Mutex
 	// +checklocks:readMu
@@ -189,13 +200,24 @@ type tcpConn struct {
 	writeMu sync.Mutex
 	// +checklocks:writeMu
 	wr bytes.Reader
+
+	recv receiver // OnReceive's state
+	// inline tells the handler's listener whether the syncer is processing
+	// this connection right now (see syncer.process).
+	inline atomic.Int32
 }
 
-var _ net.Conn = (*tcpConn)(nil)
+var _ net.Conn = (*TCPConn)(nil)
 
-func (s *Stack) newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *tcpConn {
-	c := &tcpConn{s: s}
-	c.init(wq, ep)
+func (s *Stack) newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *TCPConn {
+	c := &TCPConn{s: s}
+	c.init(wq, ep, s.cfg.BusyPoll)
+	if s.sy != nil {
+		c.tep, _ = ep.(*tcp.Endpoint)
+		if c.tep != nil {
+			c.sy = s.sy
+		}
+	}
 	if a, err := ep.GetLocalAddress(); err == nil {
 		c.laddr = &net.TCPAddr{IP: a.Addr.AsSlice(), Port: int(a.Port)}
 	}
@@ -205,17 +227,31 @@ func (s *Stack) newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *tcpConn {
 	return c
 }
 
-func (c *tcpConn) opError(op string, err error) error {
+func (c *TCPConn) opError(op string, err error) error {
 	return opError(op, "tcp", c.laddr, c.raddr, err)
 }
 
-// Read reads up to len(b) bytes. It returns io.EOF after the peer's FIN, an
-// error wrapping os.ErrDeadlineExceeded after the read deadline, and one
-// wrapping net.ErrClosed after Close.
-func (c *tcpConn) Read(b []byte) (int, error) {
+// afterUser lets latency mode process what arrived while this goroutine
+// held the endpoint.
+func (c *TCPConn) afterUser() {
+	if c.sy != nil {
+		c.sy.afterUser(c.tep)
+	}
+}
+
+// Read reads up to len(b) bytes into b, which the caller owns. It returns
+// io.EOF after the peer's FIN, an error wrapping os.ErrDeadlineExceeded
+// after the read deadline, one wrapping net.ErrClosed after Close, and one
+// wrapping ErrHandlerSet once OnReceive was called. In latency mode it
+// busy-polls for up to Config.BusyPoll before it sleeps.
+func (c *TCPConn) Read(b []byte) (int, error) {
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
+	if c.recv.set.Load() {
+		return 0, c.opError("read", ErrHandlerSet)
+	}
 	expired := c.rd.expired()
+	spin := spinner{budget: c.busyPoll}
 	for {
 		if err := c.check(expired); err != nil {
 			return 0, c.opError("read", err)
@@ -226,11 +262,14 @@ func (c *tcpConn) Read(b []byte) (int, error) {
 		c.rw = b
 		res, err := c.ep.Read(&c.rw, tcpip.ReadOptions{})
 		c.rw = nil
+		c.afterUser()
 		switch err.(type) {
 		case nil:
 			return res.Count, nil
 		case *tcpip.ErrWouldBlock:
-			c.wait(c.readCh, expired)
+			if !spin.again() {
+				c.wait(c.readCh, expired)
+			}
 		case *tcpip.ErrClosedForReceive:
 			return 0, io.EOF
 		default:
@@ -241,11 +280,15 @@ func (c *tcpConn) Read(b []byte) (int, error) {
 
 // Write writes all of b unless an error occurs: a reset (ECONNRESET), the
 // write deadline (os.ErrDeadlineExceeded), or Close (net.ErrClosed). It
-// blocks while the send buffer (Config.SendBuffer) is full.
-func (c *tcpConn) Write(b []byte) (int, error) {
+// blocks while the send buffer (Config.SendBuffer) is full; in latency mode
+// it busy-polls for up to Config.BusyPoll first. It does NOT take ownership
+// of b: the bytes are copied into the send buffer before it returns. It may
+// be called from an OnReceive handler.
+func (c *TCPConn) Write(b []byte) (int, error) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	expired := c.wd.expired()
+	spin := spinner{budget: c.busyPoll}
 	n := 0
 	for {
 		if err := c.check(expired); err != nil {
@@ -257,11 +300,14 @@ func (c *tcpConn) Write(b []byte) (int, error) {
 		c.wr.Reset(b[n:])
 		m, err := c.ep.Write(&c.wr, tcpip.WriteOptions{})
 		c.wr.Reset(nil)
+		c.afterUser()
 		n += int(m)
 		switch err.(type) {
 		case nil:
 		case *tcpip.ErrWouldBlock:
-			c.wait(c.writeCh, expired)
+			if !spin.again() {
+				c.wait(c.writeCh, expired)
+			}
 		default:
 			return n, c.opError("write", c.cause(err))
 		}
@@ -270,18 +316,20 @@ func (c *tcpConn) Write(b []byte) (int, error) {
 
 // Close closes the connection (with a RST when unread data remains, as
 // Linux does) and frees its MaxConnections slot. Blocked Reads and Writes
-// return net.ErrClosed. A second Close returns an error wrapping
+// return net.ErrClosed; an OnReceive handler is not called again. It may be
+// called from the handler. A second Close returns an error wrapping
 // net.ErrClosed.
-func (c *tcpConn) Close() error {
+func (c *TCPConn) Close() error {
 	if !c.shut() {
 		return c.opError("close", net.ErrClosed)
 	}
+	c.stopReceiving()
 	c.s.conns.release()
 	return nil
 }
 
 // CloseWrite shuts down the sending side (sends FIN); reads continue.
-func (c *tcpConn) CloseWrite() error {
+func (c *TCPConn) CloseWrite() error {
 	if err := c.ep.Shutdown(tcpip.ShutdownWrite); err != nil {
 		return c.opError("close", c.cause(err))
 	}
@@ -289,7 +337,7 @@ func (c *tcpConn) CloseWrite() error {
 }
 
 // CloseRead shuts down the receiving side.
-func (c *tcpConn) CloseRead() error {
+func (c *TCPConn) CloseRead() error {
 	if err := c.ep.Shutdown(tcpip.ShutdownRead); err != nil {
 		return c.opError("close", c.cause(err))
 	}
@@ -297,7 +345,7 @@ func (c *tcpConn) CloseRead() error {
 }
 
 // LocalAddr returns the local address.
-func (c *tcpConn) LocalAddr() net.Addr { return c.laddr }
+func (c *TCPConn) LocalAddr() net.Addr { return c.laddr }
 
 // RemoteAddr returns the peer's address.
-func (c *tcpConn) RemoteAddr() net.Addr { return c.raddr }
+func (c *TCPConn) RemoteAddr() net.Addr { return c.raddr }

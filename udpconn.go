@@ -62,7 +62,7 @@ func (s *Stack) udpEndpoint(local tcpip.FullAddress, remote *tcpip.FullAddress) 
 		}
 	}
 	c := &udpConn{}
-	c.init(wq, ep)
+	c.init(wq, ep, s.cfg.BusyPoll)
 	if a, err := ep.GetLocalAddress(); err == nil {
 		c.laddr = &net.UDPAddr{IP: s.cfg.Addr.Addr().AsSlice(), Port: int(a.Port)}
 	}
@@ -84,6 +84,7 @@ func (c *udpConn) read(b []byte, from *tcpip.FullAddress) (int, error) {
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
 	expired := c.rd.expired()
+	spin := spinner{budget: c.busyPoll}
 	for {
 		if err := c.check(expired); err != nil {
 			return 0, err
@@ -98,7 +99,9 @@ func (c *udpConn) read(b []byte, from *tcpip.FullAddress) (int, error) {
 			}
 			return res.Count, nil
 		case *tcpip.ErrWouldBlock:
-			c.wait(c.readCh, expired)
+			if !spin.again() {
+				c.wait(c.readCh, expired)
+			}
 		default:
 			return 0, c.cause(err)
 		}
@@ -162,6 +165,7 @@ func (c *udpConn) send(b []byte, to *tcpip.FullAddress) (int, error) {
 		opts.To = &c.to
 	}
 	expired := c.wd.expired()
+	spin := spinner{budget: c.busyPoll}
 	for {
 		if err := c.check(expired); err != nil {
 			return 0, err
@@ -173,7 +177,9 @@ func (c *udpConn) send(b []byte, to *tcpip.FullAddress) (int, error) {
 		case nil:
 			return int(n), nil
 		case *tcpip.ErrWouldBlock:
-			c.wait(c.writeCh, expired)
+			if !spin.again() {
+				c.wait(c.writeCh, expired)
+			}
 		default:
 			return 0, c.cause(err)
 		}

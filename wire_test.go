@@ -46,7 +46,7 @@ func TestWireDoesNotAllocate(t *testing.T) {
 	}
 	a, b := pipe.New(pipe.Options{})
 	local, remote := tcpip.AddrFrom4([4]byte{10, 0, 0, 1}), tcpip.AddrFrom4([4]byte{10, 0, 0, 2})
-	w := newWire(a, 1500, 1408, local, newARPTable(128))
+	w := newWire(a, 1500, 1408, local, newARPTable(128), nil)
 	var up, far countingDispatcher
 	w.Attach(&up)
 	b.Attach(&far)

@@ -1,0 +1,234 @@
+package tickwire
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/waiter"
+)
+
+// ErrHandlerSet is the cause of a Read, or of a second OnReceive, on a
+// connection that has an OnReceive handler.
+var ErrHandlerSet = errors.New("tickwire: connection has a receive handler")
+
+// TCPHandler receives a connection's bytes (see TCPConn.OnReceive). data is
+// valid until the handler returns; the connection reuses its memory after
+// the call returns. The last call has data == nil and err != nil: io.EOF
+// after the peer's FIN, or the error a Read would have returned.
+type TCPHandler func(c *TCPConn, data []byte, err error)
+
+// Inline states of a TCPConn with a handler (TCPConn.inline).
+const (
+	inlineIdle    = iota // nobody is processing the connection synchronously
+	inlineActive         // the syncer is processing it; readability is noted, not signalled
+	inlinePending        // it became readable while the syncer processed it
+)
+
+// receiver is the OnReceive state of a TCPConn.
+type receiver struct {
+	set     atomic.Bool // a handler is installed; Read is refused
+	handler TCPHandler  // immutable once set is true
+	entry   waiter.Entry
+
+	// mu serialises handler calls; more asks its holder for another round
+	// (someone found data while the handler ran).
+	mu   sync.Mutex
+	more atomic.Bool
+	// +checklocks:mu
+	buf []byte // Config.ReceiveBuffer bytes, what the handler sees
+	// +checklocks:mu
+	w        tcpip.SliceWriter
+	finished atomic.Bool // the last call was made
+}
+
+// handlerListener turns readability into a handler run: noted for the
+// syncer when it is processing the connection (it runs the handler right
+// after, on its goroutine), else signalled to the connection's goroutine.
+type handlerListener struct{ c *TCPConn }
+
+// NotifyEvent implements waiter.EventListener.
+func (l handlerListener) NotifyEvent(waiter.EventMask) {
+	c := l.c
+	if c.inline.CompareAndSwap(inlineActive, inlinePending) {
+		return
+	}
+	select {
+	case c.readCh <- struct{}{}:
+	default:
+	}
+}
+
+// OnReceive switches c to the fast receive path: from now on, handler is
+// called with the bytes c receives, in order, one call at a time, and Read
+// fails with ErrHandlerSet. Use it instead of Read when a reply must leave as
+// soon as a request arrives (order entry, echo, request/response): in
+// latency mode the handler runs on the goroutine that processed the segment
+// (the link's reader, or the peer's writer over link/pipe), right after
+// netstack's TCP processing, so no goroutine is woken between the wire and
+// the handler, and a Write from the handler leaves on that same goroutine.
+// Outside latency mode, or when the segment went through netstack's
+// processors, the handler runs on a goroutine of the connection's own that
+// waits for readability (busy-polling first in latency mode).
+//
+// The handler may call Write, CloseWrite and Close on c (and Write on other
+// connections). It must not block: while it runs, the delivering goroutine
+// delivers nothing else. Bytes are handed over in chunks of at most
+// Config.ReceiveBuffer; data is valid until the handler returns.
+//
+// OnReceive fails with ErrHandlerSet when c already has a handler and with
+// net.ErrClosed after Close. Bytes received before the call are handed to the
+// handler first. net.Conn's Read suits programs that own a goroutine per
+// connection and tolerate a wake-up per message; OnReceive suits the hot path.
+func (c *TCPConn) OnReceive(handler TCPHandler) error {
+	if handler == nil {
+		return c.opError("receive", errors.New("tickwire: nil handler"))
+	}
+	c.readMu.Lock() // no Read in progress from here on
+	defer c.readMu.Unlock()
+	if c.closed.Load() {
+		return c.opError("receive", net.ErrClosed)
+	}
+	if c.recv.set.Load() {
+		return c.opError("receive", ErrHandlerSet)
+	}
+	c.recv.mu.Lock()
+	c.recv.buf = make([]byte, c.s.cfg.ReceiveBuffer)
+	c.recv.mu.Unlock()
+	c.recv.handler = handler
+	c.recv.set.Store(true)
+
+	c.wq.EventUnregister(&c.readEntry)
+	c.recv.entry.Init(handlerListener{c}, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
+	c.wq.EventRegister(&c.recv.entry)
+	if c.sy != nil {
+		c.sy.handlers.Store(c.tep, c)
+		c.sy.nhandlers.Add(1)
+	}
+	c.s.goroutines.Add(1)
+	go c.receiveLoop()
+	select { // bytes that arrived before the handler
+	case c.readCh <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// stopReceiving undoes OnReceive's registrations at Close.
+func (c *TCPConn) stopReceiving() {
+	if !c.recv.set.Load() {
+		return
+	}
+	c.wq.EventUnregister(&c.recv.entry)
+	if c.sy != nil {
+		if _, ok := c.sy.handlers.LoadAndDelete(c.tep); ok {
+			c.sy.nhandlers.Add(-1)
+		}
+	}
+}
+
+// receiveLoop runs the handler whenever the connection becomes readable and
+// nobody else ran it, until the last call, Close or the Stack's Close.
+func (c *TCPConn) receiveLoop() {
+	defer c.s.goroutines.Done()
+	spin := spinner{budget: c.busyPoll}
+	for {
+		c.runHandler()
+		if c.recv.finished.Load() {
+			return
+		}
+		select {
+		case <-c.readCh:
+			continue
+		case <-c.done:
+			return
+		case <-c.s.done:
+			return
+		default:
+		}
+		if spin.again() {
+			continue
+		}
+		select {
+		case <-c.readCh:
+		case <-c.done:
+			return
+		case <-c.s.done:
+			return
+		}
+	}
+}
+
+// runHandler hands whatever c has received to the handler, unless another
+// goroutine is doing so: then it asks that one for another round.
+func (c *TCPConn) runHandler() {
+	r := &c.recv
+	if !r.mu.TryLock() {
+		r.more.Store(true)
+		return
+	}
+	for {
+		r.more.Store(false)
+		c.drainLocked()
+		r.mu.Unlock()
+		if !r.more.Load() || !r.mu.TryLock() {
+			return
+		}
+	}
+}
+
+// drainLocked reads until nothing is left, calling the handler for each
+// chunk, and makes the last call on EOF or error.
+//
+// +checklocks:c.recv.mu
+func (c *TCPConn) drainLocked() {
+	r := &c.recv
+	for !r.finished.Load() && !c.closed.Load() {
+		r.w = r.buf
+		res, err := c.ep.Read(&r.w, tcpip.ReadOptions{})
+		r.w = nil
+		c.afterUser()
+		switch err.(type) {
+		case nil:
+			r.handler(c, r.buf[:res.Count], nil)
+		case *tcpip.ErrWouldBlock:
+			return
+		case *tcpip.ErrClosedForReceive:
+			r.finished.Store(true)
+			r.handler(c, nil, io.EOF)
+		default:
+			r.finished.Store(true)
+			r.handler(c, nil, c.opError("read", c.cause(err)))
+		}
+	}
+}
+
+// ServeTCP listens on port (0 picks a free port) and installs handler on
+// every connection it accepts (see TCPConn.OnReceive), accepting on a
+// goroutine of its own. Closing the returned listener stops accepting;
+// accepted connections live on until the handler (or the program) closes
+// them, or the Stack closes. Each counts against Config.MaxConnections.
+func (s *Stack) ServeTCP(port uint16, handler TCPHandler) (net.Listener, error) {
+	if handler == nil {
+		return nil, opError("listen", "tcp", nil, nil, errors.New("tickwire: nil handler"))
+	}
+	ln, err := s.ListenTCP(port)
+	if err != nil {
+		return nil, err
+	}
+	s.goroutines.Add(1)
+	go func() {
+		defer s.goroutines.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.(*TCPConn).OnReceive(handler) // cannot fail on a fresh connection
+		}
+	}()
+	return ln, nil
+}

@@ -1,0 +1,259 @@
+package tickwire
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+)
+
+// Latency mode (Config.Latency) in brief. A TCP round trip through stock
+// netstack costs four goroutine wake-ups: on each side, the processor
+// goroutine that netstack queues every inbound segment to, then the reader
+// that the processor notifies. Latency mode removes them:
+//
+//   - syncTCP replaces netstack's queueing of a segment for an established
+//     connection by "queue without waking anyone" (the endpoint is marked as
+//     owned, as netstack does while a program's call holds it) and records
+//     the endpoint with the syncer;
+//   - the wire, once netstack's inbound path has returned (and released its
+//     demultiplexer lock), has the syncer process the recorded endpoints on
+//     the delivering goroutine, exactly as a processor would, then run their
+//     OnReceive handlers;
+//   - a Read or Write that finds segments queued while it held the
+//     connection processes them itself instead of leaving them to the
+//     processor that netstack has just woken, and a Read or Write that would
+//     block spins (runtime.Gosched, so that whatever it waits for can run on
+//     the same P) for up to Config.BusyPoll before it sleeps.
+//
+// Whatever cannot go the synchronous way (the endpoint is busy, the
+// connection is not established, the pending list is full) goes the stock
+// way, through netstack's processors: latency mode changes who runs TCP and
+// when, never what TCP does.
+
+// maxPending bounds the endpoints recorded for processing by deliveries in
+// progress; beyond it, segments go to netstack's processors.
+const maxPending = 64
+
+// queuedProtocol is netstack's interface for transport protocols that queue
+// inbound packets (the stack checks for it when it is built).
+type queuedProtocol interface {
+	QueuePacket(gstack.TransportEndpoint, gstack.TransportEndpointID, *gstack.PacketBuffer)
+}
+
+// syncTCP is netstack's TCP protocol with latency mode's QueuePacket. Every
+// other method is netstack's.
+type syncTCP struct {
+	gstack.TransportProtocol
+	queue queuedProtocol
+	sy    *syncer
+}
+
+var (
+	_ queuedProtocol          = (*syncTCP)(nil)
+	_ gstack.SendBufSizeProto = (*syncTCP)(nil)
+)
+
+// SendBufferSize implements stack.SendBufSizeProto, which netstack's TCP
+// asks its stack for through the protocol.
+func (p *syncTCP) SendBufferSize() tcpip.TCPSendBufferSizeRangeOption {
+	return p.TransportProtocol.(gstack.SendBufSizeProto).SendBufferSize()
+}
+
+// syncTCPFactory returns the TCP protocol factory for a stack in latency
+// mode: netstack's own when the tcp internals latency mode needs were not
+// found (see tcpsync_unsafe.go).
+func syncTCPFactory(sy *syncer) gstack.TransportProtocolFactory {
+	return func(st *gstack.Stack) gstack.TransportProtocol {
+		p := tcp.NewProtocol(st)
+		q, ok := p.(queuedProtocol)
+		if _, sb := p.(gstack.SendBufSizeProto); !ok || !sb || !tcpInternals.ok {
+			return p
+		}
+		return &syncTCP{TransportProtocol: p, queue: q, sy: sy}
+	}
+}
+
+// QueuePacket implements netstack's queued transport protocol interface.
+func (p *syncTCP) QueuePacket(ep gstack.TransportEndpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer) {
+	tep, ok := ep.(*tcp.Endpoint)
+	if !ok || !syncState(tep.EndpointState()) || p.sy.delivering.Load() == 0 || !tep.TryLock() {
+		p.queue.QueuePacket(ep, id, pkt)
+		return
+	}
+	owned := tcpOwnedByUser(tep)
+	owned.Store(1)
+	p.queue.QueuePacket(ep, id, pkt) // checks, counts and queues the segment; wakes nobody
+	owned.Store(0)
+	tep.ResumeWork() // releases the lock taken by TryLock
+	if !p.sy.record(tep) {
+		p.sy.fallbacks.Add(1)
+		kick(tep)
+	}
+}
+
+// syncState reports whether segments of an endpoint in state s may be
+// processed synchronously: the connected states that netstack's processors
+// handle with handleConnected.
+func syncState(s tcp.EndpointState) bool {
+	switch s {
+	case tcp.StateEstablished, tcp.StateFinWait1, tcp.StateFinWait2, tcp.StateCloseWait, tcp.StateClosing, tcp.StateLastAck:
+		return true
+	}
+	return false
+}
+
+// kick hands whatever is left in ep's segment queue to netstack's processor:
+// UnlockUser wakes the processor when the queue is not empty. When ep is
+// held by someone else, that holder sees the queue when it lets go (a user's
+// UnlockUser, a processor's requeue check, a syncer's own kick).
+func kick(ep *tcp.Endpoint) {
+	if ep.TryLock() {
+		tcpOwnedByUser(ep).Store(1)
+		ep.UnlockUser()
+	}
+}
+
+// syncer runs latency mode's synchronous processing for one Stack.
+//
+// Lock order:
+//
+//	syncer.mu
+type syncer struct {
+	// delivering counts the wire deliveries in progress; an endpoint is
+	// recorded only while one is, and each delivery processes the recorded
+	// endpoints before it counts itself out, so none is left behind.
+	delivering atomic.Int32
+	mu         sync.Mutex
+	// +checklocks:mu
+	pending []*tcp.Endpoint // at most maxPending
+
+	// handlers maps the endpoints of connections with an OnReceive handler
+	// to their *TCPConn; nhandlers lets the common case skip the lookup.
+	handlers  sync.Map
+	nhandlers atomic.Int32
+
+	processed, fallbacks, inline atomic.Uint64
+}
+
+func newSyncer() *syncer {
+	sy := &syncer{}
+	sy.pending = make([]*tcp.Endpoint, 0, maxPending)
+	return sy
+}
+
+// begin counts a wire delivery in.
+func (sy *syncer) begin() {
+	sy.mu.Lock()
+	sy.delivering.Add(1)
+	sy.mu.Unlock()
+}
+
+// record adds ep to the endpoints to process, reporting false when no
+// delivery is in progress or the list is full.
+func (sy *syncer) record(ep *tcp.Endpoint) bool {
+	sy.mu.Lock()
+	defer sy.mu.Unlock()
+	if sy.delivering.Load() == 0 {
+		return false
+	}
+	for _, p := range sy.pending {
+		if p == ep {
+			return true
+		}
+	}
+	if len(sy.pending) == cap(sy.pending) {
+		return false
+	}
+	sy.pending = append(sy.pending, ep)
+	return true
+}
+
+// finish processes the recorded endpoints, then counts the delivery out.
+// It runs on the delivering goroutine after netstack's inbound path
+// returned, so no netstack lock is held.
+func (sy *syncer) finish() {
+	var batch [16]*tcp.Endpoint
+	for {
+		sy.mu.Lock()
+		n := copy(batch[:], sy.pending)
+		if n == 0 {
+			sy.delivering.Add(-1)
+			sy.mu.Unlock()
+			return
+		}
+		rest := copy(sy.pending, sy.pending[n:])
+		clear(sy.pending[rest:])
+		sy.pending = sy.pending[:rest]
+		sy.mu.Unlock()
+		for i := range n {
+			sy.process(batch[i])
+			batch[i] = nil
+		}
+	}
+}
+
+// process runs netstack's TCP processing for ep on this goroutine, then the
+// connection's OnReceive handler if the processing made it readable.
+func (sy *syncer) process(ep *tcp.Endpoint) {
+	var c *TCPConn
+	if sy.nhandlers.Load() > 0 {
+		if v, ok := sy.handlers.Load(ep); ok {
+			c = v.(*TCPConn)
+			c.inline.Store(inlineActive)
+		}
+	}
+	for range 4 { // each pass takes up to 100 segments
+		if !syncState(ep.EndpointState()) {
+			break
+		}
+		tcpHandleConnected(ep)
+		sy.processed.Add(1)
+		if tcpQueueEmpty(ep) {
+			break
+		}
+	}
+	kick(ep)
+	if c != nil && c.inline.Swap(inlineIdle) == inlinePending {
+		sy.inline.Add(1)
+		c.runHandler()
+	}
+}
+
+// afterUser processes segments that arrived for ep while a Read or Write
+// held it: netstack has woken a processor for them, but this goroutine is
+// already running and usually gets there first.
+func (sy *syncer) afterUser(ep *tcp.Endpoint) {
+	if !tcpQueueEmpty(ep) {
+		sy.process(ep)
+	}
+}
+
+// spinner is one wait's busy-poll budget.
+type spinner struct {
+	budget time.Duration
+	start  time.Time
+}
+
+// again reports whether the caller should retry at once rather than sleep:
+// true while the budget lasts, after yielding the P (runtime.Gosched) so that
+// the goroutine it waits for can run here. A false resets the budget for the
+// next wait.
+func (s *spinner) again() bool {
+	if s.budget <= 0 {
+		return false
+	}
+	now := time.Now()
+	if s.start.IsZero() {
+		s.start = now
+	} else if now.Sub(s.start) > s.budget {
+		s.start = time.Time{}
+		return false
+	}
+	runtime.Gosched()
+	return true
+}
