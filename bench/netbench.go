@@ -62,9 +62,10 @@ type dialer func() (net.Conn, error)
 // tcpServer accepts connections on ln and runs handle on each in its own
 // goroutine; stop closes the listener and every connection and joins them.
 type tcpServer struct {
-	ln    net.Listener
-	wg    sync.WaitGroup
-	mu    sync.Mutex
+	ln net.Listener
+	wg sync.WaitGroup
+	mu sync.Mutex
+	// +checklocks:mu
 	conns map[net.Conn]struct{}
 }
 

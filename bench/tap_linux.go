@@ -28,7 +28,8 @@ var (
 // created lists the namespaces this process made and has not deleted yet,
 // for cleanupStale.
 var created struct {
-	sync.Mutex
+	mu sync.Mutex
+	// +checklocks:mu
 	names map[string]bool
 }
 
@@ -40,17 +41,17 @@ func newNetns() (ns *kerneltest.Netns, remove func(), err error) {
 	if out, err := exec.Command("ip", "netns", "add", ns.Name).CombinedOutput(); err != nil {
 		return nil, nil, fmt.Errorf("ip netns add %s: %v: %s", ns.Name, err, out)
 	}
-	created.Lock()
+	created.mu.Lock()
 	if created.names == nil {
 		created.names = map[string]bool{}
 	}
 	created.names[ns.Name] = true
-	created.Unlock()
+	created.mu.Unlock()
 	remove = func() {
 		exec.Command("ip", "netns", "delete", ns.Name).Run()
-		created.Lock()
+		created.mu.Lock()
 		delete(created.names, ns.Name)
-		created.Unlock()
+		created.mu.Unlock()
 	}
 	for _, args := range [][]string{
 		{"ip", "link", "set", "lo", "up"},
@@ -69,8 +70,8 @@ func newNetns() (ns *kerneltest.Netns, remove func(), err error) {
 // devices inside, when an interruption skips the measures' own cleanup.
 // Other processes' namespaces are left alone, even with the same prefix.
 func cleanupStale() {
-	created.Lock()
-	defer created.Unlock()
+	created.mu.Lock()
+	defer created.mu.Unlock()
 	for name := range created.names {
 		exec.Command("ip", "netns", "delete", name).Run()
 	}

@@ -175,7 +175,8 @@ func TestServerError(t *testing.T) {
 // syncBuffer is a bytes.Buffer safe for the server's goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
-	b  bytes.Buffer
+	// +checklocks:mu
+	b bytes.Buffer
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
