@@ -188,9 +188,10 @@ func (c *TCPConn) drainLocked() {
 	r := &c.recv
 	for !r.finished.Load() && !c.closed.Load() {
 		r.w = r.buf
+		c.hold()
 		res, err := c.ep.Read(&r.w, tcpip.ReadOptions{})
+		c.release()
 		r.w = nil
-		c.afterUser()
 		switch err.(type) {
 		case nil:
 			r.handler(c, r.buf[:res.Count], nil)

@@ -124,6 +124,7 @@ func kick(ep *tcp.Endpoint) {
 //
 //	syncer.mu
 type syncer struct {
+	wire *wire // set by newWire
 	// delivering counts the wire deliveries in progress; an endpoint is
 	// recorded only while one is, and each delivery processes the recorded
 	// endpoints before it counts itself out, so none is left behind.
@@ -207,6 +208,7 @@ func (sy *syncer) process(ep *tcp.Endpoint) {
 			c.inline.Store(inlineActive)
 		}
 	}
+	sy.wire.hold()
 	for range 4 { // each pass takes up to 100 segments
 		if !syncState(ep.EndpointState()) {
 			break
@@ -218,6 +220,7 @@ func (sy *syncer) process(ep *tcp.Endpoint) {
 		}
 	}
 	kick(ep)
+	sy.wire.release()
 	if c != nil && c.inline.Swap(inlineIdle) == inlinePending {
 		sy.inline.Add(1)
 		c.runHandler()

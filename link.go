@@ -2,6 +2,7 @@ package tickwire
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -22,6 +23,7 @@ type wire struct {
 	addr     tcpip.Address // our IPv4 address
 	arp      *arpTable
 	sy       *syncer // nil outside latency mode
+	out      *outbox // nil outside latency mode
 	counters wireCounters
 }
 
@@ -32,6 +34,10 @@ var (
 
 func newWire(child gstack.LinkEndpoint, mtu, mss int, addr tcpip.Address, arp *arpTable, sy *syncer) *wire {
 	w := &wire{mtu: uint32(mtu), mss: uint16(mss), addr: addr, arp: arp, sy: sy}
+	if sy != nil {
+		w.out = new(outbox)
+		sy.wire = w
+	}
 	w.Endpoint.Init(child, w)
 	return w
 }
@@ -175,7 +181,105 @@ func (w *wire) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 			}
 		}
 	}
-	return w.Endpoint.WritePackets(pkts)
+	return w.send(pkts)
+}
+
+// maxOutbox bounds the frames an outbox holds; beyond it frames go out at
+// once (Stats.LatencyOutboxFull).
+const maxOutbox = 1024
+
+// outbox holds, in latency mode, the frames written while tickwire is inside
+// a netstack call that holds a TCP endpoint (a Read, a Write, synchronous
+// processing), and sends them when the call has returned. Over link/pipe
+// the answer to a frame arrives on the sending goroutine before the send
+// returns; sent from inside the call, it would find the endpoint held, be
+// queued, and cost a processor wake-up when the call let go. Frames keep
+// their order: while frames wait or a flush runs, every frame waits.
+//
+// Lock order:
+//
+//	outbox.mu
+type outbox struct {
+	mu sync.Mutex
+	// +checklocks:mu
+	holds int // calls in progress
+	// +checklocks:mu
+	flushing bool // a goroutine is sending the held frames
+	// +checklocks:mu
+	q gstack.PacketBufferList // held frames, each with its own reference
+	// sending is the flusher's batch (only the goroutine that set flushing
+	// touches it).
+	sending gstack.PacketBufferList
+	full    atomic.Uint64
+}
+
+// send passes pkts to the link now, or holds them (see outbox).
+func (w *wire) send(pkts gstack.PacketBufferList) (int, tcpip.Error) {
+	o := w.out
+	if o == nil {
+		return w.Endpoint.WritePackets(pkts)
+	}
+	o.mu.Lock()
+	if o.holds == 0 && !o.flushing && o.q.Len() == 0 {
+		o.mu.Unlock()
+		return w.Endpoint.WritePackets(pkts)
+	}
+	if o.q.Len()+pkts.Len() > maxOutbox {
+		o.mu.Unlock()
+		o.full.Add(1)
+		return w.Endpoint.WritePackets(pkts)
+	}
+	for _, pkt := range pkts.AsSlice() {
+		o.q.PushBack(pkt.IncRef())
+	}
+	o.mu.Unlock()
+	return pkts.Len(), nil
+}
+
+// hold marks the start of a netstack call whose frames must wait.
+func (w *wire) hold() {
+	if o := w.out; o != nil {
+		o.mu.Lock()
+		o.holds++
+		o.mu.Unlock()
+	}
+}
+
+// release marks the end of such a call and sends the held frames, unless
+// another goroutine is already sending them (it sends these too).
+func (w *wire) release() {
+	o := w.out
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	o.holds--
+	if o.flushing || o.q.Len() == 0 {
+		o.mu.Unlock()
+		return
+	}
+	o.flushing = true
+	for {
+		o.q, o.sending = o.sending, o.q
+		o.mu.Unlock()
+		w.Endpoint.WritePackets(o.sending) // drops nothing on error: links count their own drops
+		o.sending.Reset()                   // drops the held references
+		o.mu.Lock()
+		if o.q.Len() == 0 {
+			o.flushing = false
+			o.mu.Unlock()
+			return
+		}
+	}
+}
+
+// discard drops the held frames (at Close).
+func (w *wire) discard() {
+	if o := w.out; o != nil {
+		o.mu.Lock()
+		o.q.Reset()
+		o.mu.Unlock()
+	}
 }
 
 // passThrough is the NIC's queueing discipline: like netstack's default it

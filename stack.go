@@ -163,6 +163,7 @@ func (s *Stack) Close() error {
 		s.st.Close()
 		s.st.Wait()
 		s.goroutines.Wait()
+		s.wire.discard()
 		s.arp.stop()
 	})
 	return nil

@@ -73,6 +73,7 @@ type Stats struct {
 	LatencySyncRuns   uint64 // TCP processing runs on a delivering or calling goroutine instead of a netstack processor
 	LatencyFallbacks  uint64 // segments of established connections left to a netstack processor because the pending list (64 endpoints) was full
 	LatencyInlineRuns uint64 // OnReceive handler runs on the delivering goroutine, right after the processing
+	LatencyOutboxFull uint64 // frames sent at once because 1024 frames were already waiting for netstack calls to return
 }
 
 // counter pairs a packet count with a byte count.
@@ -188,6 +189,7 @@ func (s *Stack) Stats() Stats {
 		st.LatencySyncRuns = sy.processed.Load()
 		st.LatencyFallbacks = sy.fallbacks.Load()
 		st.LatencyInlineRuns = sy.inline.Load()
+		st.LatencyOutboxFull = s.wire.out.full.Load()
 	}
 	return st
 }

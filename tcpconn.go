@@ -231,10 +231,18 @@ func (c *TCPConn) opError(op string, err error) error {
 	return opError(op, "tcp", c.laddr, c.raddr, err)
 }
 
-// afterUser lets latency mode process what arrived while this goroutine
-// held the endpoint.
-func (c *TCPConn) afterUser() {
+// hold and release bracket a netstack call on the endpoint in latency
+// mode: frames it writes wait until it returns (see outbox), then release
+// processes what arrived while the call held the endpoint.
+func (c *TCPConn) hold() {
 	if c.sy != nil {
+		c.s.wire.hold()
+	}
+}
+
+func (c *TCPConn) release() {
+	if c.sy != nil {
+		c.s.wire.release()
 		c.sy.afterUser(c.tep)
 	}
 }
@@ -260,9 +268,10 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 			return 0, nil
 		}
 		c.rw = b
+		c.hold()
 		res, err := c.ep.Read(&c.rw, tcpip.ReadOptions{})
+		c.release()
 		c.rw = nil
-		c.afterUser()
 		switch err.(type) {
 		case nil:
 			return res.Count, nil
@@ -298,9 +307,10 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 			return n, nil
 		}
 		c.wr.Reset(b[n:])
+		c.hold()
 		m, err := c.ep.Write(&c.wr, tcpip.WriteOptions{})
+		c.release()
 		c.wr.Reset(nil)
-		c.afterUser()
 		n += int(m)
 		switch err.(type) {
 		case nil:
