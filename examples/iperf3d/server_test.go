@@ -336,3 +336,39 @@ func TestStockClientLoopback(t *testing.T) {
 		}
 	})
 }
+
+// TestServeStopsDuringTest stops the server in the middle of a test: Serve
+// returns promptly and the client reports an error instead of hanging.
+func TestServeStopsDuringTest(t *testing.T) {
+	iperf := requireIperf3(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- NewServer(ln, nil, &syncBuffer{}).Serve(ctx) }()
+	client := exec.Command(iperf, "-c", "127.0.0.1", "-p", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), "-t", "30", "-R")
+	if err := client.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	clientDone := make(chan error, 1)
+	go func() { clientDone <- client.Wait() }()
+	time.Sleep(time.Second)
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve still running 5 s after its context ended")
+	}
+	select {
+	case err := <-clientDone:
+		if err == nil {
+			t.Error("the client reported success for a test the server abandoned")
+		}
+	case <-time.After(10 * time.Second):
+		client.Process.Kill()
+		t.Error("the client still runs 10 s after the server stopped")
+	}
+}
