@@ -19,7 +19,7 @@ const (
 	handshakeTimeout = 10 * time.Second // cookie, parameters, stream creation
 	resultsTimeout   = 10 * time.Second // results exchange and IPERF_DONE
 	drainQuiet       = 50 * time.Millisecond
-	drainMax         = time.Second
+	drainMax         = 3 * time.Second
 )
 
 // Server serves iperf3 tests, one at a time, like `iperf3 -s`: TCP control
@@ -312,7 +312,13 @@ func (s *Server) test(a *session) (streams []*stream, err error) {
 	}
 	end := time.Now()
 	if !p.Reverse {
-		drain(streams)
+		// TCP delivers every byte of a -n or -k test; UDP may drop some,
+		// so only its quiet period counts.
+		var want uint64
+		if !p.UDP {
+			want = max(p.Bytes, p.Blocks*uint64(p.BlockSize))
+		}
+		drain(streams, want)
 	}
 	a.running.Store(false)
 	w.stop(streams)
@@ -389,9 +395,10 @@ func (a *session) results(streams []*stream, elapsed time.Duration) results {
 }
 
 // drain waits until the receiving streams have read what was in flight
-// when the client ended the test (no byte for drainQuiet, at most
-// drainMax), so the bytes reported match the bytes sent.
-func drain(streams []*stream) {
+// when the client ended the test, so the bytes reported match the bytes
+// sent: at least want bytes in all (what a -n or -k test sends) and then
+// no new byte for drainQuiet, at most drainMax in all.
+func drain(streams []*stream, want uint64) {
 	total := func() uint64 {
 		var t uint64
 		for _, st := range streams {
@@ -407,7 +414,7 @@ func drain(streams []*stream) {
 	for time.Now().Before(deadline) {
 		time.Sleep(drainQuiet)
 		now := total()
-		if now == last {
+		if now == last && now >= want {
 			return
 		}
 		last = now
