@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -273,4 +275,35 @@ func mustRegexp(t *testing.T, s string) *regexp.Regexp {
 		t.Fatal(err)
 	}
 	return re
+}
+
+// TestFailedMeasureDoesNotStopTheRun checks that a measure failing (here
+// its baseline) is reported as failed while the next one still runs, and
+// that a skipped one is reported as skipped.
+func TestFailedMeasureDoesNotStopTheRun(t *testing.T) {
+	ok := func() (sample, error) { return sample{value: 1, ops: 1}, nil }
+	fake := []measure{
+		{name: "broken", unit: "x", better: higher, setup: func(params) (*pair, error) {
+			return &pair{tickwire: ok, baseline: func() (sample, error) { return sample{}, errors.New("boom") }, close: func() {}}, nil
+		}},
+		{name: "skipped", unit: "x", better: higher, setup: func(params) (*pair, error) {
+			return nil, fmt.Errorf("%w: not here", errSkip)
+		}},
+		{name: "fine", unit: "x", better: higher, setup: func(params) (*pair, error) {
+			return &pair{tickwire: ok, baseline: ok, close: func() {}}, nil
+		}},
+	}
+	out := runAll(fake, tinyParams, io.Discard)
+	if out.err == nil || !strings.Contains(out.err.Error(), "boom") {
+		t.Errorf("run error %v, want the failure", out.err)
+	}
+	if len(out.results) != 3 || !strings.HasPrefix(out.results[0].skipped, "failed: ") ||
+		!strings.HasPrefix(out.results[1].skipped, "skipped: ") || out.results[2].skipped != "" || out.results[2].Ratio != 1 {
+		t.Errorf("results %+v", out.results)
+	}
+	var b bytes.Buffer
+	writeJSON(&b, out.results)
+	if strings.Contains(b.String(), "broken") || strings.Contains(b.String(), `"skipped"`) || !strings.Contains(b.String(), `"fine"`) {
+		t.Errorf("JSON lists what did not run: %s", b.String())
+	}
 }

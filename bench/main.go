@@ -69,10 +69,6 @@ func main() {
 		cleanupStale()
 		os.Exit(1)
 	}
-	if out.err != nil {
-		fatalf("%v", out.err)
-	}
-
 	if *asJSON {
 		if err := writeJSON(os.Stdout, out.results); err != nil {
 			fatalf("%v", err)
@@ -85,6 +81,9 @@ func main() {
 			fatalf("-plot: %v", err)
 		}
 	}
+	if out.err != nil {
+		fatalf("%v", out.err) // the README keeps its last complete results
+	}
 	if *readme != "" {
 		if err := rewriteReadme(*readme, out.results, p, os.Args[1:]); err != nil {
 			fatalf("-readme: %v", err)
@@ -94,17 +93,21 @@ func main() {
 
 type runOutput struct {
 	results []Result
-	err     error
+	err     error // the first measure that failed
 }
 
-// runAll runs the measures in order, reporting progress on log.
+// runAll runs the measures in order, reporting progress on log. A measure
+// that fails is reported as such (in the table, not in the JSON) and the
+// others still run.
 func runAll(sel []measure, p params, log io.Writer) runOutput {
 	var out runOutput
 	for _, m := range sel {
 		r, err := run(m, p, func(s string) { fmt.Fprintf(log, "bench: %s\n", s) })
 		if err != nil {
-			out.err = err
-			return out
+			if out.err == nil {
+				out.err = err
+			}
+			r = Result{Name: m.name, skipped: "failed: " + err.Error()}
 		}
 		if r.skipped != "" {
 			fmt.Fprintf(log, "bench: %s %s\n", m.name, r.skipped)
