@@ -225,7 +225,7 @@ func NewDecoder(ts *Templates, opts *DecoderOptions) (*Decoder, error) {
 		return nil, err
 	}
 	d := &Decoder{c: c, limits: o.Limits, resetEach: o.ResetEachMessage, dict: make([]entry, c.nslots),
-		dictBytes: make([]entryBytes, c.nslots), epoch: 1,
+		dictBytes: make([]entryBytes, c.nslots), epoch: 1, undo: make([]undoRec, 0, c.nslots),
 		frames: make([]frame, o.Limits.MaxDepth+1)}
 	return d, nil
 }
@@ -429,6 +429,16 @@ func (d *Decoder) save(slot int32) {
 	e.gen = d.gen
 	eb := &d.dictBytes[slot]
 	eb.alt, eb.b = eb.b, eb.alt[:0]
+}
+
+// saveInt is save for an integer entry e of slot, which has no byte
+// buffers to swap: small enough to be inlined. The undo log never grows
+// here: it holds at most one record per slot and NewDecoder allocates that.
+func (d *Decoder) saveInt(slot int32, e *entry) {
+	n := len(d.undo)
+	d.undo = d.undo[:n+1]
+	d.undo[n] = undoRec{slot, *e}
+	e.gen = d.gen
 }
 
 // rollback restores the dictionary entries written since the message began.

@@ -229,7 +229,7 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 					goto fail
 				}
 				if e.gen != d.gen {
-					d.save(o.slot)
+					d.saveInt(o.slot, e)
 				}
 				if present {
 					e.u, e.exp, e.tag = u, 0, atag
@@ -241,7 +241,7 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 				if o.code == opIntIncrement {
 					u = increment(o.kind, u)
 					if e.gen != d.gen {
-						d.save(o.slot)
+						d.saveInt(o.slot, e)
 					}
 					e.u = u
 				}
@@ -301,7 +301,7 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 				u = base - uint64(-dx)
 			}
 			if e.gen != d.gen {
-				d.save(o.slot)
+				d.saveInt(o.slot, e)
 			}
 			e.u, e.exp, e.tag = u, 0, atag
 		case opDecimal:
