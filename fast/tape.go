@@ -1,5 +1,7 @@
 package fast
 
+import "slices"
+
 // The decoder runs each template as a flat instruction tape rather than
 // walking the instruction tree: one loop, one switch on a small opcode
 // (compiled to a jump table), and the state of groups, sequences and dynamic
@@ -64,6 +66,7 @@ type op struct {
 	vtag     uint64 // valueTag of the appended Value
 	slot     int32  // dictionary slot, -1 for none
 	jump     int32  // see the opcodes
+	run      int32  // values the scalars from here to the next structural instruction append
 	init     uint64
 	min      int64  // range of the integer kind: signed
 	max      uint64 // range of the integer kind: unsigned, and signed maximum
@@ -85,7 +88,16 @@ type frame struct {
 
 // buildTape flattens a template's instruction tree into its tape.
 func buildTape(ins []instr) []op {
-	return append(appendTape(nil, ins), op{code: opEnd})
+	t := append(appendTape(nil, ins), op{code: opEnd})
+	for i := len(t) - 2; i >= 0; i-- {
+		switch t[i].role {
+		case roleInt, roleMant, roleBytes:
+			t[i].run = t[i+1].run + 1
+		case roleExp: // its value, if absent, replaces the mantissa's
+			t[i].run = t[i+1].run
+		}
+	}
+	return t
 }
 
 func appendTape(t []op, ins []instr) []op {
@@ -183,6 +195,7 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 		err      error
 	)
 	pc := 0
+	m.Values = slices.Grow(m.Values, int(tape[0].run))
 	for {
 		o = &tape[pc]
 		pc++
@@ -394,7 +407,7 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			setValue(&m.Values[vi], 0, 0, int32(vi+1), 0, 0, tag)
 			if !present {
 				pc = int(o.jump)
-				continue
+				goto ensure
 			}
 			if len(frames) >= d.limits.MaxDepth {
 				err = ErrLimit
@@ -412,13 +425,13 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 					goto fail
 				}
 			}
-			continue
+			goto ensure
 		case opGroupEnd:
 			f := &frames[len(frames)-1]
 			m.Values[f.vi].End = int32(len(m.Values))
 			pm = f.pm
 			frames = frames[:len(frames)-1]
-			continue
+			goto ensure
 		case opSeq:
 			tmp := pm
 			u, present, off, err = d.intOp(b, off, &tmp, o.in.length)
@@ -435,7 +448,7 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			setValue(&m.Values[vi], u, 0, int32(vi+1), 0, 0, tag)
 			if !present {
 				pc = int(o.jump)
-				continue
+				goto ensure
 			}
 			if u > uint64(d.limits.MaxSequenceLen) || len(frames) >= d.limits.MaxDepth {
 				err = ErrLimit
@@ -443,12 +456,12 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			}
 			if u == 0 {
 				pc = int(o.jump)
-				continue
+				goto ensure
 			}
 			frames = frames[:len(frames)+1]
 			f := &frames[len(frames)-1]
 			f.pm, f.vi, f.left, f.start = pm, int32(vi), u, start
-			continue
+			goto ensure
 		case opElem:
 			f := &frames[len(frames)-1]
 			if len(m.Values) >= d.limits.MaxValues {
@@ -471,18 +484,18 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 					goto fail
 				}
 			}
-			continue
+			goto ensure
 		case opElemEnd:
 			f := &frames[len(frames)-1]
 			m.Values[f.ei].End = int32(len(m.Values))
 			if f.left--; f.left > 0 {
 				pc = int(o.jump)
-				continue
+				goto ensure
 			}
 			m.Values[f.vi].End = int32(len(m.Values))
 			pm = f.pm
 			frames = frames[:len(frames)-1]
-			continue
+			goto ensure
 		case opDynRef:
 			var p *program
 			var rpm PMap
@@ -496,7 +509,7 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			f := &frames[len(frames)-1]
 			f.pm, f.vi, f.ret, f.retPC = pm, int32(vi), tape, pc
 			tape, pc, pm = p.tape, 0, rpm
-			continue
+			goto ensure
 		case opEnd:
 			if len(frames) == 0 {
 				return off, nil
@@ -506,7 +519,7 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			pm, tape, pc = f.pm, f.ret, f.retPC
 			f.ret = nil
 			frames = frames[:len(frames)-1]
-			continue
+			goto ensure
 		}
 
 		// Append the scalar's value.
@@ -518,7 +531,7 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			} else {
 				u = 0
 			}
-			m.Values = grow(m.Values)
+			m.Values = m.Values[:len(m.Values)+1] // room made at ensure
 			setValue(&m.Values[len(m.Values)-1], u, 0, int32(len(m.Values)), 0, 0, tag)
 		case roleExp:
 			decStart = start
@@ -540,15 +553,24 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			} else {
 				u, exp = 0, 0
 			}
-			m.Values = grow(m.Values)
+			m.Values = m.Values[:len(m.Values)+1] // room made at ensure
 			setValue(&m.Values[len(m.Values)-1], u, exp, int32(len(m.Values)), 0, 0, tag)
 		case roleBytes:
 			tag := o.vtag
 			if present {
 				tag |= presentTag
 			}
-			m.Values = grow(m.Values)
+			m.Values = m.Values[:len(m.Values)+1] // room made at ensure
 			setValue(&m.Values[len(m.Values)-1], 0, 0, int32(len(m.Values)), uint32(sp.start), uint32(sp.end-sp.start)&^poolBit, tag)
+		}
+		continue
+
+	ensure:
+		// Control flow changes only at structural instructions: make
+		// room here for every value up to the next one, so that the
+		// scalars append without checking.
+		if n := int(tape[pc].run); cap(m.Values)-len(m.Values) < n {
+			m.Values = slices.Grow(m.Values, n)
 		}
 	}
 
