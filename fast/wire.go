@@ -396,8 +396,11 @@ func (p *PMap) Peek() bool { return p.hi>>63 != 0 }
 // Next consumes the next bit of the map; it returns false past the end.
 func (p *PMap) Next() bool {
 	bit := p.hi>>63 != 0
-	p.hi = p.hi<<1 | p.lo>>63
-	p.lo <<= 1
+	p.hi <<= 1
+	if p.lo != 0 { // maps longer than 9 bytes only
+		p.hi |= p.lo >> 63
+		p.lo <<= 1
+	}
 	return bit
 }
 
