@@ -70,6 +70,19 @@
 //   - Decimal initial values are normalised ("12000" is 12e3); decoded
 //     values keep the transmitted mantissa and exponent.
 //
+// # How the decoder runs
+//
+// NewDecoder flattens each template into an instruction tape: one small
+// struct per field with its operator, presence, kind and dictionary slot
+// resolved, plus instructions that open and close groups, sequence elements
+// and dynamic templateRefs. Decode runs the tape in one loop; the common
+// cases (one- to three-byte integers, one-character strings, operators whose
+// dictionary entry is assigned, absent defaults) are decoded in the loop
+// without calls, the rest by the general per-operator functions. Undo for
+// ErrShort costs one record the first time a message writes an entry.
+// Absent string and byte-vector values have no bytes (Message.Bytes returns
+// an empty slice).
+//
 // Decoders and Encoders are not safe for concurrent use: use one per stream.
 // Templates are read-only once built and may be shared.
 package fast

@@ -352,7 +352,12 @@ func sameResult(b []byte, dt, dr *Decoder, mt, mr *Message) (n int, err error, d
 	}
 	for i := range mt.Values {
 		a, c := mt.Values[i], mr.Values[i]
-		ab, cb := mt.Bytes(i), mr.Bytes(i)
+		var ab, cb []byte
+		if a.Present && a.Kind.IsBytes() { // absent values have no bytes
+			ab, cb = mt.Bytes(i), mr.Bytes(i)
+		} else if a.Kind.IsBytes() && len(mt.Bytes(i)) != 0 {
+			return n, err, fmt.Sprintf("value %d: absent with bytes %q", i, mt.Bytes(i))
+		}
 		a.off, a.n, c.off, c.n = 0, 0, 0, 0
 		if a != c || !bytes.Equal(ab, cb) {
 			return n, err, fmt.Sprintf("value %d: tape %+v %q; reference %+v %q", i, a, ab, c, cb)

@@ -559,6 +559,8 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			tag := o.vtag
 			if present {
 				tag |= presentTag
+			} else {
+				sp = span{}
 			}
 			m.Values = m.Values[:len(m.Values)+1] // room made at ensure
 			setValue(&m.Values[len(m.Values)-1], 0, 0, int32(len(m.Values)), uint32(sp.start), uint32(sp.end-sp.start)&^poolBit, tag)
