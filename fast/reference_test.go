@@ -442,19 +442,7 @@ func TestTapeMatchesReference(t *testing.T) {
 		clear(lastInt)
 		clear(lastBytes)
 		clear(lastDec)
-		tails := map[*Field]int{}
-		var walk func(fs []*Field)
-		walk = func(fs []*Field) {
-			for _, f := range fs {
-				if f.Op.Kind == OpTail {
-					tails[f] = 5
-				}
-				walk(f.Fields)
-			}
-		}
-		for _, tm := range ts.List {
-			walk(tm.Fields)
-		}
+		tails := tailLengths(ts)
 		var in Message
 		var stream []byte
 		for k := 0; k < 20; k++ {

@@ -375,6 +375,25 @@ func sameValues(t *testing.T, in, out *Message) bool {
 	return true
 }
 
+// tailLengths gives every tail field of ts the length of all its values:
+// five bytes, at least the length of every generated initial value.
+func tailLengths(ts *Templates) map[*Field]int {
+	tails := map[*Field]int{}
+	var walk func(fs []*Field)
+	walk = func(fs []*Field) {
+		for _, f := range fs {
+			if f.Op.Kind == OpTail {
+				tails[f] = 5
+			}
+			walk(f.Fields)
+		}
+	}
+	for _, tm := range ts.List {
+		walk(tm.Fields)
+	}
+	return tails
+}
+
 func TestRoundTripRandomTemplates(t *testing.T) {
 	seeds := 300
 	if testing.Short() {
@@ -399,19 +418,7 @@ func TestRoundTripRandomTemplates(t *testing.T) {
 		clear(lastInt)
 		clear(lastBytes)
 		clear(lastDec)
-		tails := map[*Field]int{}
-		var walk func(fs []*Field)
-		walk = func(fs []*Field) {
-			for _, f := range fs {
-				if f.Op.Kind == OpTail {
-					tails[f] = 5 // at least every initial value's length
-				}
-				walk(f.Fields)
-			}
-		}
-		for _, tm := range ts.List {
-			walk(tm.Fields)
-		}
+		tails := tailLengths(ts)
 		var in, out Message
 		var stream []byte
 		var sent []Message

@@ -1,6 +1,9 @@
 package fast
 
-import "testing"
+import (
+	"math/rand/v2"
+	"testing"
+)
 
 // TestShortIntegers checks the inline two- and three-byte integer decoders
 // of the tape against the wire primitives on every two-byte encoding and on
@@ -46,6 +49,58 @@ func TestShortIntegers(t *testing.T) {
 		}
 		if _, n := shortInt(b, 0); n != 0 {
 			t.Errorf("shortInt(%x) accepted", b)
+		}
+	}
+}
+
+// TestTapeDoesNotAllocate decodes streams of random templates (groups,
+// sequences, dynamic templateRefs, every operator) again and again: once
+// the message, arena and dictionary buffers have grown, decoding allocates
+// nothing, on the inline paths and the general ones alike.
+func TestTapeDoesNotAllocate(t *testing.T) {
+	for seed := 0; seed < 20; seed++ {
+		r := rand.New(rand.NewPCG(uint64(seed), 5))
+		ts, err := ParseTemplates([]byte(genTemplates(r)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, err := NewEncoder(ts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(lastInt)
+		clear(lastBytes)
+		clear(lastDec)
+		tails := tailLengths(ts)
+		var in Message
+		var stream []byte
+		for k := 0; k < 20; k++ {
+			tm, _ := ts.ByID(uint32(1 + r.IntN(3)))
+			genMessage(r, ts, tm, &in, tails)
+			if stream, err = enc.Encode(stream, &in); err != nil {
+				t.Fatalf("seed %d: encode: %v", seed, err)
+			}
+		}
+		d, err := NewDecoder(ts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m Message
+		decodeAll := func() {
+			d.Reset()
+			for off := 0; off < len(stream); {
+				n, err := d.Decode(stream[off:], &m)
+				if err != nil {
+					t.Fatalf("seed %d at %d: %v", seed, off, err)
+				}
+				off += n
+			}
+		}
+		for i := 0; i < 3; i++ {
+			decodeAll()
+		}
+		if allocs := testing.AllocsPerRun(5, decodeAll); allocs != 0 {
+			t.Errorf("seed %d: decoding the stream allocates %v times", seed, allocs)
 		}
 	}
 }
