@@ -36,6 +36,7 @@ package step
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -442,18 +443,37 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // Checksum returns the STEP/FIX checksum of b: the sum of its bytes modulo 256.
 func Checksum(b []byte) int {
-	var s0, s1, s2, s3 uint32
-	for len(b) >= 4 {
-		s0 += uint32(b[0])
-		s1 += uint32(b[1])
-		s2 += uint32(b[2])
-		s3 += uint32(b[3])
-		b = b[4:]
+	// Eight bytes at a time, four words in flight, each byte lane summed
+	// modulo 256 on its own (see addLanes).
+	var a0, a1, a2, a3 uint64
+	for len(b) >= 32 {
+		a0 = addLanes(a0, binary.LittleEndian.Uint64(b))
+		a1 = addLanes(a1, binary.LittleEndian.Uint64(b[8:]))
+		a2 = addLanes(a2, binary.LittleEndian.Uint64(b[16:]))
+		a3 = addLanes(a3, binary.LittleEndian.Uint64(b[24:]))
+		b = b[32:]
+	}
+	for len(b) >= 8 {
+		a0 = addLanes(a0, binary.LittleEndian.Uint64(b))
+		b = b[8:]
+	}
+	acc := addLanes(addLanes(a0, a1), addLanes(a2, a3))
+	var sum uint64
+	for i := range 8 {
+		sum += acc >> (8 * i) & 0xff
 	}
 	for _, c := range b {
-		s0 += uint32(c)
+		sum += uint64(c)
 	}
-	return int((s0 + s1 + s2 + s3) & 0xff)
+	return int(sum & 0xff)
+}
+
+// addLanes adds the eight bytes of x and y lane by lane, modulo 256: the low
+// seven bits of every lane are added (no carry can leave a lane), then the
+// top bits are fixed with an exclusive or.
+func addLanes(x, y uint64) uint64 {
+	const low7, top = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	return ((x & low7) + (y & low7)) ^ ((x ^ y) & top)
 }
 
 // finish parses the fields of a framed, checksummed message.

@@ -298,3 +298,25 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+func TestChecksum(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for n := range 300 {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+		}
+		if n%7 == 0 {
+			for i := range b {
+				b[i] = 0xff // every lane carries
+			}
+		}
+		want := 0
+		for _, c := range b {
+			want += int(c)
+		}
+		if got := Checksum(b); got != want%256 {
+			t.Fatalf("len %d: Checksum %d, want %d", n, got, want%256)
+		}
+	}
+}
