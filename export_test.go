@@ -62,3 +62,7 @@ func NeighborState(s *Stack, addr netip.Addr) string {
 	}
 	return ""
 }
+
+// TCPInternalsFound reports whether latency mode found the netstack TCP
+// internals it processes segments with (see tcpsync_unsafe.go).
+func TCPInternalsFound() bool { return tcpInternals.ok }

@@ -15,6 +15,12 @@ import (
 // connection that has an OnReceive handler.
 var ErrHandlerSet = errors.New("tickwire: connection has a receive handler")
 
+// ErrWouldBlock is the cause of a Write, called while the connection's
+// OnReceive handler runs, that found the send buffer full: such a Write
+// writes what fits and returns instead of waiting, since the handler may be
+// running on the goroutine that would deliver the ACKs it waits for.
+var ErrWouldBlock = errors.New("tickwire: send buffer full")
+
 // TCPHandler receives a connection's bytes (see TCPConn.OnReceive). data is
 // valid until the handler returns; the connection reuses its memory after
 // the call returns. The last call has data == nil and err != nil: io.EOF
@@ -43,6 +49,7 @@ type receiver struct {
 	// +checklocks:mu
 	w        tcpip.SliceWriter
 	finished atomic.Bool // the last call was made
+	running  atomic.Bool // the handler is running: Write does not wait
 }
 
 // handlerListener turns readability into a handler run: noted for the
@@ -74,9 +81,12 @@ func (l handlerListener) NotifyEvent(waiter.EventMask) {
 // processors, the handler runs on a goroutine of the connection's own that
 // waits for readability (busy-polling first in latency mode).
 //
-// The handler may call Write, CloseWrite and Close on c (and Write on other
-// connections). It must not block: while it runs, the delivering goroutine
-// delivers nothing else. Bytes are handed over in chunks of at most
+// The handler may call Write, CloseWrite and Close on c. It must not block:
+// while it runs, the delivering goroutine delivers nothing else (not even the
+// ACKs that would make room in a send buffer). So while the handler runs,
+// Write on c does not wait for room: it writes what fits and returns an
+// error wrapping ErrWouldBlock with the count written. Writes on other
+// connections from a handler may wait, and should not be needed. Bytes are handed over in chunks of at most
 // Config.ReceiveBuffer; data is valid until the handler returns.
 //
 // OnReceive fails with ErrHandlerSet when c already has a handler and with
@@ -194,7 +204,9 @@ func (c *TCPConn) drainLocked() {
 		r.w = nil
 		switch err.(type) {
 		case nil:
+			r.running.Store(true)
 			r.handler(c, r.buf[:res.Count], nil)
+			r.running.Store(false)
 		case *tcpip.ErrWouldBlock:
 			return
 		case *tcpip.ErrClosedForReceive:

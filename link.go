@@ -263,7 +263,7 @@ func (w *wire) release() {
 		o.q, o.sending = o.sending, o.q
 		o.mu.Unlock()
 		w.Endpoint.WritePackets(o.sending) // drops nothing on error: links count their own drops
-		o.sending.Reset()                   // drops the held references
+		o.sending.Reset()                  // drops the held references
 		o.mu.Lock()
 		if o.q.Len() == 0 {
 			o.flushing = false

@@ -291,8 +291,9 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 // write deadline (os.ErrDeadlineExceeded), or Close (net.ErrClosed). It
 // blocks while the send buffer (Config.SendBuffer) is full; in latency mode
 // it busy-polls for up to Config.BusyPoll first. It does NOT take ownership
-// of b: the bytes are copied into the send buffer before it returns. It may
-// be called from an OnReceive handler.
+// of b: the bytes are copied into the send buffer before it returns. Called
+// while the connection's OnReceive handler runs, it does not wait for room
+// (see ErrWouldBlock).
 func (c *TCPConn) Write(b []byte) (int, error) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
@@ -315,6 +316,9 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 		switch err.(type) {
 		case nil:
 		case *tcpip.ErrWouldBlock:
+			if c.recv.running.Load() {
+				return n, c.opError("write", ErrWouldBlock)
+			}
 			if !spin.again() {
 				c.wait(c.writeCh, expired)
 			}
