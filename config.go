@@ -138,7 +138,9 @@ type Config struct {
 	// waits), and the goroutine that delivers frames also runs TCP and the
 	// handlers, so a slow handler delays every connection behind it. The
 	// environment variable TICKWIRE_LATENCY=1 turns latency mode on in
-	// every Config that New sees (to run a test suite in this mode).
+	// every Config that New sees (to run a test suite or a benchmark in this
+	// mode); with it, TICKWIRE_BUSYPOLL (a duration, "0s" for none)
+	// overrides BusyPoll.
 	Latency bool
 	// BusyPoll is how long a blocked Read or Write spins in latency mode
 	// before it sleeps. Default 50 us in latency mode; 0 to 1 s. Ignored
@@ -231,6 +233,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if os.Getenv("TICKWIRE_LATENCY") == "1" {
 		c.Latency = true
+		if d, err := time.ParseDuration(os.Getenv("TICKWIRE_BUSYPOLL")); err == nil {
+			c.BusyPoll, c.NoBusyPoll = d, d == 0
+		}
 	}
 	if c.BusyPoll < 0 || c.BusyPoll > maxBusyPoll {
 		return c, configErrorf("BusyPoll", "%v out of range [0, %v]", c.BusyPoll, maxBusyPoll)
