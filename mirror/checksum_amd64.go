@@ -9,16 +9,26 @@ var useAVX2 = cpu.X86.HasAVX2
 //go:noescape
 func sumAVX2(p *byte, n int) uint64
 
-// vectorSum adds the 16-bit words of the longest prefix of b that is a
-// multiple of 64 bytes, as an unfolded little-endian lane sum, and returns
-// it with the number of bytes consumed.
+// vectorMin is the shortest input vectorSum takes: sumAVX2 reads its last
+// bytes with one overlapping 32-byte load.
+const vectorMin = 32
+
+// vectorSum adds the 16-bit words of the longest even-length prefix of b
+// (len(b) at least vectorMin) as an unfolded little-endian lane sum, and
+// returns it with the number of bytes consumed.
 func vectorSum(b []byte) (sum uint64, n int) {
 	if !useAVX2 {
 		return 0, 0
 	}
 	const chunk = 1 << 20 // keeps every 32-bit lane from overflowing
-	for len(b)-n >= 64 {
-		m := min(len(b)-n, chunk) &^ 63
+	for len(b)-n >= vectorMin {
+		// A short last piece joins the chunk before it, so every call
+		// gets at least vectorMin bytes.
+		m := len(b) - n
+		if m >= chunk+vectorMin {
+			m = chunk
+		}
+		m &^= 1
 		sum += sumAVX2(&b[n], m)
 		n += m
 	}

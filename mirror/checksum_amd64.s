@@ -2,50 +2,126 @@
 
 // func sumAVX2(p *byte, n int) uint64
 //
-// Returns the sum of the little-endian 16-bit words of p[0:n], n a multiple
-// of 64 and at most 1 MiB: each 32-bit lane then takes at most n/32 words,
-// so the lanes cannot overflow before they are widened to 64 bits.
+// Returns the sum of the little-endian 16-bit words of p[0:n], n even, at
+// least 32 and at most 1 MiB (plus 32 bytes).
+//
+// Each 32-bit lane x = hi<<16 | lo is added whole to one accumulator (A,
+// wrapping) and its high word to another (B). As long as neither the exact
+// lo nor hi sums of a lane reach 2^32 (at most 1 MiB / 32 = 32768 words per
+// lane here), the lane's lo sum is exactly A - B<<16 mod 2^32, so three
+// vector operations per 32 bytes (add, shift, add) take the place of the
+// four a mask-and-shift split needs. Four independent pairs of accumulators
+// over 128 bytes per iteration keep the loop off the adds' latency and the
+// loop counter's overhead.
 TEXT ·sumAVX2(SB), NOSPLIT, $0-24
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
+	VPXOR Y0, Y0, Y0 // A accumulators: Y0 Y2 Y4 Y6
+	VPXOR Y1, Y1, Y1 // B accumulators: Y1 Y3 Y5 Y7
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
-	VPCMPEQD Y5, Y5, Y5
-	VPSRLD $16, Y5, Y5
+	SUBQ $128, CX
+	JB tail
 
 loop:
+	VMOVDQU 0(SI), Y8
+	VMOVDQU 32(SI), Y9
+	VMOVDQU 64(SI), Y10
+	VMOVDQU 96(SI), Y11
+	VPADDD Y8, Y0, Y0
+	VPSRLD $16, Y8, Y8
+	VPADDD Y9, Y2, Y2
+	VPSRLD $16, Y9, Y9
+	VPADDD Y10, Y4, Y4
+	VPSRLD $16, Y10, Y10
+	VPADDD Y11, Y6, Y6
+	VPSRLD $16, Y11, Y11
+	VPADDD Y8, Y1, Y1
+	VPADDD Y9, Y3, Y3
+	VPADDD Y10, Y5, Y5
+	VPADDD Y11, Y7, Y7
+	ADDQ $128, SI
+	SUBQ $128, CX
+	JAE loop
+
+tail:
+	// CX+128 bytes (0 to 127) remain.
+	ADDQ $128, CX
 	CMPQ CX, $64
-	JB done
-	VMOVDQU 0(SI), Y2
-	VMOVDQU 32(SI), Y3
-	VPSRLD $16, Y2, Y4
-	VPAND Y5, Y2, Y2
-	VPSRLD $16, Y3, Y8
-	VPAND Y5, Y3, Y3
-	VPADDD Y2, Y0, Y0
-	VPADDD Y4, Y1, Y1
-	VPADDD Y3, Y6, Y6
-	VPADDD Y8, Y7, Y7
+	JB tail32
+	VMOVDQU 0(SI), Y8
+	VMOVDQU 32(SI), Y9
+	VPADDD Y8, Y0, Y0
+	VPSRLD $16, Y8, Y8
+	VPADDD Y9, Y2, Y2
+	VPSRLD $16, Y9, Y9
+	VPADDD Y8, Y1, Y1
+	VPADDD Y9, Y3, Y3
 	ADDQ $64, SI
 	SUBQ $64, CX
-	JMP loop
+
+tail32:
+	CMPQ CX, $32
+	JB last
+	VMOVDQU 0(SI), Y8
+	VPADDD Y8, Y4, Y4
+	VPSRLD $16, Y8, Y8
+	VPADDD Y8, Y5, Y5
+	ADDQ $32, SI
+	SUBQ $32, CX
+
+last:
+	// The last CX bytes (even, below 32): load the 32 bytes ending with
+	// them, which n >= 32 puts inside p[0:n] at an even offset, and keep
+	// only those CX bytes.
+	TESTQ CX, CX
+	JZ done
+	VMOVDQU -32(SI)(CX*1), Y8
+	LEAQ tailMask<>(SB), DX
+	VPAND 0(DX)(CX*1), Y8, Y8
+	VPADDD Y8, Y6, Y6
+	VPSRLD $16, Y8, Y8
+	VPADDD Y8, Y7, Y7
 
 done:
-	VPADDD Y6, Y0, Y0
-	VPADDD Y7, Y1, Y1
-	VPADDD Y1, Y0, Y0
-	// Widen the eight 32-bit lanes to 64 bits and add them up.
+	VPADDD Y2, Y0, Y0
+	VPADDD Y6, Y4, Y4
+	VPADDD Y4, Y0, Y0 // A
+	VPADDD Y3, Y1, Y1
+	VPADDD Y7, Y5, Y5
+	VPADDD Y5, Y1, Y1 // B: the hi sums
+	VPSLLD $16, Y1, Y2
+	VPSUBD Y2, Y0, Y0 // A - B<<16: the lo sums
+	// Widen the sixteen 32-bit sums to 64 bits and add them up.
 	VEXTRACTI128 $1, Y0, X3
-	VPMOVZXDQ X0, Y2
+	VEXTRACTI128 $1, Y1, X4
+	VPMOVZXDQ X0, Y0
 	VPMOVZXDQ X3, Y3
-	VPADDQ Y3, Y2, Y2
-	VEXTRACTI128 $1, Y2, X3
-	VPADDQ X3, X2, X2
-	VPSHUFD $0x4e, X2, X3
-	VPADDQ X3, X2, X2
-	VMOVQ X2, AX
+	VPMOVZXDQ X1, Y1
+	VPMOVZXDQ X4, Y4
+	VPADDQ Y3, Y0, Y0
+	VPADDQ Y4, Y1, Y1
+	VPADDQ Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X3
+	VPADDQ X3, X0, X0
+	VPSHUFD $0x4e, X0, X3
+	VPADDQ X3, X0, X0
+	VMOVQ X0, AX
 	MOVQ AX, ret+16(FP)
 	VZEROUPPER
 	RET
+
+// tailMask+k, k in [0, 32], is 32 bytes of which the last k are 0xff.
+DATA tailMask<>+0(SB)/8, $0
+DATA tailMask<>+8(SB)/8, $0
+DATA tailMask<>+16(SB)/8, $0
+DATA tailMask<>+24(SB)/8, $0
+DATA tailMask<>+32(SB)/8, $0xffffffffffffffff
+DATA tailMask<>+40(SB)/8, $0xffffffffffffffff
+DATA tailMask<>+48(SB)/8, $0xffffffffffffffff
+DATA tailMask<>+56(SB)/8, $0xffffffffffffffff
+GLOBL tailMask<>(SB), RODATA|NOPTR, $64

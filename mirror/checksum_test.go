@@ -46,22 +46,46 @@ func TestOnesSumMatchesReference(t *testing.T) {
 
 func TestOnesSumScalarAndVectorAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	buf := make([]byte, 70000)
-	for i := range buf {
-		buf[i] = byte(rng.Uint32())
+	random := make([]byte, 70000)
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	ones := make([]byte, len(random))
+	for i := range ones {
+		ones[i] = 0xff
 	}
 	saved := vectorEnabled()
 	defer setAVX2(saved)
-	for _, n := range []int{255, 256, 257, 1408, 1448, 1500, 9000, 65535, 70000} {
-		for _, off := range []int{0, 1} {
-			b := buf[off : off+n-off]
-			setAVX2(false)
-			scalar := onesSum(b)
-			setAVX2(saved)
-			if got := onesSum(b); got != scalar || refOnesSum(b) != scalar {
-				t.Fatalf("len %d: vector %#04x, scalar %#04x, reference %#04x", len(b), got, scalar, refOnesSum(b))
-			}
+	check := func(b []byte, what string) {
+		t.Helper()
+		setAVX2(false)
+		scalar := onesSum(b)
+		setAVX2(saved)
+		if got, ref := onesSum(b), refOnesSum(b); got != scalar || ref != scalar {
+			t.Fatalf("%s, len %d: vector %#04x, scalar %#04x, reference %#04x", what, len(b), got, scalar, ref)
 		}
+	}
+	for _, n := range []int{255, 256, 257, 1408, 1428, 1448, 1500, 9000, 65535, 69999} {
+		for _, off := range []int{0, 1} {
+			check(random[off:off+n], "random")
+			check(ones[off:off+n], "all ones")
+		}
+	}
+	// Every length around the vector loop's steps (32, 64 and 128 bytes)
+	// and its short-tail load, at every alignment within a cache line.
+	for n := 0; n <= 300; n++ {
+		for off := 0; off < 64; off += 1 + n%7 {
+			check(random[off:off+n], "random")
+		}
+		check(ones[:n], "all ones")
+	}
+	for i := 0; i < 20000; i++ {
+		n, off := rng.IntN(9001), rng.IntN(4096)
+		b := random[off : off+n]
+		if i%8 == 0 {
+			b = ones[off : off+n]
+		}
+		check(b, "random length")
 	}
 }
 

@@ -32,7 +32,7 @@ const (
 // byte order of its lanes, so the result only needs a final byte swap.
 func onesSum(b []byte) uint16 {
 	var s, c uint64
-	if len(b) >= 256 {
+	if len(b) >= vectorMin {
 		var n int
 		s, n = vectorSum(b)
 		b = b[n:]
