@@ -166,7 +166,7 @@ func (a *Assembler) ipv4(p []byte, ts int64) error {
 	}
 	cs := checksumUnchecked
 	if a.mode != ChecksumIgnore {
-		cs = tcpChecksum(p[12:16], p[16:20], seg)
+		cs = tcpChecksum(p, ihl)
 	}
 	var k FlowKey
 	copy(k.SrcIP[:], p[12:16])

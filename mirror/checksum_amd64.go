@@ -21,16 +21,12 @@ func vectorSum(b []byte) (sum uint64, n int) {
 		return 0, 0
 	}
 	const chunk = 1 << 20 // keeps every 32-bit lane from overflowing
-	for len(b)-n >= vectorMin {
-		// A short last piece joins the chunk before it, so every call
-		// gets at least vectorMin bytes.
-		m := len(b) - n
-		if m >= chunk+vectorMin {
-			m = chunk
-		}
-		m &^= 1
-		sum += sumAVX2(&b[n], m)
-		n += m
+	// A short last piece joins the chunk before it, so every call gets at
+	// least vectorMin bytes.
+	for len(b)-n >= chunk+vectorMin {
+		sum += sumAVX2(&b[n], chunk)
+		n += chunk
 	}
-	return sum, n
+	m := (len(b) - n) &^ 1
+	return sum + sumAVX2(&b[n], m), n + m
 }

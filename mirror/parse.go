@@ -112,13 +112,23 @@ const (
 	checksumUnchecked
 )
 
-// tcpChecksum checks the TCP checksum of seg (header and payload) sent from
-// src to dst.
-func tcpChecksum(src, dst, seg []byte) checksumState {
-	p := pseudoSum(src, dst, len(seg))
-	if addOnes(p, onesSum(seg)) == 0xffff {
+// tcpChecksum checks the TCP checksum of the segment that follows the
+// ihl-byte IPv4 header of pkt.
+func tcpChecksum(pkt []byte, ihl int) checksumState {
+	seg := pkt[ihl:]
+	var sum uint16
+	if ihl == ipv4MinHeaderLen {
+		// Without IPv4 options the addresses end where the segment
+		// starts: one pass sums both, the rest of the pseudo-header is
+		// two constants.
+		sum = addOnes(onesSum(pkt[12:]), ipProtoTCP+uint16(len(seg)))
+	} else {
+		sum = addOnes(pseudoSum(pkt[12:16], pkt[16:20], len(seg)), onesSum(seg))
+	}
+	if sum == 0xffff {
 		return checksumGood
 	}
+	p := pseudoSum(pkt[12:16], pkt[16:20], len(seg))
 	field := binary.BigEndian.Uint16(seg[16:])
 	if field == 0 || field == p || field == ^p {
 		return checksumOffloadLike
