@@ -23,8 +23,6 @@ const (
 	DefaultMaxConnections = 64
 	DefaultARPEntries     = 128
 	DefaultARPTimeout     = 500 * time.Millisecond
-	// DefaultBusyPoll is Config.BusyPoll in latency mode.
-	DefaultBusyPoll = 50 * time.Microsecond
 )
 
 // Limits enforced by New.
@@ -119,37 +117,42 @@ type Config struct {
 	// StaticARP lists permanent IPv4-to-MAC entries, each in Addr's subnet.
 	StaticARP map[netip.Addr]net.HardwareAddr
 
-	// Latency turns latency mode on: it trades CPU for round-trip time.
-	// Off by default. In latency mode
+	// Latency turns latency mode on: it trades the simplicity of netstack's
+	// threading for round-trip time. Off by default. In latency mode
 	//   - inbound TCP segments of established connections are processed on
 	//     the goroutine that delivers the frame (the link's reader, or the
 	//     writer on the other end of link/pipe) instead of being handed to
-	//     one of netstack's TCP processor goroutines, and segments that
-	//     arrived while the program held a connection are processed when its
-	//     Read or Write returns;
-	//   - handlers set with TCPConn.OnReceive run right after, on the same
-	//     goroutine, without waking a reader;
-	//   - a Read or Write that would block busy-polls for up to BusyPoll
-	//     before it sleeps.
-	// CPU cost: each goroutine waiting in Read or Write keeps a core 100%
-	// busy for up to BusyPoll per wait (an idle connection costs at most
-	// BusyPoll of CPU per wait; a ping-pong at 50k round trips per second
-	// with the default 50 us keeps about one core busy on each side that
-	// waits), and the goroutine that delivers frames also runs TCP and the
-	// handlers, so a slow handler delays every connection behind it. The
-	// environment variable TICKWIRE_LATENCY=1 turns latency mode on in
+	//     one of netstack's TCP processor goroutines; segments that arrived
+	//     while the program's Read or Write held the connection are
+	//     processed when it returns, and frames written inside those calls
+	//     leave when they return (so that a reply arriving inline never
+	//     finds the connection held);
+	//   - handlers set with TCPConn.OnReceive run right after the
+	//     processing, on the same goroutine, without waking a reader;
+	//   - with BusyPoll > 0, a Read or Write that would block spins for up
+	//     to BusyPoll before it sleeps, and so does the link's reader when
+	//     the link has a SetBusyPoll(time.Duration) method (link/tap).
+	// CPU cost: without BusyPoll, none beyond the stock mode's: the same
+	// TCP work runs on other goroutines (and fewer goroutine wake-ups are
+	// paid), but the delivering goroutine now also runs TCP and the
+	// handlers, so a slow handler delays every connection behind it. With
+	// BusyPoll, each goroutine waiting in Read or Write (and the link's
+	// reader) keeps a core 100% busy for up to BusyPoll per wait: a
+	// ping-pong whose gaps exceed BusyPoll burns BusyPoll of CPU per message
+	// on each waiting goroutine. Busy-polling pays only on cores nobody else
+	// needs: on a shared 2-core machine it did not lower the in-process
+	// round trip and raised the round trip over TAP (the spinning starves
+	// the kernel's side); see the package doc.
+	//
+	// The environment variable TICKWIRE_LATENCY=1 turns latency mode on in
 	// every Config that New sees (to run a test suite or a benchmark in this
-	// mode); with it, TICKWIRE_BUSYPOLL (a duration, "0s" for none)
-	// overrides BusyPoll.
+	// mode); with it, TICKWIRE_BUSYPOLL (a duration such as "20us")
+	// sets BusyPoll where the Config leaves it 0.
 	Latency bool
-	// BusyPoll is how long a blocked Read or Write spins in latency mode
-	// before it sleeps. Default 50 us in latency mode; 0 to 1 s. Ignored
-	// when Latency is off.
+	// BusyPoll is how long, in latency mode, a Read or Write that would
+	// block spins before it sleeps (see Latency). Default 0: no busy-poll;
+	// 0 to 1 s. Ignored when Latency is off.
 	BusyPoll time.Duration
-	// NoBusyPoll turns busy-polling off in latency mode (Read and Write
-	// sleep at once, as outside latency mode); synchronous processing and
-	// handlers stay on.
-	NoBusyPoll bool
 }
 
 // withDefaults returns c with defaults applied and validated.
@@ -233,18 +236,15 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if os.Getenv("TICKWIRE_LATENCY") == "1" {
 		c.Latency = true
-		if d, err := time.ParseDuration(os.Getenv("TICKWIRE_BUSYPOLL")); err == nil {
-			c.BusyPoll, c.NoBusyPoll = d, d == 0
+		if d, err := time.ParseDuration(os.Getenv("TICKWIRE_BUSYPOLL")); err == nil && c.BusyPoll == 0 {
+			c.BusyPoll = d
 		}
 	}
 	if c.BusyPoll < 0 || c.BusyPoll > maxBusyPoll {
 		return c, configErrorf("BusyPoll", "%v out of range [0, %v]", c.BusyPoll, maxBusyPoll)
 	}
-	switch {
-	case !c.Latency || c.NoBusyPoll:
+	if !c.Latency {
 		c.BusyPoll = 0
-	case c.BusyPoll == 0:
-		c.BusyPoll = DefaultBusyPoll
 	}
 	if len(c.StaticARP) > MaxARPEntries {
 		return c, configErrorf("StaticARP", "%d entries, at most %d", len(c.StaticARP), MaxARPEntries)

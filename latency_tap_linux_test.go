@@ -20,7 +20,8 @@ import (
 // device in a namespace the test creates, kernel TCP clients talking to a
 // ServeTCP echo handler (lock-step 8 KiB chunks) and to a net.Conn echo
 // (full duplex), and kernel pings; 1 MiB each way, byte-exact, with the
-// segments processed on the TAP reader's goroutine.
+// segments processed on the TAP reader's goroutine, which busy-polls the
+// device (Config.BusyPoll reaches link/tap's SetBusyPoll).
 func TestLatencyModeOverTAP(t *testing.T) {
 	kerneltest.RequireRoot(t)
 	ns := kerneltest.NewNetns(t, "twq")
@@ -34,7 +35,7 @@ func TestLatencyModeOverTAP(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := tickwire.New(tickwire.Config{Link: ep, MAC: ep.MAC(), Addr: netip.PrefixFrom(stackIP, 24), Latency: true})
+	s, err := tickwire.New(tickwire.Config{Link: ep, MAC: ep.MAC(), Addr: netip.PrefixFrom(stackIP, 24), Latency: true, BusyPoll: 20 * time.Microsecond})
 	if err != nil {
 		ep.Close()
 		t.Fatal(err)

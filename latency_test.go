@@ -38,22 +38,26 @@ func TestSuiteInLatencyMode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the suite a second time")
 	}
-	cmd := exec.Command(os.Args[0], "-test.count=1", "-test.timeout=10m", "-test.skip=^TestSuiteInLatencyMode$")
-	cmd.Env = append(os.Environ(), "TICKWIRE_LATENCY=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("suite in latency mode: %v\n%s", err, out)
+	for _, busyPoll := range []string{"0s", "20us"} {
+		t.Run("busypoll="+busyPoll, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.count=1", "-test.timeout=10m", "-test.skip=^TestSuiteInLatencyMode$")
+			cmd.Env = append(os.Environ(), "TICKWIRE_LATENCY=1", "TICKWIRE_BUSYPOLL="+busyPoll)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("suite in latency mode: %v\n%s", err, out)
+			}
+		})
 	}
 }
 
 func TestLatencyConfig(t *testing.T) {
-	p := newPair(t, latencyMode)
-	if got := p.a.Config().BusyPoll; got != tickwire.DefaultBusyPoll {
-		t.Errorf("BusyPoll default in latency mode = %v, want %v", got, tickwire.DefaultBusyPoll)
+	p := newPair(t, func(c *tickwire.Config) { c.BusyPoll = time.Millisecond })
+	if got := p.a.Config().BusyPoll; got != 0 && !p.a.Config().Latency {
+		t.Errorf("BusyPoll outside latency mode = %v, want 0", got)
 	}
-	q := newPair(t, func(c *tickwire.Config) { c.Latency, c.NoBusyPoll = true, true })
-	if got := q.a.Config().BusyPoll; got != 0 {
-		t.Errorf("BusyPoll with NoBusyPoll = %v, want 0", got)
+	q := newPair(t, func(c *tickwire.Config) { c.Latency, c.BusyPoll = true, 20 * time.Microsecond })
+	if got := q.a.Config().BusyPoll; got != 20*time.Microsecond {
+		t.Errorf("BusyPoll in latency mode = %v, want 20us", got)
 	}
 	a, _ := pipe.New(pipe.Options{})
 	_, err := tickwire.New(tickwire.Config{Link: a, Addr: addrA, Latency: true, BusyPoll: -time.Microsecond})

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -90,6 +91,9 @@ func New(cfg Config) (*Stack, error) {
 	if err := s.configure(); err != nil {
 		s.st.Destroy()
 		return nil, err
+	}
+	if bp, ok := cfg.Link.(interface{ SetBusyPoll(time.Duration) }); ok && cfg.BusyPoll > 0 {
+		bp.SetBusyPoll(cfg.BusyPoll) // link/tap polls the device before it parks
 	}
 	s.arp.start(func(addr tcpip.Address) {
 		_ = s.st.RemoveNeighbor(nicID, ipv4.ProtocolNumber, addr) // gone already is fine

@@ -6,10 +6,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -64,6 +67,11 @@ type Endpoint struct {
 	// +checklocks:runMu
 	closed   bool
 	stopping atomic.Bool // tells the reader that a deadline means stop
+
+	// busyPoll (nanoseconds) is how long the reader retries a read that
+	// found nothing before it parks in the runtime poller; 0: it parks at
+	// once.
+	busyPoll atomic.Int64
 
 	stats struct {
 		rxFrames, rxBytes, rxOtherHost, rxTooLong, rxErrors atomic.Uint64
@@ -224,13 +232,80 @@ func (e *Endpoint) stopReaderLocked() {
 // delivering a frame. Close joins the reader.
 func (*Endpoint) Wait() {}
 
+// SetBusyPoll makes the reader retry a read that finds no frame, with
+// non-blocking read(2) calls, for up to d before it parks in the runtime
+// poller (0, the default, parks at once). The reader never blocks a P in a
+// syscall either way; busy-polling saves the poller's wake-up (a few to tens
+// of microseconds) per frame that arrives within d, at the cost of keeping a
+// core busy for up to d after every frame. tickwire's latency mode
+// (Config.Latency) calls it with Config.BusyPoll.
+func (e *Endpoint) SetBusyPoll(d time.Duration) { e.busyPoll.Store(int64(max(d, 0))) }
+
+// spinReader is the reader's busy-poll state, made once per reader so that
+// the callback given to the poller does not allocate per frame.
+type spinReader struct {
+	e      *Endpoint
+	raw    syscall.RawConn
+	buf    []byte
+	n      int
+	err    error
+	budget time.Duration
+	readFn func(fd uintptr) bool
+}
+
+// poll is the syscall.RawConn.Read callback: non-blocking reads until a
+// frame, an error other than EAGAIN, or the end of the budget (then the
+// poller waits for readability and calls it again).
+func (r *spinReader) poll(fd uintptr) bool {
+	var start time.Time
+	for {
+		r.n, r.err = unix.Read(int(fd), r.buf)
+		if r.err != unix.EAGAIN {
+			return true
+		}
+		if start.IsZero() {
+			start = time.Now()
+		} else if time.Since(start) > r.budget || r.e.stopping.Load() {
+			return false
+		}
+		runtime.Gosched()
+	}
+}
+
+// readFrame reads one frame into b, busy-polling first when SetBusyPoll
+// asked for it.
+func (e *Endpoint) readFrame(r *spinReader, b []byte) (int, error) {
+	r.budget = time.Duration(e.busyPoll.Load())
+	if r.budget == 0 || r.raw == nil {
+		return e.file.Read(b)
+	}
+	r.buf = b
+	err := r.raw.Read(r.readFn)
+	r.buf = nil
+	if err != nil {
+		return 0, err
+	}
+	if r.err != nil {
+		return 0, r.err
+	}
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	return r.n, nil
+}
+
 // read delivers frames until stopped or the device fails.
 func (e *Endpoint) read(done chan struct{}) {
 	defer close(done)
+	r := &spinReader{e: e}
+	r.readFn = r.poll
+	if raw, err := e.file.SyscallConn(); err == nil {
+		r.raw = raw
+	}
 	for {
 		size := linkbase.HeaderLength + int(e.MTU()) + frameSlack
 		v := buffer.NewViewSize(size)
-		n, err := e.file.Read(v.AsSlice())
+		n, err := e.readFrame(r, v.AsSlice())
 		if err != nil {
 			v.Release()
 			if e.stopping.Load() || errors.Is(err, os.ErrClosed) {

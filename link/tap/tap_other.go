@@ -4,6 +4,7 @@ package tap
 
 import (
 	"net"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
@@ -30,6 +31,9 @@ func (e *Endpoint) MAC() net.HardwareAddr { return nil }
 
 // Created reports whether New created the device.
 func (e *Endpoint) Created() bool { return false }
+
+// SetBusyPoll does nothing on this system.
+func (e *Endpoint) SetBusyPoll(time.Duration) {}
 
 // Stats returns the endpoint's counters.
 func (e *Endpoint) Stats() Stats { return Stats{} }
