@@ -3,8 +3,12 @@ package tickwire_test
 import (
 	"io"
 	"net/netip"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tickwire/tickwire"
 )
 
 // BenchmarkTCPPingPong64 measures a 64-byte request and its 64-byte echo on
@@ -32,6 +36,68 @@ func BenchmarkTCPPingPong64(b *testing.B) {
 		}
 		if _, err := io.ReadFull(c, buf); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTCPPingPong64Latency is BenchmarkTCPPingPong64 in latency mode,
+// net.Conn on both sides.
+func BenchmarkTCPPingPong64Latency(b *testing.B) {
+	p := newPair(b, latencyMode)
+	ln, err := p.b.ListenTCP(7)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	echoServer(ln)
+	c, err := p.a.DialTCP(ctxTimeout(b, 5*time.Second), addrPort(addrB, 7))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	msg := make([]byte, 64)
+	buf := make([]byte, 64)
+	b.ReportAllocs()
+	b.SetBytes(64)
+	for b.Loop() {
+		if _, err := c.Write(msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTCPPingPong64Handler measures the fast API in latency mode: a
+// ServeTCP echo handler, and a client that writes and takes the echo in its
+// OnReceive handler.
+func BenchmarkTCPPingPong64Handler(b *testing.B) {
+	p := newPair(b, latencyMode)
+	ln, err := p.b.ServeTCP(7, echoHandler)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	nc, err := p.a.DialTCP(ctxTimeout(b, 5*time.Second), addrPort(addrB, 7))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	c := nc.(*tickwire.TCPConn)
+	var received atomic.Int64
+	c.OnReceive(func(_ *tickwire.TCPConn, data []byte, _ error) { received.Add(int64(len(data))) })
+	msg := make([]byte, 64)
+	var want int64
+	b.ReportAllocs()
+	b.SetBytes(64)
+	for b.Loop() {
+		want += int64(len(msg))
+		if _, err := c.Write(msg); err != nil {
+			b.Fatal(err)
+		}
+		for received.Load() < want {
+			runtime.Gosched()
 		}
 	}
 }

@@ -98,3 +98,52 @@ func ExampleStack_ListenUDP() {
 	fmt.Printf("%s from %v\n", buf[:n], from.(interface{ String() string }).String()[:8])
 	// Output: tick from 10.1.0.1
 }
+
+// Latency mode with the fast API: the server answers each request from an
+// OnReceive handler that runs where the segment is processed, and the client
+// takes the reply in its own handler. Over link/pipe the whole round trip
+// runs on the client's goroutine, inside its Write.
+func ExampleStack_ServeTCP() {
+	a, b := pipe.New(pipe.Options{})
+	client, err := tickwire.New(tickwire.Config{Link: a, Addr: netip.MustParsePrefix("10.2.0.1/24"), Latency: true})
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	server, err := tickwire.New(tickwire.Config{Link: b, Addr: netip.MustParsePrefix("10.2.0.2/24"), Latency: true})
+	if err != nil {
+		panic(err)
+	}
+	defer server.Close()
+
+	ln, err := server.ServeTCP(7, func(c *tickwire.TCPConn, request []byte, err error) {
+		if err != nil { // io.EOF: the client is done
+			c.Close()
+			return
+		}
+		c.Write(append([]byte("ack "), request...)) // data is valid until the handler returns
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	nc, err := client.DialTCP(ctx, netip.MustParseAddrPort("10.2.0.2:7"))
+	if err != nil {
+		panic(err)
+	}
+	c := nc.(*tickwire.TCPConn)
+	defer c.Close()
+	replies := make(chan string, 1)
+	c.OnReceive(func(_ *tickwire.TCPConn, reply []byte, err error) {
+		if err == nil {
+			replies <- string(reply) // copied: reply is reused after the call
+		}
+	})
+	c.Write([]byte("order 42"))
+	fmt.Println(<-replies)
+	// Output:
+	// ack order 42
+}

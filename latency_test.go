@@ -55,7 +55,7 @@ func TestLatencyConfig(t *testing.T) {
 	if got := p.a.Config().BusyPoll; got != 0 && !p.a.Config().Latency {
 		t.Errorf("BusyPoll outside latency mode = %v, want 0", got)
 	}
-	q := newPair(t, func(c *tickwire.Config) { c.Latency, c.BusyPoll = true, 20 * time.Microsecond })
+	q := newPair(t, func(c *tickwire.Config) { c.Latency, c.BusyPoll = true, 20*time.Microsecond })
 	if got := q.a.Config().BusyPoll; got != 20*time.Microsecond {
 		t.Errorf("BusyPoll in latency mode = %v, want 20us", got)
 	}
