@@ -173,26 +173,44 @@ func (a *Assembler) ipv4(p []byte, ts int64) error {
 	copy(k.DstIP[:], p[16:20])
 	k.SrcPort = binary.BigEndian.Uint16(seg[0:])
 	k.DstPort = binary.BigEndian.Uint16(seg[2:])
-	return a.segment(&k, binary.BigEndian.Uint32(seg[4:]), seg[13], seg[dataOff:], cs, ts)
+	seq, flags, payload := binary.BigEndian.Uint32(seg[4:]), seg[13], seg[dataOff:]
+	// Most segments continue the flow of the segment before them: try it
+	// before hashing the key.
+	if fi := a.t.last; fi >= 0 {
+		if f := &a.t.flows[fi]; f.key == k && f.takesInOrder(seq, flags, len(payload), cs) {
+			a.inOrder(fi, f, payload, cs, ts)
+			return nil
+		}
+	}
+	return a.segment(&k, seq, flags, payload, cs, ts)
+}
+
+// takesInOrder reports whether a segment takes the fast path of flow f: the
+// next in-order data segment of a flow with nothing held, no FIN pending
+// and a good (or unchecked) checksum.
+func (f *flow) takesInOrder(seq uint32, flags uint8, payloadLen int, cs checksumState) bool {
+	return f.state == flowActive && f.nRuns == 0 && !f.finSeen && payloadLen > 0 &&
+		flags&(tcpFlagSYN|tcpFlagFIN|tcpFlagRST) == 0 && seq == f.startSeq+uint32(f.next) &&
+		(cs == checksumGood || cs == checksumUnchecked)
+}
+
+// inOrder delivers a segment that takesInOrder accepted for flow fi.
+func (a *Assembler) inOrder(fi int32, f *flow, payload []byte, cs checksumState, ts int64) {
+	if cs == checksumGood {
+		f.hadGood, f.badRun = true, 0
+	}
+	a.stats.Segments++
+	f.lastSeen = ts
+	a.t.touch(fi)
+	a.deliver(f, payload, ts)
 }
 
 // segment handles one TCP segment whose headers are valid.
 func (a *Assembler) segment(k *FlowKey, seq uint32, flags uint8, payload []byte, cs checksumState, ts int64) error {
 	fi, h := a.t.lookup(k)
 	if fi >= 0 {
-		// Fast path: the next in-order data segment of a flow with nothing
-		// held, no FIN pending and a good (or unchecked) checksum.
-		f := &a.t.flows[fi]
-		if f.state == flowActive && f.nRuns == 0 && !f.finSeen && len(payload) > 0 &&
-			flags&(tcpFlagSYN|tcpFlagFIN|tcpFlagRST) == 0 && seq == f.startSeq+uint32(f.next) &&
-			(cs == checksumGood || cs == checksumUnchecked) {
-			if cs == checksumGood {
-				f.hadGood, f.badRun = true, 0
-			}
-			a.stats.Segments++
-			f.lastSeen = ts
-			a.t.touch(fi)
-			a.deliver(f, payload, ts)
+		if f := &a.t.flows[fi]; f.takesInOrder(seq, flags, len(payload), cs) {
+			a.inOrder(fi, f, payload, cs, ts)
 			return nil
 		}
 	} else {
@@ -478,15 +496,21 @@ func (a *Assembler) place(f *flow, o uint64, p []byte, ts int64) {
 func (a *Assembler) deliver(f *flow, p []byte, ts int64) {
 	n := uint64(len(p))
 	if a.history {
-		// Keep the delivered bytes to compare retransmissions with. They
-		// cannot overwrite held bytes: those lie below f.next+len(ring).
-		a.copyToRing(f, f.next+n-min(n, uint64(len(f.ring))), p[n-min(n, uint64(len(f.ring))):])
+		a.keepHistory(f, p)
 	} else {
 		f.histStart = f.next + n
 	}
 	a.h.Data(f.key, f.next, p, ts)
 	f.next += n
 	a.stats.DeliveredBytes += n
+}
+
+// keepHistory keeps the bytes p about to be delivered at f.next, to compare
+// retransmissions with. They cannot overwrite held bytes: those lie below
+// f.next+len(ring).
+func (a *Assembler) keepHistory(f *flow, p []byte) {
+	n := uint64(len(p))
+	a.copyToRing(f, f.next+n-min(n, uint64(len(f.ring))), p[n-min(n, uint64(len(f.ring))):])
 }
 
 // drain delivers the first held run if it starts at f.next.

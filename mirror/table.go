@@ -18,10 +18,11 @@ type run struct {
 }
 
 // flow is the state of one flow direction. Flows live in one slice allocated
-// by New and are addressed by index, so the table never allocates.
+// by New and are addressed by index, so the table never allocates. The
+// fields an in-order segment reads and writes come first, in one cache line;
+// the held runs, touched only out of order, come last.
 type flow struct {
 	key   FlowKey
-	hash  uint64
 	state uint8
 
 	synSeen   bool // the start comes from this direction's SYN
@@ -29,28 +30,30 @@ type flow struct {
 	hadGood   bool // a segment with a good TCP checksum was seen
 	offloaded bool // treated as checksum-offloaded
 	badRun    uint8
+	// pending: on the Assembler's list of flows that may expire (held runs
+	// or a FIN waiting for data); entries leave it lazily.
+	pending bool
 
-	startSeq uint32 // sequence number of stream offset 0
-	next     uint64 // stream offset of the first undelivered byte
-	finOff   uint64
-	finTs    int64
+	startSeq  uint32 // sequence number of stream offset 0
+	nRuns     int
+	next      uint64 // stream offset of the first undelivered byte
+	histStart uint64 // delivered bytes before this offset are not in ring
+	lastSeen  int64
+
+	idx              int32 // index in table.flows
+	lruPrev, lruNext int32 // most recently active at the head
+
+	hash               uint64
+	finOff             uint64
+	finTs              int64
+	pendPrev, pendNext int32
+	holeSince          int64 // min ts of runs, valid when nRuns > 0
 
 	// ring is the reassembly buffer (nil until needed): byte at stream
 	// offset o lives at ring[o%len(ring)]. Held runs occupy offsets in
 	// [next, next+len(ring)); the rest keeps delivered history.
-	ring      []byte
-	histStart uint64 // delivered bytes before this offset are not in ring
-	runs      [maxRuns]run
-	nRuns     int
-	holeSince int64 // min ts of runs, valid when nRuns > 0
-
-	lastSeen         int64
-	idx              int32 // index in table.flows
-	lruPrev, lruNext int32 // most recently active at the head
-	// pending: on the Assembler's list of flows that may expire (held runs
-	// or a FIN waiting for data); entries leave it lazily.
-	pending            bool
-	pendPrev, pendNext int32
+	ring []byte
+	runs [maxRuns]run
 }
 
 // table maps FlowKeys to flows with open addressing and linear probing, and
@@ -196,7 +199,11 @@ func (t *table) unlink(fi int32) {
 
 func (t *table) touch(fi int32) {
 	if t.head != fi {
-		t.unlink(fi)
-		t.pushFront(fi)
+		t.moveToFront(fi)
 	}
+}
+
+func (t *table) moveToFront(fi int32) {
+	t.unlink(fi)
+	t.pushFront(fi)
 }
