@@ -72,8 +72,10 @@ func ExampleStack_Ping() {
 	if _, err := s1.Ping(ctx, netip.MustParseAddr("192.168.7.2")); err != nil {
 		panic(err)
 	}
-	fmt.Println("echo requests answered:", s2.Stats().ICMPEchoRepliesTx)
-	// Output: echo requests answered: 1
+	// The replier counts its reply after sending it, so read the count on
+	// the side that waited for it.
+	fmt.Println("echo replies received:", s1.Stats().ICMPEchoRepliesRx)
+	// Output: echo replies received: 1
 }
 
 // UDP: any port can listen.
