@@ -7,26 +7,30 @@ import "golang.org/x/sys/cpu"
 var useAVX2 = cpu.X86.HasAVX2
 
 //go:noescape
-func sumAVX2(p *byte, n int) uint64
+func onesSumAVX2(p *byte, n int) uint16
 
-// vectorMin is the shortest input vectorSum takes: sumAVX2 reads its last
-// bytes with one overlapping 32-byte load.
+// vectorMin is the shortest input vectorOnesSum takes: onesSumAVX2 reads its
+// last bytes with one overlapping 32-byte load.
 const vectorMin = 32
 
-// vectorSum adds the 16-bit words of the longest even-length prefix of b
-// (len(b) at least vectorMin) as an unfolded little-endian lane sum, and
-// returns it with the number of bytes consumed.
-func vectorSum(b []byte) (sum uint64, n int) {
-	if !useAVX2 {
-		return 0, 0
+// vectorOnesSum returns the ones' complement sum of b's little-endian 16-bit
+// words (a last odd byte is the low byte of a word), folded, and true; or
+// false when there is no vector loop for b.
+func vectorOnesSum(b []byte) (uint16, bool) {
+	if !useAVX2 || len(b) < vectorMin {
+		return 0, false
 	}
-	const chunk = 1 << 20 // keeps every 32-bit lane from overflowing
+	const chunk = 64 << 10 // keeps the kernel's 32-bit sums from overflowing
+	var s uint16
 	// A short last piece joins the chunk before it, so every call gets at
 	// least vectorMin bytes.
-	for len(b)-n >= chunk+vectorMin {
-		sum += sumAVX2(&b[n], chunk)
-		n += chunk
+	for len(b) >= chunk+vectorMin {
+		s = addOnes(s, onesSumAVX2(&b[0], chunk))
+		b = b[chunk:]
 	}
-	m := (len(b) - n) &^ 1
-	return sum + sumAVX2(&b[n], m), n + m
+	s = addOnes(s, onesSumAVX2(&b[0], len(b)&^1))
+	if len(b)%2 == 1 {
+		s = addOnes(s, uint16(b[len(b)-1]))
+	}
+	return s, true
 }

@@ -1,19 +1,19 @@
 #include "textflag.h"
 
-// func sumAVX2(p *byte, n int) uint64
+// func onesSumAVX2(p *byte, n int) uint16
 //
-// Returns the sum of the little-endian 16-bit words of p[0:n], n even, at
-// least 32 and at most 1 MiB (plus 32 bytes).
+// Returns the ones' complement sum of the little-endian 16-bit words of
+// p[0:n], folded to 16 bits, n even, at least 32 and at most 64 KiB + 32:
+// the sum of all the words then stays below 2^32, so every lane and the
+// final sum of lanes can stay 32 bits wide.
 //
 // Each 32-bit lane x = hi<<16 | lo is added whole to one accumulator (A,
-// wrapping) and its high word to another (B). As long as neither the exact
-// lo nor hi sums of a lane reach 2^32 (at most 1 MiB / 32 = 32768 words per
-// lane here), the lane's lo sum is exactly A - B<<16 mod 2^32, so three
-// vector operations per 32 bytes (add, shift, add) take the place of the
-// four a mask-and-shift split needs. Four independent pairs of accumulators
-// over 128 bytes per iteration keep the loop off the adds' latency and the
-// loop counter's overhead.
-TEXT ·sumAVX2(SB), NOSPLIT, $0-24
+// wrapping) and its high word to another (B). The lane's exact lo sum is
+// then A - B<<16 mod 2^32, so three vector operations per 32 bytes (add,
+// shift, add) take the place of the four a mask-and-shift split needs. Four
+// independent pairs of accumulators over 128 bytes per iteration keep the
+// loop off the adds' latency and the loop counter's overhead.
+TEXT ·onesSumAVX2(SB), NOSPLIT, $0-18
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
 	VPXOR Y0, Y0, Y0 // A accumulators: Y0 Y2 Y4 Y6
@@ -96,23 +96,24 @@ done:
 	VPADDD Y5, Y1, Y1 // B: the hi sums
 	VPSLLD $16, Y1, Y2
 	VPSUBD Y2, Y0, Y0 // A - B<<16: the lo sums
-	// Widen the sixteen 32-bit sums to 64 bits and add them up.
-	VEXTRACTI128 $1, Y0, X3
-	VEXTRACTI128 $1, Y1, X4
-	VPMOVZXDQ X0, Y0
-	VPMOVZXDQ X3, Y3
-	VPMOVZXDQ X1, Y1
-	VPMOVZXDQ X4, Y4
-	VPADDQ Y3, Y0, Y0
-	VPADDQ Y4, Y1, Y1
-	VPADDQ Y1, Y0, Y0
-	VEXTRACTI128 $1, Y0, X3
-	VPADDQ X3, X0, X0
-	VPSHUFD $0x4e, X0, X3
-	VPADDQ X3, X0, X0
-	VMOVQ X0, AX
-	MOVQ AX, ret+16(FP)
+	VPADDD Y1, Y0, Y0 // lo + hi per lane
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0x4e, X0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0xb1, X0, X1
+	VPADDD X1, X0, X0
+	VMOVD X0, AX
 	VZEROUPPER
+	// Fold the 32-bit sum to 16 bits: twice is enough below 2^32.
+	MOVL AX, DX
+	SHRL $16, DX
+	ANDL $0xffff, AX
+	ADDL DX, AX
+	MOVL AX, DX
+	SHRL $16, DX
+	ADDL DX, AX
+	MOVW AX, ret+16(FP)
 	RET
 
 // tailMask+k, k in [0, 32], is 32 bytes of which the last k are 0xff.

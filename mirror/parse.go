@@ -27,16 +27,14 @@ const (
 
 // onesSum returns the 16-bit ones' complement sum of b (RFC 1071), folded
 // but not complemented, as a big-endian value. It adds little-endian words
-// (16-bit lanes in a vector loop where the CPU has one, then 64-bit words
+// (16-bit lanes in a vector loop where the CPU has one, else 64-bit words
 // with end-around carry): the ones' complement sum does not depend on the
 // byte order of its lanes, so the result only needs a final byte swap.
 func onesSum(b []byte) uint16 {
-	var s, c uint64
-	if len(b) >= vectorMin {
-		var n int
-		s, n = vectorSum(b)
-		b = b[n:]
+	if s, ok := vectorOnesSum(b); ok {
+		return bits.ReverseBytes16(s)
 	}
+	var s, c uint64
 	for len(b) >= 64 {
 		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[0:]), c)
 		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[8:]), c)
