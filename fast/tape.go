@@ -67,6 +67,7 @@ type op struct {
 	slot     int32  // dictionary slot, -1 for none
 	jump     int32  // see the opcodes
 	run      int32  // values the scalars from here to the next structural instruction append
+	plain    int32  // plain scalars from here to the end of their run (tape_run.go), 0 for runs too short
 	init     uint64
 	min      int64  // range of the integer kind: signed
 	max      uint64 // range of the integer kind: unsigned, and signed maximum
@@ -95,6 +96,14 @@ func buildTape(ins []instr) []op {
 			t[i].run = t[i+1].run + 1
 		case roleExp: // its value, if absent, replaces the mantissa's
 			t[i].run = t[i+1].run
+		}
+		if plainScalar(&t[i]) {
+			t[i].plain = t[i+1].plain + 1
+		}
+	}
+	for i := range t {
+		if t[i].plain < minPlainRun {
+			t[i].plain = 0
 		}
 	}
 	return t
@@ -198,6 +207,13 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 	m.Values = slices.Grow(m.Values, int(tape[0].run))
 	for {
 		o = &tape[pc]
+		if o.plain != 0 && pm.lo == 0 {
+			// Runs are maximal: what follows is for the code below.
+			var k int
+			off, pm.hi, k = d.runPlain(b, off, pm.hi, tape[pc:pc+int(o.plain)], m)
+			pc += k
+			o = &tape[pc]
+		}
 		pc++
 		start = off
 		present = true
