@@ -3,28 +3,44 @@
 // func onesSumAVX2(p *byte, n int) uint16
 //
 // Returns the ones' complement sum of the little-endian 16-bit words of
-// p[0:n], folded to 16 bits, n even, at least 32 and at most 64 KiB + 32:
-// the sum of all the words then stays below 2^32.
+// p[0:n] (a last odd byte is the low byte of a word), folded to 16 bits;
+// n is at least 32.
 //
 // Flipping the top bit of every word (VPXOR with 0x8000, folded into the
 // load) turns an unsigned word u into the signed word u - 32768, which
 // VPMADDWD with a multiplier of 1 adds pairwise into signed 32-bit lanes:
 // three instructions per 32 bytes, the load included. Every word
 // processed, including the ones masked off the last load, is then short by
-// exactly 32768, 2^19 per 32-byte vector, which is added back at the end.
-// Four independent accumulators over 128 bytes per iteration keep the loop
-// off the latency of VPMADDWD and the adds. At most 2049 vectors of eight
-// lanes, each pair sum at most 65536 in absolute value, keep every lane and
-// the sum of all lanes within 2^31.
-
+// exactly 32768, 2^19 per 32-byte vector, which is added back at the end of
+// each block. Four independent accumulators over 128 bytes per iteration
+// keep the loop off the latency of VPMADDWD and the adds. Blocks of 64 KiB
+// (the last one up to 64 KiB + 31 bytes: at most 2049 vectors of eight
+// lanes, each pair sum at most 65536 in absolute value) keep every lane and
+// the sum of all lanes within 2^31; the blocks' sums add up in 64 bits.
 TEXT ·onesSumAVX2(SB), NOSPLIT, $0-18
 	MOVQ p+0(FP), SI
-	MOVQ n+8(FP), CX
-	LEAQ 31(CX), R8
-	SHRQ $5, R8 // 32-byte vectors to process
+	MOVQ n+8(FP), BX // bytes left for the blocks
+	XORQ R9, R9      // sum of the blocks
+	TESTQ $1, BX
+	JZ even
+	MOVBQZX -1(SI)(BX*1), R9
+	DECQ BX
+
+even:
 	VPCMPEQW Y15, Y15, Y15
 	VPSRLW $15, Y15, Y14 // 0x0001 words
 	VPSLLW $15, Y15, Y15 // 0x8000 words
+
+block:
+	MOVQ BX, CX
+	CMPQ BX, $(65536+32)
+	JB lastblock
+	MOVQ $65536, CX
+
+lastblock:
+	SUBQ CX, BX
+	LEAQ 31(CX), R8
+	SHRQ $5, R8 // 32-byte vectors in this block
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -72,9 +88,9 @@ tail32:
 	SUBQ $32, CX
 
 last:
-	// The last CX bytes (even, below 32): load the 32 bytes ending with
-	// them, which n >= 32 puts inside p[0:n] at an even offset, and keep
-	// only those CX bytes.
+	// The last CX bytes (even, below 32, only in the last block): load
+	// the 32 bytes ending with them, which a block of at least 32 bytes
+	// puts inside p[0:n] at an even offset, and keep only those CX bytes.
 	TESTQ CX, CX
 	JZ done
 	VMOVDQU -32(SI)(CX*1), Y8
@@ -95,19 +111,30 @@ done:
 	VPSHUFD $0xb1, X0, X1
 	VPADDD X1, X0, X0
 	VMOVD X0, AX
-	VZEROUPPER
-	// Add back 32768 per word processed; the sum is then the exact sum of
-	// the words, below 2^32. Fold it to 16 bits: twice is enough.
+	// Add back 32768 per word processed: the block's exact sum.
 	MOVLQSX AX, AX
 	SHLQ $19, R8
 	ADDQ R8, AX
-	MOVL AX, DX
-	SHRL $16, DX
+	ADDQ AX, R9
+	TESTQ BX, BX
+	JNZ block
+	VZEROUPPER
+	// Fold the 64-bit sum to 16 bits.
+	MOVQ R9, AX
+	SHRQ $32, AX
+	MOVL R9, DX
+	ADDQ DX, AX
+	MOVQ AX, DX
+	SHRQ $16, DX
 	ANDL $0xffff, AX
-	ADDL DX, AX
-	MOVL AX, DX
-	SHRL $16, DX
-	ADDL DX, AX
+	ADDQ DX, AX
+	MOVQ AX, DX
+	SHRQ $16, DX
+	ANDL $0xffff, AX
+	ADDQ DX, AX
+	MOVQ AX, DX
+	SHRQ $16, DX
+	ADDQ DX, AX
 	MOVW AX, ret+16(FP)
 	RET
 
