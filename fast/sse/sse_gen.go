@@ -4,6 +4,8 @@
 package sse
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 
 	"github.com/tickwire/tickwire/fast"
@@ -172,13 +174,20 @@ func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
 		maxPMap = DefaultMaxPMapBytes
 	}
 	start := off
-	pm, off, err := fast.ReadPMap(b, off, maxPMap)
-	if err != nil {
+	var pm, pmLo uint64
+	var err error
+	if len(b)-off >= 2 && b[off]&0x80 != 0 {
+		pm, off = uint64(b[off])<<57, off+1
+	} else if len(b)-off >= 2 && b[off+1]&0x80 != 0 && maxPMap >= 2 {
+		pm, off = uint64(b[off])<<57|uint64(b[off+1]&0x7f)<<50, off+2
+	} else if pm, pmLo, off, err = readPMap(b, off, maxPMap); err != nil {
 		return start, d.fail(err, 0, "", off)
 	}
-	if pm.Next() {
+	if pm&(1<<63) != 0 {
 		var tid uint32
-		if tid, off, err = fast.ReadUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
+			tid, off = uint32(x), off+n
+		} else if tid, off, err = fast.ReadUint32(b, off); err != nil {
 			return start, d.fail(err, 0, "", off)
 		}
 		d.dict.tid, d.dict.tidState = tid, slotAssigned
@@ -187,12 +196,12 @@ func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
 	}
 	switch d.dict.tid {
 	case TradeTemplateID:
-		if off, err = d.decodeTrade(b, off, pm, &d.recTrade); err != nil {
+		if off, err = d.decodeTrade(b, off, pm, pmLo, &d.recTrade); err != nil {
 			return start, err
 		}
 		h.OnTrade(&d.recTrade)
 	case OrderTemplateID:
-		if off, err = d.decodeOrder(b, off, pm, &d.recOrder); err != nil {
+		if off, err = d.decodeOrder(b, off, pm, pmLo, &d.recOrder); err != nil {
 			return start, err
 		}
 		h.OnOrder(&d.recOrder)
@@ -204,15 +213,20 @@ func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
 	return off, nil
 }
 
-func (d *Decoder) decodeTrade(b []byte, off int, pm fast.PMap, m *Trade) (int, error) {
+func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int, error) {
 	var err error
 	var ok bool
-	_, _ = err, ok
+	_, _, _ = err, ok, pmLo
 	// string MessageType, id 35, mandatory, constant "UA3201"
 	// int32 DataStatus, id 10121, optional, default
-	if pm.Next() {
+	if pm&(1<<62) != 0 {
 		var v int32
-		if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
+		if x, n := signed(uvarint8(b, off)); n <= 8 && x >= -0x80000000 && x <= 0x80000000 {
+			v, ok, off = int32(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
 			return off, d.fail(err, TradeTemplateID, "DataStatus", off)
 		}
 		m.DataStatus = v
@@ -221,9 +235,11 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm fast.PMap, m *Trade) (int, e
 		m.DataStatus, m.HasDataStatus = 0, false
 	}
 	// uInt32 TradeIndex, id 10011, mandatory, increment
-	if pm.Next() {
+	if pm&(1<<61) != 0 {
 		var v uint32
-		if v, off, err = fast.ReadUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
+			v, off = uint32(x), off+n
+		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
 			return off, d.fail(err, TradeTemplateID, "TradeIndex", off)
 		}
 		d.dict.s0TradeIndex, d.dict.s0TradeIndexState = v, slotAssigned
@@ -239,9 +255,14 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm fast.PMap, m *Trade) (int, e
 	}
 	m.TradeIndex = d.dict.s0TradeIndex
 	// uInt32 TradeChannel, id 10115, optional, copy
-	if pm.Next() {
+	if pm&(1<<60) != 0 {
 		var v uint32
-		if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0x100000000 {
+			v, ok, off = uint32(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
 			return off, d.fail(err, TradeTemplateID, "TradeChannel", off)
 		}
 		if ok {
@@ -262,13 +283,19 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm fast.PMap, m *Trade) (int, e
 		m.TradeChannel, m.HasTradeChannel = 0, false
 	}
 	// string SecurityID, id 48, mandatory, copy
-	if pm.Next() {
-		var s []byte
-		if s, off, err = fast.ReadASCII(b, off, 6); err != nil {
-			return off, d.fail(err, TradeTemplateID, "SecurityID", off)
+	if pm&(1<<59) != 0 {
+		if w, n := ascii8(b, off); n <= 6 && w&0xff != 0 {
+			var a [8]byte
+			binary.LittleEndian.PutUint64(a[:], w)
+			d.dict.s2SecurityID, off = [6]byte(a[:6]), off+n
+		} else {
+			var s []byte
+			if s, off, err = fast.ReadASCII(b, off, 6); err != nil {
+				return off, d.fail(err, TradeTemplateID, "SecurityID", off)
+			}
+			d.dict.s2SecurityID = [6]byte{}
+			fast.CopyASCII(d.dict.s2SecurityID[:], s)
 		}
-		d.dict.s2SecurityID = [6]byte{}
-		fast.CopyASCII(d.dict.s2SecurityID[:], s)
 		d.dict.s2SecurityIDState = slotAssigned
 	} else {
 		switch d.dict.s2SecurityIDState {
@@ -280,9 +307,14 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm fast.PMap, m *Trade) (int, e
 	}
 	m.SecurityID = d.dict.s2SecurityID
 	// uInt32 TradeTime, id 10013, optional, copy
-	if pm.Next() {
+	if pm&(1<<58) != 0 {
 		var v uint32
-		if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0x100000000 {
+			v, ok, off = uint32(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
 			return off, d.fail(err, TradeTemplateID, "TradeTime", off)
 		}
 		if ok {
@@ -306,9 +338,14 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm fast.PMap, m *Trade) (int, e
 		m.TradeTime, m.HasTradeTime = 0, false
 	}
 	// int32 TradePrice, id 10014, optional, default, decimalPlaces="3"
-	if pm.Next() {
+	if pm&(1<<57) != 0 {
 		var v int32
-		if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
+		if x, n := signed(uvarint8(b, off)); n <= 8 && x >= -0x80000000 && x <= 0x80000000 {
+			v, ok, off = int32(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
 			return off, d.fail(err, TradeTemplateID, "TradePrice", off)
 		}
 		if x := Price(v); int32(x) != v || (x < 0) != (v < 0) {
@@ -320,9 +357,14 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm fast.PMap, m *Trade) (int, e
 		m.TradePrice, m.HasTradePrice = 0, false
 	}
 	// int64 TradeQty, id 10015, optional, default, decimalPlaces="3"
-	if pm.Next() {
+	if pm&(1<<56) != 0 {
 		var v int64
-		if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
+		if x, n := signed(uvarint8(b, off)); n <= 8 {
+			v, ok, off = int64(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
 			return off, d.fail(err, TradeTemplateID, "TradeQty", off)
 		}
 		if x := Qty(v); int64(x) != v || (x < 0) != (v < 0) {
@@ -334,9 +376,14 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm fast.PMap, m *Trade) (int, e
 		m.TradeQty, m.HasTradeQty = 0, false
 	}
 	// int64 TradeMoney, id 10016, optional, default, decimalPlaces="5"
-	if pm.Next() {
+	if pm&(1<<55) != 0 {
 		var v int64
-		if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
+		if x, n := signed(uvarint8(b, off)); n <= 8 {
+			v, ok, off = int64(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
 			return off, d.fail(err, TradeTemplateID, "TradeMoney", off)
 		}
 		if x := Money(v); int64(x) != v || (x < 0) != (v < 0) {
@@ -348,9 +395,14 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm fast.PMap, m *Trade) (int, e
 		m.TradeMoney, m.HasTradeMoney = 0, false
 	}
 	// uInt64 TradeBuyNo, optional, default
-	if pm.Next() {
+	if pm&(1<<54) != 0 {
 		var v uint64
-		if v, ok, off, err = fast.ReadNullableUint64(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 {
+			v, ok, off = uint64(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableUint64(b, off); err != nil {
 			return off, d.fail(err, TradeTemplateID, "TradeBuyNo", off)
 		}
 		m.TradeBuyNo = v
@@ -359,9 +411,14 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm fast.PMap, m *Trade) (int, e
 		m.TradeBuyNo, m.HasTradeBuyNo = 0, false
 	}
 	// uInt64 TradeSellNo, optional, default
-	if pm.Next() {
+	if pm&(1<<53) != 0 {
 		var v uint64
-		if v, ok, off, err = fast.ReadNullableUint64(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 {
+			v, ok, off = uint64(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableUint64(b, off); err != nil {
 			return off, d.fail(err, TradeTemplateID, "TradeSellNo", off)
 		}
 		m.TradeSellNo = v
@@ -370,21 +427,29 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm fast.PMap, m *Trade) (int, e
 		m.TradeSellNo, m.HasTradeSellNo = 0, false
 	}
 	// string TradeBSFlag, optional, default
-	if pm.Next() {
-		var s []byte
-		if s, ok, off, err = fast.ReadNullableASCII(b, off, 1); err != nil {
-			return off, d.fail(err, TradeTemplateID, "TradeBSFlag", off)
+	if pm&(1<<52) != 0 {
+		var v byte
+		if off < len(b) && b[off] > 0x80 {
+			v, off = b[off]&0x7f, off+1
+			ok = true
+		} else {
+			var s []byte
+			if s, ok, off, err = fast.ReadNullableASCII(b, off, 1); err != nil {
+				return off, d.fail(err, TradeTemplateID, "TradeBSFlag", off)
+			}
+			v = asciiByte(s)
 		}
-		v := asciiByte(s)
 		m.TradeBSFlag = v
 		m.HasTradeBSFlag = ok
 	} else {
 		m.TradeBSFlag, m.HasTradeBSFlag = 0, false
 	}
 	// uInt64 BizIndex, mandatory, increment
-	if pm.Next() {
+	if pm&(1<<51) != 0 {
 		var v uint64
-		if v, off, err = fast.ReadUint64(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 {
+			v, off = uint64(x), off+n
+		} else if v, off, err = fast.ReadUint64(b, off); err != nil {
 			return off, d.fail(err, TradeTemplateID, "BizIndex", off)
 		}
 		d.dict.s4BizIndex, d.dict.s4BizIndexState = v, slotAssigned
@@ -402,15 +467,17 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm fast.PMap, m *Trade) (int, e
 	return off, nil
 }
 
-func (d *Decoder) decodeOrder(b []byte, off int, pm fast.PMap, m *Order) (int, error) {
+func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int, error) {
 	var err error
 	var ok bool
-	_, _ = err, ok
+	_, _, _ = err, ok, pmLo
 	// string MessageType, id 35, mandatory, constant "UA5801"
 	// uInt32 OrderIndex, mandatory, increment
-	if pm.Next() {
+	if pm&(1<<62) != 0 {
 		var v uint32
-		if v, off, err = fast.ReadUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
+			v, off = uint32(x), off+n
+		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
 			return off, d.fail(err, OrderTemplateID, "OrderIndex", off)
 		}
 		d.dict.s5OrderIndex, d.dict.s5OrderIndexState = v, slotAssigned
@@ -426,9 +493,14 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm fast.PMap, m *Order) (int, e
 	}
 	m.OrderIndex = d.dict.s5OrderIndex
 	// uInt32 OrderChannel, optional, copy
-	if pm.Next() {
+	if pm&(1<<61) != 0 {
 		var v uint32
-		if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0x100000000 {
+			v, ok, off = uint32(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
 			return off, d.fail(err, OrderTemplateID, "OrderChannel", off)
 		}
 		if ok {
@@ -449,13 +521,19 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm fast.PMap, m *Order) (int, e
 		m.OrderChannel, m.HasOrderChannel = 0, false
 	}
 	// string SecurityID, id 48, mandatory, copy
-	if pm.Next() {
-		var s []byte
-		if s, off, err = fast.ReadASCII(b, off, 6); err != nil {
-			return off, d.fail(err, OrderTemplateID, "SecurityID", off)
+	if pm&(1<<60) != 0 {
+		if w, n := ascii8(b, off); n <= 6 && w&0xff != 0 {
+			var a [8]byte
+			binary.LittleEndian.PutUint64(a[:], w)
+			d.dict.s2SecurityID, off = [6]byte(a[:6]), off+n
+		} else {
+			var s []byte
+			if s, off, err = fast.ReadASCII(b, off, 6); err != nil {
+				return off, d.fail(err, OrderTemplateID, "SecurityID", off)
+			}
+			d.dict.s2SecurityID = [6]byte{}
+			fast.CopyASCII(d.dict.s2SecurityID[:], s)
 		}
-		d.dict.s2SecurityID = [6]byte{}
-		fast.CopyASCII(d.dict.s2SecurityID[:], s)
 		d.dict.s2SecurityIDState = slotAssigned
 	} else {
 		switch d.dict.s2SecurityIDState {
@@ -467,9 +545,14 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm fast.PMap, m *Order) (int, e
 	}
 	m.SecurityID = d.dict.s2SecurityID
 	// uInt32 OrderTime, optional, copy
-	if pm.Next() {
+	if pm&(1<<59) != 0 {
 		var v uint32
-		if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0x100000000 {
+			v, ok, off = uint32(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
 			return off, d.fail(err, OrderTemplateID, "OrderTime", off)
 		}
 		if ok {
@@ -493,12 +576,17 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm fast.PMap, m *Order) (int, e
 		m.OrderTime, m.HasOrderTime = 0, false
 	}
 	// string OrderType, mandatory, copy
-	if pm.Next() {
-		var s []byte
-		if s, off, err = fast.ReadASCII(b, off, 1); err != nil {
-			return off, d.fail(err, OrderTemplateID, "OrderType", off)
+	if pm&(1<<58) != 0 {
+		var v byte
+		if off < len(b) && b[off] > 0x80 {
+			v, off = b[off]&0x7f, off+1
+		} else {
+			var s []byte
+			if s, off, err = fast.ReadASCII(b, off, 1); err != nil {
+				return off, d.fail(err, OrderTemplateID, "OrderType", off)
+			}
+			v = asciiByte(s)
 		}
-		v := asciiByte(s)
 		d.dict.s8OrderType, d.dict.s8OrderTypeState = v, slotAssigned
 	} else {
 		switch d.dict.s8OrderTypeState {
@@ -512,15 +600,22 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm fast.PMap, m *Order) (int, e
 	// uInt64 OrderNO, mandatory
 	{
 		var v uint64
-		if v, off, err = fast.ReadUint64(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 {
+			v, off = uint64(x), off+n
+		} else if v, off, err = fast.ReadUint64(b, off); err != nil {
 			return off, d.fail(err, OrderTemplateID, "OrderNO", off)
 		}
 		m.OrderNO = v
 	}
 	// uInt32 OrderPrice, optional, default, decimalPlaces="3"
-	if pm.Next() {
+	if pm&(1<<57) != 0 {
 		var v uint32
-		if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0x100000000 {
+			v, ok, off = uint32(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
 			return off, d.fail(err, OrderTemplateID, "OrderPrice", off)
 		}
 		if x := Price(v); uint32(x) != v || (x < 0) != (v < 0) {
@@ -532,9 +627,14 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm fast.PMap, m *Order) (int, e
 		m.OrderPrice, m.HasOrderPrice = 0, false
 	}
 	// uInt64 Balance, optional, default, decimalPlaces="3"
-	if pm.Next() {
+	if pm&(1<<56) != 0 {
 		var v uint64
-		if v, ok, off, err = fast.ReadNullableUint64(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 {
+			v, ok, off = uint64(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableUint64(b, off); err != nil {
 			return off, d.fail(err, OrderTemplateID, "Balance", off)
 		}
 		if x := Qty(v); uint64(x) != v || (x < 0) != (v < 0) {
@@ -546,12 +646,17 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm fast.PMap, m *Order) (int, e
 		m.Balance, m.HasBalance = 0, false
 	}
 	// string OrderBSFlag, mandatory, copy
-	if pm.Next() {
-		var s []byte
-		if s, off, err = fast.ReadASCII(b, off, 1); err != nil {
-			return off, d.fail(err, OrderTemplateID, "OrderBSFlag", off)
+	if pm&(1<<55) != 0 {
+		var v byte
+		if off < len(b) && b[off] > 0x80 {
+			v, off = b[off]&0x7f, off+1
+		} else {
+			var s []byte
+			if s, off, err = fast.ReadASCII(b, off, 1); err != nil {
+				return off, d.fail(err, OrderTemplateID, "OrderBSFlag", off)
+			}
+			v = asciiByte(s)
 		}
-		v := asciiByte(s)
 		d.dict.s9OrderBSFlag, d.dict.s9OrderBSFlagState = v, slotAssigned
 	} else {
 		switch d.dict.s9OrderBSFlagState {
@@ -563,9 +668,11 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm fast.PMap, m *Order) (int, e
 	}
 	m.OrderBSFlag = d.dict.s9OrderBSFlag
 	// uInt64 BizIndex, mandatory, increment
-	if pm.Next() {
+	if pm&(1<<54) != 0 {
 		var v uint64
-		if v, off, err = fast.ReadUint64(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 {
+			v, off = uint64(x), off+n
+		} else if v, off, err = fast.ReadUint64(b, off); err != nil {
 			return off, d.fail(err, OrderTemplateID, "BizIndex", off)
 		}
 		d.dict.s4BizIndex, d.dict.s4BizIndexState = v, slotAssigned
@@ -1074,6 +1181,68 @@ func (e *EncodeError) Unwrap() error { return e.Err }
 func (d *Decoder) fail(err error, tid uint32, field string, off int) error {
 	d.err = &fast.DecodeError{Code: fast.Code(err), TemplateID: tid, Field: field, Offset: off, Err: err}
 	return d.err
+}
+
+// readPMap reads the presence map at b[off] into two words, the first bit in
+// the top bit of hi (bits past the transmitted ones read as zeros), through
+// fast.ReadPMap, which enforces maxBytes and fast.MaxPMapBits. DecodeRecord
+// reads the usual one- and two-byte maps inline and calls it for the rest.
+func readPMap(b []byte, off, maxBytes int) (hi, lo uint64, next int, err error) {
+	pm, next, err := fast.ReadPMap(b, off, maxBytes)
+	if err != nil {
+		return 0, 0, next, err
+	}
+	for i := 0; i < 128; i++ {
+		hi, lo = hi<<1|lo>>63, lo<<1
+		if pm.Next() {
+			lo |= 1
+		}
+	}
+	return hi, lo, next, nil
+}
+
+// uvarint8 decodes an unsigned stop-bit integer of at most 8 bytes at b[off]
+// with one 8-byte load and no loop: the stop byte is found with a trailing-zero
+// count, the bytes are put in big-endian order and their 7-bit groups are
+// packed by halves (14, 28, then 56 bits). n is the length; n > 8 when fewer
+// than 8 bytes are left or the integer is longer (the careful path's cases).
+// It is small enough to be inlined.
+func uvarint8(b []byte, off int) (v uint64, n int) {
+	if len(b)-off < 8 {
+		return 0, 9
+	}
+	w := binary.LittleEndian.Uint64(b[off:])
+	t := bits.TrailingZeros64(w & 0x8080808080808080) // 8n-1; 64 without a stop bit
+	// The shift keeps the n bytes, the stop byte on top; the shift count is
+	// masked so that the compiler emits a plain shift (without a stop bit
+	// the result is unused). The masks of the first packing step drop the
+	// stop bit.
+	x := bits.ReverseBytes64(w << (^t & 63)) // ^t&63 is 63-t
+	x = x&0x007f007f007f007f | x>>1&0x3f803f803f803f80
+	x = x&0x00003fff00003fff | x>>2&0x0fffc0000fffc000
+	x = x&0x000000000fffffff | x>>4&0x00fffffff0000000
+	return x, t>>3 + 1
+}
+
+// signed turns uvarint8's result into a signed integer's: the 7n-bit value
+// is sign-extended from the first byte's sign bit (0x40). It is separate from
+// uvarint8 so that both stay within the inlining budget.
+func signed(x uint64, n int) (v int64, m int) {
+	sh := (64 - 7*uint(n)) & 63
+	return int64(x<<sh) >> sh, n
+}
+
+// ascii8 finds an ASCII string of at most 8 bytes at b[off] with one 8-byte
+// load: w holds its bytes in order from the low byte, stop bit cleared,
+// bytes past it zero. n is the length; n > 8 as for uvarint8.
+func ascii8(b []byte, off int) (w uint64, n int) {
+	if len(b)-off < 8 {
+		return 0, 9
+	}
+	w = binary.LittleEndian.Uint64(b[off:])
+	n = bits.TrailingZeros64(w&0x8080808080808080)>>3 + 1
+	sh := (64 - 8*uint(n)) & 63
+	return w << sh >> sh & 0x7f7f7f7f7f7f7f7f, n
 }
 
 // asciiByte returns the single character of s, a string in wire form, or

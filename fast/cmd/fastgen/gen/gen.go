@@ -283,8 +283,38 @@ func (g *generator) addTemplate(ft *fast.Template) error {
 		}
 		t.fields = append(t.fields, f)
 	}
+	bitsUsed := 1 // the template id
+	for _, f := range t.fields {
+		if f.usesPMapBit() {
+			bitsUsed++
+		}
+	}
+	if bitsUsed > fast.MaxPMapBits {
+		return fail(nil, "needs %d presence-map bits; the generator handles %d", bitsUsed, fast.MaxPMapBits)
+	}
 	g.templates = append(g.templates, t)
 	return nil
+}
+
+// usesPMapBit reports whether the field has a presence-map bit (spec 6.3,
+// table 4).
+func (f *field) usesPMapBit() bool {
+	switch f.f.Op.Kind {
+	case fast.OpNone:
+		return false
+	case fast.OpConstant:
+		return f.f.Optional
+	}
+	return true
+}
+
+// pmBit returns the Go expression testing presence-map bit k (0 is the
+// template id's bit) of the map held in the words pm and pmLo.
+func pmBit(k int) string {
+	if k < 64 {
+		return fmt.Sprintf("pm&(1<<%d) != 0", 63-k)
+	}
+	return fmt.Sprintf("pmLo&(1<<%d) != 0", 127-k)
 }
 
 // initExpr returns the Go expression of an initial value in the field's
@@ -355,6 +385,8 @@ func (g *generator) emit() {
 	g.p("package %s", g.opt.Package)
 	g.p("")
 	g.p("import (")
+	g.p(`"encoding/binary"`)
+	g.p(`"math/bits"`)
 	g.p(`"strconv"`)
 	g.p("")
 	g.p(`"github.com/tickwire/tickwire/fast"`)
@@ -517,13 +549,20 @@ func (g *generator) emitDecoder() {
 	g.p("maxPMap = DefaultMaxPMapBytes")
 	g.p("}")
 	g.p("start := off")
-	g.p("pm, off, err := fast.ReadPMap(b, off, maxPMap)")
-	g.p("if err != nil {")
+	g.p("var pm, pmLo uint64")
+	g.p("var err error")
+	g.p("if len(b)-off >= 2 && b[off]&0x80 != 0 {")
+	g.p("pm, off = uint64(b[off])<<57, off+1")
+	g.p("} else if len(b)-off >= 2 && b[off+1]&0x80 != 0 && maxPMap >= 2 {")
+	g.p("pm, off = uint64(b[off])<<57|uint64(b[off+1]&0x7f)<<50, off+2")
+	g.p("} else if pm, pmLo, off, err = readPMap(b, off, maxPMap); err != nil {")
 	g.p(`return start, d.fail(err, 0, "", off)`)
 	g.p("}")
-	g.p("if pm.Next() {")
+	g.p("if %s {", pmBit(0))
 	g.p("var tid uint32")
-	g.p("if tid, off, err = fast.ReadUint32(b, off); err != nil {")
+	g.p("if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {")
+	g.p("tid, off = uint32(x), off+n")
+	g.p("} else if tid, off, err = fast.ReadUint32(b, off); err != nil {")
 	g.p(`return start, d.fail(err, 0, "", off)`)
 	g.p("}")
 	g.p("d.dict.tid, d.dict.tidState = tid, slotAssigned")
@@ -533,7 +572,7 @@ func (g *generator) emitDecoder() {
 	g.p("switch d.dict.tid {")
 	for _, t := range g.templates {
 		g.p("case %sTemplateID:", t.goName)
-		g.p("if off, err = d.decode%s(b, off, pm, &d.rec%s); err != nil {", t.goName, t.goName)
+		g.p("if off, err = d.decode%s(b, off, pm, pmLo, &d.rec%s); err != nil {", t.goName, t.goName)
 		g.p("return start, err")
 		g.p("}")
 		g.p("h.On%s(&d.rec%s)", t.goName, t.goName)
@@ -550,35 +589,108 @@ func (g *generator) emitDecoder() {
 	g.p("")
 }
 
+// Integer wire types as the generated fast paths see them: the 8-byte
+// decoder's call (uvarint8, wrapped in signed for signed types) and the Go condition under which
+// it is in range for the type; the careful fast.Read... call handles the rest
+// (longer encodings, overflow, the end of b) and reports errors.
+type intPath struct {
+	helper   string
+	inRange  string // in terms of x; "" when always in range
+	nullable string // the same for the nullable encoding
+}
+
+var intPaths = map[fast.Kind]intPath{
+	fast.KindUint32: {"uvarint8", "x <= 0xffffffff", "x <= 0x100000000"},
+	fast.KindUint64: {"uvarint8", "", ""},
+	fast.KindInt32:  {"signed(uvarint8", "x >= -0x80000000 && x <= 0x7fffffff", "x >= -0x80000000 && x <= 0x80000000"},
+	fast.KindInt64:  {"signed(uvarint8", "", ""},
+}
+
 // decodeRead emits the read of a field's wire value (and of ok for an
 // optional field), returning on error. It returns the expression holding the
 // value: local v, or for a string array dst itself, which it fills in place
 // rather than through a temporary array.
+//
+// Each read has an inline fast path for the common case (an integer or a
+// string of at most 8 bytes with 8 bytes of b to load, a one-character
+// string) and falls back to package fast's careful primitive, which decides
+// every other case, errors included, exactly as before.
 func (g *generator) decodeRead(t *template, f *field, dst string) string {
 	w := wires[f.f.Kind]
 	fail := fmt.Sprintf(`return off, d.fail(err, %sTemplateID, %q, off)`, t.goName, f.f.Name)
+	opt := f.f.Optional
 	if f.isASCII() {
-		g.p("var s []byte")
-		if f.f.Optional {
-			g.p("if s, ok, off, err = fast.%s(b, off, %d); err != nil {", w.readNull, f.fixedLen)
-		} else {
-			g.p("if s, off, err = fast.%s(b, off, %d); err != nil {", w.read, f.fixedLen)
+		careful := func() {
+			g.p("var s []byte")
+			if opt {
+				g.p("if s, ok, off, err = fast.%s(b, off, %d); err != nil {", w.readNull, f.fixedLen)
+			} else {
+				g.p("if s, off, err = fast.%s(b, off, %d); err != nil {", w.read, f.fixedLen)
+			}
+			g.p("%s", fail)
+			g.p("}")
 		}
-		g.p("%s", fail)
-		g.p("}")
-		if f.fixedLen == 1 {
-			g.p("v := asciiByte(s)")
+		setOK := func() {
+			if opt {
+				g.p("ok = true")
+			}
+		}
+		switch {
+		case f.fixedLen == 1:
+			// One character with its stop bit, not NUL (0x80 is "" or absent).
+			g.p("var v byte")
+			g.p("if off < len(b) && b[off] > 0x80 {")
+			g.p("v, off = b[off]&0x7f, off+1")
+			setOK()
+			g.p("} else {")
+			careful()
+			g.p("v = asciiByte(s)")
+			g.p("}")
 			return "v"
+		case f.fixedLen <= 8:
+			// A first byte of 0 or 0x80 is one of the spec's special
+			// encodings (10.6.3): left to the careful path.
+			g.p("if w, n := ascii8(b, off); n <= %d && w&0xff != 0 {", f.fixedLen)
+			g.p("var a [8]byte")
+			g.p("binary.LittleEndian.PutUint64(a[:], w)")
+			g.p("%s, off = %s(a[:%d]), off+n", dst, f.valType, f.fixedLen)
+			setOK()
+			g.p("} else {")
+			careful()
+			g.p("%s = %s{}", dst, f.valType)
+			g.p("fast.CopyASCII(%s[:], s)", dst)
+			g.p("}")
+			return dst
 		}
+		careful()
 		g.p("%s = %s{}", dst, f.valType)
 		g.p("fast.CopyASCII(%s[:], s)", dst)
 		return dst
 	}
+	ip := intPaths[f.f.Kind]
+	cond := ip.inRange
+	if opt {
+		cond = ip.nullable
+	}
+	if cond != "" {
+		cond = " && " + cond
+	}
 	g.p("var v %s", f.valType)
-	if f.f.Optional {
-		g.p("if v, ok, off, err = fast.%s(b, off); err != nil {", w.readNull)
+	call := ip.helper + "(b, off)"
+	if strings.HasPrefix(ip.helper, "signed(") {
+		call += ")"
+	}
+	g.p("if x, n := %s; n <= 8%s {", call, cond)
+	if opt {
+		// Nullable: 0 is absent, positive values are one up (spec 10.6.1).
+		g.p("v, ok, off = %s(x), x != 0, off+n", f.valType)
+		g.p("if x > 0 {")
+		g.p("v--")
+		g.p("}")
+		g.p("} else if v, ok, off, err = fast.%s(b, off); err != nil {", w.readNull)
 	} else {
-		g.p("if v, off, err = fast.%s(b, off); err != nil {", w.read)
+		g.p("v, off = %s(x), off+n", f.valType)
+		g.p("} else if v, off, err = fast.%s(b, off); err != nil {", w.read)
 	}
 	g.p("%s", fail)
 	g.p("}")
@@ -594,12 +706,17 @@ func conv(f *field, expr string) string {
 }
 
 func (g *generator) emitDecode(t *template) {
-	// The presence map comes by value so that its bits stay in registers
-	// (PMap.Next is inlined).
-	g.p("func (d *Decoder) decode%s(b []byte, off int, pm fast.PMap, m *%s) (int, error) {", t.goName, t.goName)
+	// The presence map comes as two words in registers; each field tests
+	// its own bit with a constant mask.
+	g.p("func (d *Decoder) decode%s(b []byte, off int, pm, pmLo uint64, m *%s) (int, error) {", t.goName, t.goName)
 	g.p("var err error")
 	g.p("var ok bool")
-	g.p("_, _ = err, ok")
+	g.p("_, _, _ = err, ok, pmLo")
+	bit := 0 // the template id's
+	next := func() string {
+		bit++
+		return pmBit(bit)
+	}
 	for _, f := range t.fields {
 		g.p("// %s", fieldDoc(f.f))
 		op := f.f.Op
@@ -627,7 +744,7 @@ func (g *generator) emitDecode(t *template) {
 		switch op.Kind {
 		case fast.OpConstant:
 			if f.f.Optional {
-				g.p("m.Has%s = pm.Next()", f.goName)
+				g.p("m.Has%s = %s", f.goName, next())
 			}
 		case fast.OpNone:
 			g.p("{")
@@ -637,7 +754,7 @@ func (g *generator) emitDecode(t *template) {
 			present("ok")
 			g.p("}")
 		case fast.OpDefault:
-			g.p("if pm.Next() {")
+			g.p("if %s {", next())
 			if v := g.decodeRead(t, f, "m."+f.goName); v == "v" {
 				set(v)
 			}
@@ -655,7 +772,7 @@ func (g *generator) emitDecode(t *template) {
 			st := s + "State"
 			d5 := fmt.Sprintf(`return off, d.fail(fast.ErrNoPrevious, %sTemplateID, %q, off)`, t.goName, f.f.Name)
 			d6 := fmt.Sprintf(`return off, d.fail(fast.ErrEmptyPrevious, %sTemplateID, %q, off)`, t.goName, f.f.Name)
-			g.p("if pm.Next() {")
+			g.p("if %s {", next())
 			assign := fmt.Sprintf("%s, %s = v, slotAssigned", s, st)
 			if g.decodeRead(t, f, s) != "v" {
 				assign = fmt.Sprintf("%s = slotAssigned", st) // read in place
@@ -897,6 +1014,7 @@ func (g *generator) emitHelpers() {
 	g.p("return d.err")
 	g.p("}")
 	g.p("")
+	g.p("%s", decodeHelpers)
 	g.p("// asciiByte returns the single character of s, a string in wire form, or")
 	g.p("// 0 for the empty string.")
 	g.p("func asciiByte(s []byte) byte {")
@@ -933,3 +1051,68 @@ func (g *generator) emitHelpers() {
 	}
 	g.p("}")
 }
+
+// decodeHelpers are the inlinable fast paths of the generated decoder. Each
+// returns n == 0 when the careful primitive of package fast must decide.
+const decodeHelpers = `// readPMap reads the presence map at b[off] into two words, the first bit in
+// the top bit of hi (bits past the transmitted ones read as zeros), through
+// fast.ReadPMap, which enforces maxBytes and fast.MaxPMapBits. DecodeRecord
+// reads the usual one- and two-byte maps inline and calls it for the rest.
+func readPMap(b []byte, off, maxBytes int) (hi, lo uint64, next int, err error) {
+	pm, next, err := fast.ReadPMap(b, off, maxBytes)
+	if err != nil {
+		return 0, 0, next, err
+	}
+	for i := 0; i < 128; i++ {
+		hi, lo = hi<<1|lo>>63, lo<<1
+		if pm.Next() {
+			lo |= 1
+		}
+	}
+	return hi, lo, next, nil
+}
+
+// uvarint8 decodes an unsigned stop-bit integer of at most 8 bytes at b[off]
+// with one 8-byte load and no loop: the stop byte is found with a trailing-zero
+// count, the bytes are put in big-endian order and their 7-bit groups are
+// packed by halves (14, 28, then 56 bits). n is the length; n > 8 when fewer
+// than 8 bytes are left or the integer is longer (the careful path's cases).
+// It is small enough to be inlined.
+func uvarint8(b []byte, off int) (v uint64, n int) {
+	if len(b)-off < 8 {
+		return 0, 9
+	}
+	w := binary.LittleEndian.Uint64(b[off:])
+	t := bits.TrailingZeros64(w & 0x8080808080808080) // 8n-1; 64 without a stop bit
+	// The shift keeps the n bytes, the stop byte on top; the shift count is
+	// masked so that the compiler emits a plain shift (without a stop bit
+	// the result is unused). The masks of the first packing step drop the
+	// stop bit.
+	x := bits.ReverseBytes64(w << (^t & 63)) // ^t&63 is 63-t
+	x = x&0x007f007f007f007f | x>>1&0x3f803f803f803f80
+	x = x&0x00003fff00003fff | x>>2&0x0fffc0000fffc000
+	x = x&0x000000000fffffff | x>>4&0x00fffffff0000000
+	return x, t>>3 + 1
+}
+
+// signed turns uvarint8's result into a signed integer's: the 7n-bit value
+// is sign-extended from the first byte's sign bit (0x40). It is separate from
+// uvarint8 so that both stay within the inlining budget.
+func signed(x uint64, n int) (v int64, m int) {
+	sh := (64 - 7*uint(n)) & 63
+	return int64(x<<sh) >> sh, n
+}
+
+// ascii8 finds an ASCII string of at most 8 bytes at b[off] with one 8-byte
+// load: w holds its bytes in order from the low byte, stop bit cleared,
+// bytes past it zero. n is the length; n > 8 as for uvarint8.
+func ascii8(b []byte, off int) (w uint64, n int) {
+	if len(b)-off < 8 {
+		return 0, 9
+	}
+	w = binary.LittleEndian.Uint64(b[off:])
+	n = bits.TrailingZeros64(w&0x8080808080808080)>>3 + 1
+	sh := (64 - 8*uint(n)) & 63
+	return w << sh >> sh & 0x7f7f7f7f7f7f7f7f, n
+}
+`

@@ -4,6 +4,8 @@
 package feature
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 
 	"github.com/tickwire/tickwire/fast"
@@ -203,13 +205,20 @@ func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
 		maxPMap = DefaultMaxPMapBytes
 	}
 	start := off
-	pm, off, err := fast.ReadPMap(b, off, maxPMap)
-	if err != nil {
+	var pm, pmLo uint64
+	var err error
+	if len(b)-off >= 2 && b[off]&0x80 != 0 {
+		pm, off = uint64(b[off])<<57, off+1
+	} else if len(b)-off >= 2 && b[off+1]&0x80 != 0 && maxPMap >= 2 {
+		pm, off = uint64(b[off])<<57|uint64(b[off+1]&0x7f)<<50, off+2
+	} else if pm, pmLo, off, err = readPMap(b, off, maxPMap); err != nil {
 		return start, d.fail(err, 0, "", off)
 	}
-	if pm.Next() {
+	if pm&(1<<63) != 0 {
 		var tid uint32
-		if tid, off, err = fast.ReadUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
+			tid, off = uint32(x), off+n
+		} else if tid, off, err = fast.ReadUint32(b, off); err != nil {
 			return start, d.fail(err, 0, "", off)
 		}
 		d.dict.tid, d.dict.tidState = tid, slotAssigned
@@ -218,12 +227,12 @@ func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
 	}
 	switch d.dict.tid {
 	case IntsTemplateID:
-		if off, err = d.decodeInts(b, off, pm, &d.recInts); err != nil {
+		if off, err = d.decodeInts(b, off, pm, pmLo, &d.recInts); err != nil {
 			return start, err
 		}
 		h.OnInts(&d.recInts)
 	case StringsTemplateID:
-		if off, err = d.decodeStrings(b, off, pm, &d.recStrings); err != nil {
+		if off, err = d.decodeStrings(b, off, pm, pmLo, &d.recStrings); err != nil {
 			return start, err
 		}
 		h.OnStrings(&d.recStrings)
@@ -235,14 +244,16 @@ func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
 	return off, nil
 }
 
-func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, error) {
+func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, error) {
 	var err error
 	var ok bool
-	_, _ = err, ok
+	_, _, _ = err, ok, pmLo
 	// uInt32 U32None, mandatory
 	{
 		var v uint32
-		if v, off, err = fast.ReadUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
+			v, off = uint32(x), off+n
+		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "U32None", off)
 		}
 		m.U32None = v
@@ -250,7 +261,12 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 	// int32 I32OptNone, optional
 	{
 		var v int32
-		if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
+		if x, n := signed(uvarint8(b, off)); n <= 8 && x >= -0x80000000 && x <= 0x80000000 {
+			v, ok, off = int32(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "I32OptNone", off)
 		}
 		m.I32OptNone = v
@@ -259,7 +275,12 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 	// uInt64 U64OptNone, optional
 	{
 		var v uint64
-		if v, ok, off, err = fast.ReadNullableUint64(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 {
+			v, ok, off = uint64(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableUint64(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "U64OptNone", off)
 		}
 		m.U64OptNone = v
@@ -268,18 +289,22 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 	// int64 I64None, mandatory
 	{
 		var v int64
-		if v, off, err = fast.ReadInt64(b, off); err != nil {
+		if x, n := signed(uvarint8(b, off)); n <= 8 {
+			v, off = int64(x), off+n
+		} else if v, off, err = fast.ReadInt64(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "I64None", off)
 		}
 		m.I64None = v
 	}
 	// uInt64 U64Const, mandatory, constant "18446744073709551615"
 	// int64 I64OptConst, optional, constant "-5"
-	m.HasI64OptConst = pm.Next()
+	m.HasI64OptConst = pm&(1<<62) != 0
 	// uInt32 U32Default, mandatory, default "7"
-	if pm.Next() {
+	if pm&(1<<61) != 0 {
 		var v uint32
-		if v, off, err = fast.ReadUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
+			v, off = uint32(x), off+n
+		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "U32Default", off)
 		}
 		m.U32Default = v
@@ -287,9 +312,14 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 		m.U32Default = 7
 	}
 	// int32 I32OptDefaultInit, optional, default "-3"
-	if pm.Next() {
+	if pm&(1<<60) != 0 {
 		var v int32
-		if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
+		if x, n := signed(uvarint8(b, off)); n <= 8 && x >= -0x80000000 && x <= 0x80000000 {
+			v, ok, off = int32(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "I32OptDefaultInit", off)
 		}
 		m.I32OptDefaultInit = v
@@ -299,9 +329,14 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 		m.HasI32OptDefaultInit = true
 	}
 	// int64 I64OptDefault, optional, default
-	if pm.Next() {
+	if pm&(1<<59) != 0 {
 		var v int64
-		if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
+		if x, n := signed(uvarint8(b, off)); n <= 8 {
+			v, ok, off = int64(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "I64OptDefault", off)
 		}
 		m.I64OptDefault = v
@@ -310,9 +345,11 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 		m.I64OptDefault, m.HasI64OptDefault = 0, false
 	}
 	// uInt32 U32Copy, mandatory, copy
-	if pm.Next() {
+	if pm&(1<<58) != 0 {
 		var v uint32
-		if v, off, err = fast.ReadUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
+			v, off = uint32(x), off+n
+		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "U32Copy", off)
 		}
 		d.dict.s0U32Copy, d.dict.s0U32CopyState = v, slotAssigned
@@ -326,9 +363,11 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 	}
 	m.U32Copy = d.dict.s0U32Copy
 	// uInt32 U32CopyInit, mandatory, copy "100"
-	if pm.Next() {
+	if pm&(1<<57) != 0 {
 		var v uint32
-		if v, off, err = fast.ReadUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
+			v, off = uint32(x), off+n
+		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "U32CopyInit", off)
 		}
 		d.dict.s1U32CopyInit, d.dict.s1U32CopyInitState = v, slotAssigned
@@ -342,9 +381,14 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 	}
 	m.U32CopyInit = d.dict.s1U32CopyInit
 	// int32 I32OptCopy, optional, copy
-	if pm.Next() {
+	if pm&(1<<56) != 0 {
 		var v int32
-		if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
+		if x, n := signed(uvarint8(b, off)); n <= 8 && x >= -0x80000000 && x <= 0x80000000 {
+			v, ok, off = int32(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "I32OptCopy", off)
 		}
 		if ok {
@@ -365,9 +409,14 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 		m.I32OptCopy, m.HasI32OptCopy = 0, false
 	}
 	// int64 I64OptCopyInit, optional, copy "-9"
-	if pm.Next() {
+	if pm&(1<<55) != 0 {
 		var v int64
-		if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
+		if x, n := signed(uvarint8(b, off)); n <= 8 {
+			v, ok, off = int64(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "I64OptCopyInit", off)
 		}
 		if ok {
@@ -388,9 +437,11 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 		m.I64OptCopyInit, m.HasI64OptCopyInit = 0, false
 	}
 	// uInt64 U64Incr, mandatory, increment
-	if pm.Next() {
+	if pm&(1<<54) != 0 {
 		var v uint64
-		if v, off, err = fast.ReadUint64(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 {
+			v, off = uint64(x), off+n
+		} else if v, off, err = fast.ReadUint64(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "U64Incr", off)
 		}
 		d.dict.s4U64Incr, d.dict.s4U64IncrState = v, slotAssigned
@@ -406,9 +457,14 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 	}
 	m.U64Incr = d.dict.s4U64Incr
 	// int32 I32OptIncr, optional, increment
-	if pm.Next() {
+	if pm&(1<<53) != 0 {
 		var v int32
-		if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
+		if x, n := signed(uvarint8(b, off)); n <= 8 && x >= -0x80000000 && x <= 0x80000000 {
+			v, ok, off = int32(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "I32OptIncr", off)
 		}
 		if ok {
@@ -431,9 +487,11 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 		m.I32OptIncr, m.HasI32OptIncr = 0, false
 	}
 	// uInt32 U32IncrInit, mandatory, increment "4294967295"
-	if pm.Next() {
+	if pm&(1<<52) != 0 {
 		var v uint32
-		if v, off, err = fast.ReadUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
+			v, off = uint32(x), off+n
+		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "U32IncrInit", off)
 		}
 		d.dict.s6U32IncrInit, d.dict.s6U32IncrInitState = v, slotAssigned
@@ -449,9 +507,14 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 	}
 	m.U32IncrInit = d.dict.s6U32IncrInit
 	// int64 I64OptIncrInit, optional, increment "9223372036854775807"
-	if pm.Next() {
+	if pm&(1<<51) != 0 {
 		var v int64
-		if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
+		if x, n := signed(uvarint8(b, off)); n <= 8 {
+			v, ok, off = int64(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "I64OptIncrInit", off)
 		}
 		if ok {
@@ -474,9 +537,11 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 		m.I64OptIncrInit, m.HasI64OptIncrInit = 0, false
 	}
 	// uInt32 PerTemplate, mandatory, copy
-	if pm.Next() {
+	if pm&(1<<50) != 0 {
 		var v uint32
-		if v, off, err = fast.ReadUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
+			v, off = uint32(x), off+n
+		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "PerTemplate", off)
 		}
 		d.dict.s8K, d.dict.s8KState = v, slotAssigned
@@ -490,9 +555,11 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 	}
 	m.PerTemplate = d.dict.s8K
 	// uInt32 NamedA, mandatory, copy
-	if pm.Next() {
+	if pm&(1<<49) != 0 {
 		var v uint32
-		if v, off, err = fast.ReadUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
+			v, off = uint32(x), off+n
+		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "NamedA", off)
 		}
 		d.dict.s9X, d.dict.s9XState = v, slotAssigned
@@ -506,9 +573,14 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 	}
 	m.NamedA = d.dict.s9X
 	// int64 Wide, optional, copy
-	if pm.Next() {
+	if pm&(1<<48) != 0 {
 		var v int64
-		if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
+		if x, n := signed(uvarint8(b, off)); n <= 8 {
+			v, ok, off = int64(x), x != 0, off+n
+			if x > 0 {
+				v--
+			}
+		} else if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
 			return off, d.fail(err, IntsTemplateID, "Wide", off)
 		}
 		if ok {
@@ -534,76 +606,113 @@ func (d *Decoder) decodeInts(b []byte, off int, pm fast.PMap, m *Ints) (int, err
 	return off, nil
 }
 
-func (d *Decoder) decodeStrings(b []byte, off int, pm fast.PMap, m *Strings) (int, error) {
+func (d *Decoder) decodeStrings(b []byte, off int, pm, pmLo uint64, m *Strings) (int, error) {
 	var err error
 	var ok bool
-	_, _ = err, ok
+	_, _, _ = err, ok, pmLo
 	// string S4, mandatory
 	{
-		var s []byte
-		if s, off, err = fast.ReadASCII(b, off, 4); err != nil {
-			return off, d.fail(err, StringsTemplateID, "S4", off)
+		if w, n := ascii8(b, off); n <= 4 && w&0xff != 0 {
+			var a [8]byte
+			binary.LittleEndian.PutUint64(a[:], w)
+			m.S4, off = [4]byte(a[:4]), off+n
+		} else {
+			var s []byte
+			if s, off, err = fast.ReadASCII(b, off, 4); err != nil {
+				return off, d.fail(err, StringsTemplateID, "S4", off)
+			}
+			m.S4 = [4]byte{}
+			fast.CopyASCII(m.S4[:], s)
 		}
-		m.S4 = [4]byte{}
-		fast.CopyASCII(m.S4[:], s)
 	}
 	// string S4Opt, optional
 	{
-		var s []byte
-		if s, ok, off, err = fast.ReadNullableASCII(b, off, 4); err != nil {
-			return off, d.fail(err, StringsTemplateID, "S4Opt", off)
+		if w, n := ascii8(b, off); n <= 4 && w&0xff != 0 {
+			var a [8]byte
+			binary.LittleEndian.PutUint64(a[:], w)
+			m.S4Opt, off = [4]byte(a[:4]), off+n
+			ok = true
+		} else {
+			var s []byte
+			if s, ok, off, err = fast.ReadNullableASCII(b, off, 4); err != nil {
+				return off, d.fail(err, StringsTemplateID, "S4Opt", off)
+			}
+			m.S4Opt = [4]byte{}
+			fast.CopyASCII(m.S4Opt[:], s)
 		}
-		m.S4Opt = [4]byte{}
-		fast.CopyASCII(m.S4Opt[:], s)
 		m.HasS4Opt = ok
 	}
 	// string SConst, mandatory, constant "XY"
 	// string SOptConst, optional, constant "Z"
-	m.HasSOptConst = pm.Next()
+	m.HasSOptConst = pm&(1<<62) != 0
 	// string S1Default, mandatory, default "A"
-	if pm.Next() {
-		var s []byte
-		if s, off, err = fast.ReadASCII(b, off, 1); err != nil {
-			return off, d.fail(err, StringsTemplateID, "S1Default", off)
+	if pm&(1<<61) != 0 {
+		var v byte
+		if off < len(b) && b[off] > 0x80 {
+			v, off = b[off]&0x7f, off+1
+		} else {
+			var s []byte
+			if s, off, err = fast.ReadASCII(b, off, 1); err != nil {
+				return off, d.fail(err, StringsTemplateID, "S1Default", off)
+			}
+			v = asciiByte(s)
 		}
-		v := asciiByte(s)
 		m.S1Default = v
 	} else {
 		m.S1Default = 'A'
 	}
 	// string S3OptDefault, optional, default "abc"
-	if pm.Next() {
-		var s []byte
-		if s, ok, off, err = fast.ReadNullableASCII(b, off, 3); err != nil {
-			return off, d.fail(err, StringsTemplateID, "S3OptDefault", off)
+	if pm&(1<<60) != 0 {
+		if w, n := ascii8(b, off); n <= 3 && w&0xff != 0 {
+			var a [8]byte
+			binary.LittleEndian.PutUint64(a[:], w)
+			m.S3OptDefault, off = [3]byte(a[:3]), off+n
+			ok = true
+		} else {
+			var s []byte
+			if s, ok, off, err = fast.ReadNullableASCII(b, off, 3); err != nil {
+				return off, d.fail(err, StringsTemplateID, "S3OptDefault", off)
+			}
+			m.S3OptDefault = [3]byte{}
+			fast.CopyASCII(m.S3OptDefault[:], s)
 		}
-		m.S3OptDefault = [3]byte{}
-		fast.CopyASCII(m.S3OptDefault[:], s)
 		m.HasS3OptDefault = ok
 	} else {
 		m.S3OptDefault = [3]byte{'a', 'b', 'c'}
 		m.HasS3OptDefault = true
 	}
 	// string S1OptDefault, optional, default
-	if pm.Next() {
-		var s []byte
-		if s, ok, off, err = fast.ReadNullableASCII(b, off, 1); err != nil {
-			return off, d.fail(err, StringsTemplateID, "S1OptDefault", off)
+	if pm&(1<<59) != 0 {
+		var v byte
+		if off < len(b) && b[off] > 0x80 {
+			v, off = b[off]&0x7f, off+1
+			ok = true
+		} else {
+			var s []byte
+			if s, ok, off, err = fast.ReadNullableASCII(b, off, 1); err != nil {
+				return off, d.fail(err, StringsTemplateID, "S1OptDefault", off)
+			}
+			v = asciiByte(s)
 		}
-		v := asciiByte(s)
 		m.S1OptDefault = v
 		m.HasS1OptDefault = ok
 	} else {
 		m.S1OptDefault, m.HasS1OptDefault = 0, false
 	}
 	// string S2Copy, mandatory, copy
-	if pm.Next() {
-		var s []byte
-		if s, off, err = fast.ReadASCII(b, off, 2); err != nil {
-			return off, d.fail(err, StringsTemplateID, "S2Copy", off)
+	if pm&(1<<58) != 0 {
+		if w, n := ascii8(b, off); n <= 2 && w&0xff != 0 {
+			var a [8]byte
+			binary.LittleEndian.PutUint64(a[:], w)
+			d.dict.s11S2Copy, off = [2]byte(a[:2]), off+n
+		} else {
+			var s []byte
+			if s, off, err = fast.ReadASCII(b, off, 2); err != nil {
+				return off, d.fail(err, StringsTemplateID, "S2Copy", off)
+			}
+			d.dict.s11S2Copy = [2]byte{}
+			fast.CopyASCII(d.dict.s11S2Copy[:], s)
 		}
-		d.dict.s11S2Copy = [2]byte{}
-		fast.CopyASCII(d.dict.s11S2Copy[:], s)
 		d.dict.s11S2CopyState = slotAssigned
 	} else {
 		switch d.dict.s11S2CopyState {
@@ -615,13 +724,20 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm fast.PMap, m *Strings) (in
 	}
 	m.S2Copy = d.dict.s11S2Copy
 	// string S2OptCopyInit, optional, copy "zz"
-	if pm.Next() {
-		var s []byte
-		if s, ok, off, err = fast.ReadNullableASCII(b, off, 2); err != nil {
-			return off, d.fail(err, StringsTemplateID, "S2OptCopyInit", off)
+	if pm&(1<<57) != 0 {
+		if w, n := ascii8(b, off); n <= 2 && w&0xff != 0 {
+			var a [8]byte
+			binary.LittleEndian.PutUint64(a[:], w)
+			d.dict.s12S2OptCopyInit, off = [2]byte(a[:2]), off+n
+			ok = true
+		} else {
+			var s []byte
+			if s, ok, off, err = fast.ReadNullableASCII(b, off, 2); err != nil {
+				return off, d.fail(err, StringsTemplateID, "S2OptCopyInit", off)
+			}
+			d.dict.s12S2OptCopyInit = [2]byte{}
+			fast.CopyASCII(d.dict.s12S2OptCopyInit[:], s)
 		}
-		d.dict.s12S2OptCopyInit = [2]byte{}
-		fast.CopyASCII(d.dict.s12S2OptCopyInit[:], s)
 		if ok {
 			d.dict.s12S2OptCopyInitState = slotAssigned
 		} else {
@@ -640,12 +756,18 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm fast.PMap, m *Strings) (in
 		m.S2OptCopyInit, m.HasS2OptCopyInit = [2]byte{}, false
 	}
 	// string S1OptCopy, optional, copy
-	if pm.Next() {
-		var s []byte
-		if s, ok, off, err = fast.ReadNullableASCII(b, off, 1); err != nil {
-			return off, d.fail(err, StringsTemplateID, "S1OptCopy", off)
+	if pm&(1<<56) != 0 {
+		var v byte
+		if off < len(b) && b[off] > 0x80 {
+			v, off = b[off]&0x7f, off+1
+			ok = true
+		} else {
+			var s []byte
+			if s, ok, off, err = fast.ReadNullableASCII(b, off, 1); err != nil {
+				return off, d.fail(err, StringsTemplateID, "S1OptCopy", off)
+			}
+			v = asciiByte(s)
 		}
-		v := asciiByte(s)
 		if ok {
 			d.dict.s13S1OptCopy, d.dict.s13S1OptCopyState = v, slotAssigned
 		} else {
@@ -664,9 +786,11 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm fast.PMap, m *Strings) (in
 		m.S1OptCopy, m.HasS1OptCopy = 0, false
 	}
 	// uInt32 PerTemplate, mandatory, copy
-	if pm.Next() {
+	if pm&(1<<55) != 0 {
 		var v uint32
-		if v, off, err = fast.ReadUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
+			v, off = uint32(x), off+n
+		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
 			return off, d.fail(err, StringsTemplateID, "PerTemplate", off)
 		}
 		d.dict.s14K, d.dict.s14KState = v, slotAssigned
@@ -680,9 +804,11 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm fast.PMap, m *Strings) (in
 	}
 	m.PerTemplate = d.dict.s14K
 	// uInt32 NamedB, mandatory, copy
-	if pm.Next() {
+	if pm&(1<<54) != 0 {
 		var v uint32
-		if v, off, err = fast.ReadUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
+			v, off = uint32(x), off+n
+		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
 			return off, d.fail(err, StringsTemplateID, "NamedB", off)
 		}
 		d.dict.s9X, d.dict.s9XState = v, slotAssigned
@@ -696,9 +822,11 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm fast.PMap, m *Strings) (in
 	}
 	m.NamedB = d.dict.s9X
 	// uInt32 U32Copy, mandatory, copy
-	if pm.Next() {
+	if pm&(1<<53) != 0 {
 		var v uint32
-		if v, off, err = fast.ReadUint32(b, off); err != nil {
+		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
+			v, off = uint32(x), off+n
+		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
 			return off, d.fail(err, StringsTemplateID, "U32Copy", off)
 		}
 		d.dict.s0U32Copy, d.dict.s0U32CopyState = v, slotAssigned
@@ -1318,6 +1446,68 @@ func (e *EncodeError) Unwrap() error { return e.Err }
 func (d *Decoder) fail(err error, tid uint32, field string, off int) error {
 	d.err = &fast.DecodeError{Code: fast.Code(err), TemplateID: tid, Field: field, Offset: off, Err: err}
 	return d.err
+}
+
+// readPMap reads the presence map at b[off] into two words, the first bit in
+// the top bit of hi (bits past the transmitted ones read as zeros), through
+// fast.ReadPMap, which enforces maxBytes and fast.MaxPMapBits. DecodeRecord
+// reads the usual one- and two-byte maps inline and calls it for the rest.
+func readPMap(b []byte, off, maxBytes int) (hi, lo uint64, next int, err error) {
+	pm, next, err := fast.ReadPMap(b, off, maxBytes)
+	if err != nil {
+		return 0, 0, next, err
+	}
+	for i := 0; i < 128; i++ {
+		hi, lo = hi<<1|lo>>63, lo<<1
+		if pm.Next() {
+			lo |= 1
+		}
+	}
+	return hi, lo, next, nil
+}
+
+// uvarint8 decodes an unsigned stop-bit integer of at most 8 bytes at b[off]
+// with one 8-byte load and no loop: the stop byte is found with a trailing-zero
+// count, the bytes are put in big-endian order and their 7-bit groups are
+// packed by halves (14, 28, then 56 bits). n is the length; n > 8 when fewer
+// than 8 bytes are left or the integer is longer (the careful path's cases).
+// It is small enough to be inlined.
+func uvarint8(b []byte, off int) (v uint64, n int) {
+	if len(b)-off < 8 {
+		return 0, 9
+	}
+	w := binary.LittleEndian.Uint64(b[off:])
+	t := bits.TrailingZeros64(w & 0x8080808080808080) // 8n-1; 64 without a stop bit
+	// The shift keeps the n bytes, the stop byte on top; the shift count is
+	// masked so that the compiler emits a plain shift (without a stop bit
+	// the result is unused). The masks of the first packing step drop the
+	// stop bit.
+	x := bits.ReverseBytes64(w << (^t & 63)) // ^t&63 is 63-t
+	x = x&0x007f007f007f007f | x>>1&0x3f803f803f803f80
+	x = x&0x00003fff00003fff | x>>2&0x0fffc0000fffc000
+	x = x&0x000000000fffffff | x>>4&0x00fffffff0000000
+	return x, t>>3 + 1
+}
+
+// signed turns uvarint8's result into a signed integer's: the 7n-bit value
+// is sign-extended from the first byte's sign bit (0x40). It is separate from
+// uvarint8 so that both stay within the inlining budget.
+func signed(x uint64, n int) (v int64, m int) {
+	sh := (64 - 7*uint(n)) & 63
+	return int64(x<<sh) >> sh, n
+}
+
+// ascii8 finds an ASCII string of at most 8 bytes at b[off] with one 8-byte
+// load: w holds its bytes in order from the low byte, stop bit cleared,
+// bytes past it zero. n is the length; n > 8 as for uvarint8.
+func ascii8(b []byte, off int) (w uint64, n int) {
+	if len(b)-off < 8 {
+		return 0, 9
+	}
+	w = binary.LittleEndian.Uint64(b[off:])
+	n = bits.TrailingZeros64(w&0x8080808080808080)>>3 + 1
+	sh := (64 - 8*uint(n)) & 63
+	return w << sh >> sh & 0x7f7f7f7f7f7f7f7f, n
 }
 
 // asciiByte returns the single character of s, a string in wire form, or

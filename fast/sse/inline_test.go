@@ -1,0 +1,74 @@
+package sse
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tickwire/tickwire/fast"
+)
+
+// TestInlineIntegers checks the generated 8-byte fast paths (uvarint8,
+// signed, ascii8) against package fast's careful primitives on every
+// encoding length, overlong forms included, at every alignment.
+func TestInlineIntegers(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	vals := []uint64{0, 1, 63, 64, 127, 128, 1<<14 - 1, 1 << 14, 1<<56 - 1, 1 << 56, math.MaxUint64}
+	for range 2000 {
+		vals = append(vals, r.Uint64()>>r.IntN(64))
+	}
+	for _, u := range vals {
+		for _, wire := range [][]byte{
+			fast.AppendUint64(nil, u),
+			fast.AppendInt64(nil, int64(u)),
+			append([]byte{0x00}, fast.AppendUint64(nil, u)...), // overlong
+			append([]byte{0x7f}, fast.AppendInt64(nil, -1)...), // overlong negative
+		} {
+			for pad := range 9 {
+				b := append(append(make([]byte, pad), wire...), 0, 0, 0, 0, 0, 0, 0, 0)
+				wantU, nextU, errU := fast.ReadUint64(b, pad)
+				x, n := uvarint8(b, pad)
+				if n <= 8 && (errU != nil || x != wantU || pad+n != nextU) {
+					t.Fatalf("uvarint8(% x) = %d, %d; fast.ReadUint64: %d, %d, %v", wire, x, n, wantU, nextU-pad, errU)
+				}
+				if n > 8 && len(wire) <= 8 {
+					t.Fatalf("uvarint8(% x) took the careful path", wire)
+				}
+				wantI, nextI, errI := fast.ReadInt64(b, pad)
+				y, n := signed(uvarint8(b, pad))
+				if n <= 8 && (errI != nil || y != wantI || pad+n != nextI) {
+					t.Fatalf("signed(uvarint8(% x)) = %d, %d; fast.ReadInt64: %d, %d, %v", wire, y, n, wantI, nextI-pad, errI)
+				}
+			}
+		}
+	}
+	// Too short to load 8 bytes: the careful path decides.
+	if _, n := uvarint8([]byte{0x81}, 0); n <= 8 {
+		t.Fatal("uvarint8 read past a short buffer")
+	}
+	// No stop bit in 8 bytes.
+	if _, n := uvarint8(make([]byte, 16), 0); n <= 8 {
+		t.Fatal("uvarint8 accepted an integer longer than 8 bytes")
+	}
+}
+
+func TestInlineASCII(t *testing.T) {
+	for _, s := range []string{"A", "60", "600000", "ABCDEFGH", "ABCDEFGHI"} {
+		wire := fast.AppendASCII(nil, []byte(s))
+		b := append(wire, make([]byte, 8)...)
+		w, n := ascii8(b, 0)
+		if len(s) > 8 {
+			if n <= 8 {
+				t.Fatalf("ascii8(%q) found a stop bit", s)
+			}
+			continue
+		}
+		var got [8]byte
+		for i := range got {
+			got[i] = byte(w >> (8 * i))
+		}
+		if n != len(s) || string(got[:n]) != s || w>>(8*uint(n)&63) != 0 && n < 8 {
+			t.Fatalf("ascii8(%q) = %x, %d", s, w, n)
+		}
+	}
+}
