@@ -220,11 +220,15 @@ func (sy *syncer) process(ep *tcp.Endpoint) {
 		}
 	}
 	kick(ep)
-	sy.wire.release()
 	if c != nil && c.inline.Swap(inlineIdle) == inlinePending {
+		// The handler runs inside the hold, so that its answer leaves with
+		// (and replaces) the ACK the processing queued.
 		sy.inline.Add(1)
+		c.inScope.Store(true)
 		c.runHandler()
+		c.inScope.Store(false)
 	}
+	sy.wire.release()
 }
 
 // afterUser processes segments that arrived for ep while a Read or Write

@@ -74,6 +74,7 @@ type Stats struct {
 	LatencyFallbacks  uint64 // segments of established connections left to a netstack processor because the pending list (64 endpoints) was full
 	LatencyInlineRuns uint64 // OnReceive handler runs on the delivering goroutine, right after the processing
 	LatencyOutboxFull uint64 // frames sent at once because 1024 frames were already waiting for netstack calls to return
+	LatencyACKsMerged uint64 // pure ACKs dropped because a handler's answer on the same connection carried the acknowledgement
 }
 
 // counter pairs a packet count with a byte count.
@@ -190,6 +191,7 @@ func (s *Stack) Stats() Stats {
 		st.LatencyFallbacks = sy.fallbacks.Load()
 		st.LatencyInlineRuns = sy.inline.Load()
 		st.LatencyOutboxFull = s.wire.out.full.Load()
+		st.LatencyACKsMerged = s.wire.out.merged.Load()
 	}
 	return st
 }

@@ -203,8 +203,10 @@ type TCPConn struct {
 
 	recv receiver // OnReceive's state
 	// inline tells the handler's listener whether the syncer is processing
-	// this connection right now (see syncer.process).
-	inline atomic.Int32
+	// this connection right now (see syncer.process); inScope is true while
+	// the syncer runs its handler inside its own hold of the outbox.
+	inline  atomic.Int32
+	inScope atomic.Bool
 }
 
 var _ net.Conn = (*TCPConn)(nil)
@@ -241,10 +243,15 @@ func (c *TCPConn) hold() {
 }
 
 func (c *TCPConn) release() {
-	if c.sy != nil {
-		c.s.wire.release()
-		c.sy.afterUser(c.tep)
+	if c.sy == nil {
+		return
 	}
+	if c.inScope.Load() {
+		c.s.wire.unhold() // the syncer running the handler inline flushes
+		return
+	}
+	c.s.wire.release()
+	c.sy.afterUser(c.tep)
 }
 
 // Read reads up to len(b) bytes into b, which the caller owns. It returns
