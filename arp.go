@@ -18,7 +18,9 @@ import (
 // may call back into the table. Eviction takes the oldest entry that is not
 // in use (Stale, Incomplete, Unreachable) before any in use (Reachable,
 // Delay, Probe), so a flood of ARP requests from new hosts does not push
-// out the peers a program is talking to.
+// out the peers a program is talking to. An entry chosen for eviction stays
+// counted until netstack reports it removed, so admit never lets the table
+// grow past the bound while the evictor is still at work.
 //
 // Lock order:
 //
@@ -33,6 +35,8 @@ type arpTable struct {
 	index map[tcpip.Address]*list.Element
 	// +checklocks:mu
 	room bool // a packet was refused: evict one below the bound
+	// +checklocks:mu
+	evicting int // entries in order handed to the evictor, not yet removed
 
 	kick chan struct{} // capacity 1: wakes the evictor
 	done chan struct{}
@@ -45,8 +49,9 @@ var _ gstack.NUDDispatcher = (*arpTable)(nil)
 
 // arpEntry is one tracked dynamic entry.
 type arpEntry struct {
-	addr  tcpip.Address
-	state gstack.NeighborState
+	addr     tcpip.Address
+	state    gstack.NeighborState
+	evicting bool // handed to the evictor; still in netstack's table
 }
 
 // inUse reports whether the entry serves current traffic.
@@ -80,6 +85,10 @@ func (t *arpTable) start(remove func(tcpip.Address)) {
 			case <-t.kick:
 				for _, addr := range t.victims() {
 					remove(addr)
+					// netstack reports the removal through
+					// OnNeighborRemoved; an entry it no longer
+					// had reports nothing, so stop counting it here.
+					t.forgetEvicted(addr)
 					t.evictions.Add(1)
 				}
 			}
@@ -93,8 +102,9 @@ func (t *arpTable) stop() {
 	t.wg.Wait()
 }
 
-// victims removes from tracking the entries above the bound (one more when
-// a packet was refused), idle ones first, oldest first, and returns them.
+// victims marks for eviction the entries above the bound (one more when a
+// packet was refused), idle ones first, oldest first, and returns them. They
+// stay tracked, and counted against the bound, until netstack removes them.
 func (t *arpTable) victims() []tcpip.Address {
 	limit := t.max
 	t.mu.Lock()
@@ -105,14 +115,12 @@ func (t *arpTable) victims() []tcpip.Address {
 	}
 	var out []tcpip.Address
 	for _, idleOnly := range []bool{true, false} {
-		for el := t.order.Front(); el != nil && t.order.Len() > limit; {
-			next := el.Next()
-			if e := el.Value.(*arpEntry); !idleOnly || !e.inUse() {
-				t.order.Remove(el)
-				delete(t.index, e.addr)
+		for el := t.order.Front(); el != nil && t.order.Len()-t.evicting > limit; el = el.Next() {
+			if e := el.Value.(*arpEntry); !e.evicting && (!idleOnly || !e.inUse()) {
+				e.evicting = true
+				t.evicting++
 				out = append(out, e.addr)
 			}
-			el = next
 		}
 	}
 	return out
@@ -170,7 +178,7 @@ func (t *arpTable) OnNeighborAdded(_ tcpip.NICID, e gstack.NeighborEntry) {
 	} else {
 		t.index[e.Addr] = t.order.PushBack(&arpEntry{addr: e.Addr, state: e.State})
 	}
-	over := t.order.Len() > limit
+	over := t.order.Len()-t.evicting > limit
 	t.mu.Unlock()
 	if over {
 		t.wake()
@@ -203,8 +211,27 @@ func (t *arpTable) OnNeighborRemoved(_ tcpip.NICID, e gstack.NeighborEntry) {
 func (t *arpTable) forget(addr tcpip.Address) {
 	t.mu.Lock()
 	if el, ok := t.index[addr]; ok {
-		t.order.Remove(el)
-		delete(t.index, addr)
+		t.removeLocked(el)
 	}
 	t.mu.Unlock()
+}
+
+// forgetEvicted stops tracking addr if it is still the entry the evictor
+// chose; a newer entry for the same address is kept.
+func (t *arpTable) forgetEvicted(addr tcpip.Address) {
+	t.mu.Lock()
+	if el, ok := t.index[addr]; ok && el.Value.(*arpEntry).evicting {
+		t.removeLocked(el)
+	}
+	t.mu.Unlock()
+}
+
+// +checklocks:t.mu
+func (t *arpTable) removeLocked(el *list.Element) {
+	e := el.Value.(*arpEntry)
+	if e.evicting {
+		t.evicting--
+	}
+	t.order.Remove(el)
+	delete(t.index, e.addr)
 }
