@@ -182,3 +182,18 @@ func TestTCPChecksumAnyHeaderLength(t *testing.T) {
 		}
 	}
 }
+
+// FuzzOnesSum checks the vector sum against the reference on arbitrary
+// bytes at an arbitrary alignment.
+func FuzzOnesSum(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte, shift uint8) {
+		buf := make([]byte, len(data)+64)
+		off := int(shift % 64)
+		b := buf[off : off+len(data)]
+		copy(b, data)
+		got, want := onesSum(b), refOnesSum(b)
+		if got != want && !(got == 0xffff && want == 0) {
+			t.Fatalf("len %d off %d: onesSum %#04x, reference %#04x", len(b), off, got, want)
+		}
+	})
+}
