@@ -73,20 +73,23 @@
 // TCPConn.OnReceive, or Stack.ServeTCP, hands received bytes to a handler
 // that may Write the answer at once; in latency mode no goroutine is woken
 // between the link and the handler, and over link/pipe a whole request and
-// reply runs inside the requester's Write. Handlers must not block (a
-// handler's Write on a full send buffer returns ErrWouldBlock instead of
-// waiting). Both paths allocate nothing per round trip.
+// reply runs inside the requester's Write, and the answer replaces the ACK
+// netstack would have sent alone. Handlers must not block (a handler's
+// Write on a full send buffer returns ErrWouldBlock instead of waiting).
+// Both paths allocate nothing per TCP round trip; UDP still allocates inside
+// netstack (about 16 objects per round trip).
 //
-// What it buys, measured on a shared 2-vCPU machine (go run ./bench, 64-byte
-// TCP ping-pong, p50): over link/pipe with net.Conn about 20 us against 21-23
-// us in the stock mode, with a shorter tail, where Linux loopback takes
-// about 17 us; the fast API's round trip is one goroutine's CPU time, about
-// 20 us here, nearly all of it netstack's own segment processing (four
-// segments per round trip: netstack acknowledges every data segment at
-// once). Half of the kernel's loopback time is out of reach through
-// netstack's TCP on such a machine. Busy-polling did not help there and
-// made kernel-to-stack round trips over TAP worse (the spinning goroutines
-// starve the kernel's side), so it is off unless asked for.
+// What it buys, measured on a shared, loaded 2-vCPU machine (64-byte TCP
+// ping-pong over link/pipe, p50): net.Conn on both sides about 21 us in
+// either mode (go run ./bench puts Linux loopback at about 17 us); a
+// ServeTCP handler answering a net.Conn client about 17 us against 22 us,
+// p99 about 50 us against 100 us. A round trip through the fast API is one
+// goroutine's CPU time, nearly all of it netstack's own segment processing
+// (three segments per request/reply once the answer carries the ACK, where
+// Linux loopback sends two), so half of the kernel's loopback time is out of
+// reach through netstack's TCP on such a machine. Busy-polling did not help
+// there and made kernel-to-stack round trips over TAP worse (the spinning
+// goroutines starve the kernel's side), so it is off unless asked for.
 //
 // # Concurrency
 //

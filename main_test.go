@@ -1,6 +1,7 @@
 package tickwire_test
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -10,9 +11,14 @@ import (
 )
 
 // TestMain panics on a leaked PacketBuffer reference and fails when a test
-// leaves a goroutine behind (every Stack must be closed).
+// leaves a goroutine behind (every Stack must be closed). Benchmark runs
+// (-test.bench) skip the leak tracking, which registers every reference in
+// a global map and would double the figures.
 func TestMain(m *testing.M) {
-	refs.SetLeakMode(refs.LeaksPanic)
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		refs.SetLeakMode(refs.LeaksPanic)
+	}
 	code := m.Run()
 	refs.DoLeakCheck()
 	if code == 0 {
