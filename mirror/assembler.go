@@ -146,7 +146,8 @@ func (a *Assembler) ipv4(p []byte, ts int64) error {
 	// The IPv4 total length, not the frame, bounds the packet: Ethernet pads
 	// short frames.
 	p = p[:total]
-	if a.mode != ChecksumIgnore && !ipv4HeaderSumOK(p[:ihl]) {
+	if a.mode != ChecksumIgnore && !(ihl == ipv4MinHeaderLen && ipv4ShortHeaderSumOK((*[ipv4MinHeaderLen]byte)(p)) ||
+		ihl != ipv4MinHeaderLen && onesSum(p[:ihl]) == 0xffff) {
 		a.stats.IPv4ChecksumBad++
 		return ErrIPv4Checksum
 	}
