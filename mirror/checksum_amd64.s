@@ -119,22 +119,15 @@ done:
 	TESTQ BX, BX
 	JNZ block
 	VZEROUPPER
-	// Fold the 64-bit sum to 16 bits.
+	// Fold the 64-bit sum to 16 bits, each time adding the carry back in.
 	MOVQ R9, AX
 	SHRQ $32, AX
-	MOVL R9, DX
-	ADDQ DX, AX
-	MOVQ AX, DX
-	SHRQ $16, DX
-	ANDL $0xffff, AX
-	ADDQ DX, AX
-	MOVQ AX, DX
-	SHRQ $16, DX
-	ANDL $0xffff, AX
-	ADDQ DX, AX
-	MOVQ AX, DX
-	SHRQ $16, DX
-	ADDQ DX, AX
+	ADDL R9, AX
+	ADCL $0, AX
+	MOVL AX, DX
+	SHRL $16, DX
+	ADDW DX, AX
+	ADCW $0, AX
 	MOVW AX, ret+16(FP)
 	RET
 
