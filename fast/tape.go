@@ -479,34 +479,15 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			f.pm, f.vi, f.left, f.start = pm, int32(vi), u, start
 			goto ensure
 		case opElem:
-			f := &frames[len(frames)-1]
-			if len(m.Values) >= d.limits.MaxValues {
-				err, start = ErrLimit, f.start
-				goto fail
-			}
-			f.ei = int32(len(m.Values))
-			m.Values = grow(m.Values)
-			setValue(&m.Values[len(m.Values)-1], 0, 0, 0, 0, 0, o.vtag)
-			pm = PMap{}
-			if o.needPMap {
-				if off < len(b) && b[off]&stopBit != 0 {
-					pm.hi = uint64(b[off]) << 57
-					off++
-				} else if off+1 < len(b) && b[off+1]&stopBit != 0 && d.limits.MaxPMapBytes >= 2 {
-					pm.hi = uint64(b[off])<<57 | uint64(b[off+1]&dataBits)<<50
-					off += 2
-				} else if pm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
-					start = f.start
-					goto fail
-				}
-			}
-			goto ensure
+			goto elem
 		case opElemEnd:
 			f := &frames[len(frames)-1]
 			m.Values[f.ei].End = int32(len(m.Values))
 			if f.left--; f.left > 0 {
-				pc = int(o.jump)
-				goto ensure
+				// The next element starts here, not in a turn of
+				// its own.
+				o, pc, start = &tape[o.jump], int(o.jump)+1, off
+				goto elem
 			}
 			m.Values[f.vi].End = int32(len(m.Values))
 			pm = f.pm
@@ -582,6 +563,31 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 			setValue(&m.Values[len(m.Values)-1], 0, 0, int32(len(m.Values)), uint32(sp.start), uint32(sp.end-sp.start)&^poolBit, tag)
 		}
 		continue
+
+	elem: // o is an opElem: start a sequence element
+		{
+			f := &frames[len(frames)-1]
+			if len(m.Values) >= d.limits.MaxValues {
+				err, start = ErrLimit, f.start
+				goto fail
+			}
+			f.ei = int32(len(m.Values))
+			m.Values = grow(m.Values)
+			setValue(&m.Values[len(m.Values)-1], 0, 0, 0, 0, 0, o.vtag)
+			pm = PMap{}
+			if o.needPMap {
+				if off < len(b) && b[off]&stopBit != 0 {
+					pm.hi = uint64(b[off]) << 57
+					off++
+				} else if off+1 < len(b) && b[off+1]&stopBit != 0 && d.limits.MaxPMapBytes >= 2 {
+					pm.hi = uint64(b[off])<<57 | uint64(b[off+1]&dataBits)<<50
+					off += 2
+				} else if pm, off, err = ReadPMap(b, off, d.limits.MaxPMapBytes); err != nil {
+					start = f.start
+					goto fail
+				}
+			}
+		}
 
 	ensure:
 		// Control flow changes only at structural instructions: make
