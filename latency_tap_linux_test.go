@@ -16,16 +16,13 @@ import (
 	"github.com/tickwire/tickwire/link/tap"
 )
 
-// TestLatencyModeOverTAP runs latency mode against the Linux kernel: a TAP
-// device in a namespace the test creates, kernel TCP clients talking to a
-// ServeTCP echo handler (lock-step 8 KiB chunks) and to a net.Conn echo
-// (full duplex), and kernel pings; 1 MiB each way, byte-exact, with the
-// segments processed on the TAP reader's goroutine, which busy-polls the
-// device (Config.BusyPoll reaches link/tap's SetBusyPoll).
-func TestLatencyModeOverTAP(t *testing.T) {
-	kerneltest.RequireRoot(t)
-	ns := kerneltest.NewNetns(t, "twq")
-	ns.DisableIPv6(t)
+// tapPeer is a stack on a TAP device in a namespace the test creates; the
+// kernel side of the device is kernelIP.
+func tapPeer(tb testing.TB, cfg tickwire.Config) (*tickwire.Stack, *kerneltest.Netns, netip.Addr) {
+	tb.Helper()
+	kerneltest.RequireRoot(tb)
+	ns := kerneltest.NewNetns(tb, "twq")
+	ns.DisableIPv6(tb)
 	dev := kerneltest.Name("twq")
 	kernelIP, stackIP := netip.MustParseAddr("10.205.0.1"), netip.MustParseAddr("10.205.0.2")
 	var ep *tap.Endpoint
@@ -33,14 +30,73 @@ func TestLatencyModeOverTAP(t *testing.T) {
 		ep, err = tap.New(tap.Config{Name: dev, Host: netip.PrefixFrom(kernelIP, 24)})
 		return err
 	}); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	s, err := tickwire.New(tickwire.Config{Link: ep, MAC: ep.MAC(), Addr: netip.PrefixFrom(stackIP, 24), Latency: true, BusyPoll: 20 * time.Microsecond})
+	cfg.Link, cfg.MAC, cfg.Addr = ep, ep.MAC(), netip.PrefixFrom(stackIP, 24)
+	s, err := tickwire.New(cfg)
 	if err != nil {
 		ep.Close()
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	tb.Cleanup(func() { s.Close() })
+	return s, ns, stackIP
+}
+
+// BenchmarkTAPRoundTrip measures a 64-byte request from a kernel TCP client
+// (in the namespace) and its echo by the stack on the TAP device: stock
+// mode with a net.Conn echo goroutine, latency mode with the same, and
+// latency mode with a ServeTCP handler.
+func BenchmarkTAPRoundTrip(b *testing.B) {
+	for _, mode := range []struct {
+		name             string
+		latency, handler bool
+	}{{"stock", false, false}, {"latency", true, false}, {"latency-handler", true, true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			s, ns, stackIP := tapPeer(b, tickwire.Config{Latency: mode.latency})
+			if mode.handler {
+				ln, err := s.ServeTCP(7, echoHandler)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer ln.Close()
+			} else {
+				ln, err := s.ListenTCP(7)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer ln.Close()
+				echoServer(ln)
+			}
+			var c net.Conn
+			if err := ns.Do(func() (err error) {
+				c, err = net.DialTimeout("tcp", netip.AddrPortFrom(stackIP, 7).String(), 5*time.Second)
+				return err
+			}); err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			msg, buf := make([]byte, 64), make([]byte, 64)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Write(msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(c, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestLatencyModeOverTAP runs latency mode against the Linux kernel: a TAP
+// device in a namespace the test creates, kernel TCP clients talking to a
+// ServeTCP echo handler (lock-step 8 KiB chunks) and to a net.Conn echo
+// (full duplex), and kernel pings; 1 MiB each way, byte-exact, with the
+// segments processed on the TAP reader's goroutine, which busy-polls the
+// device (Config.BusyPoll reaches link/tap's SetBusyPoll).
+func TestLatencyModeOverTAP(t *testing.T) {
+	s, ns, stackIP := tapPeer(t, tickwire.Config{Latency: true, BusyPoll: 20 * time.Microsecond})
 
 	hln, err := s.ServeTCP(7, echoHandler)
 	if err != nil {
