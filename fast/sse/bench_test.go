@@ -77,8 +77,10 @@ func benchFeed(b *testing.B, trades bool) {
 func BenchmarkFeed3201(b *testing.B) { benchFeed(b, true) }
 func BenchmarkFeed5801(b *testing.B) { benchFeed(b, false) }
 
-// benchRecords measures record decoding alone on one STEP message's payload.
-func benchRecords(b *testing.B, trades bool) {
+// benchRecords measures record decoding alone on one STEP message's payload,
+// record by record (DecodeRecord) or in one call (DecodeRecords, as
+// FeedDecoder does).
+func benchRecords(b *testing.B, trades, batch bool) {
 	mk := newMarket(43)
 	var enc Encoder
 	var payload []byte
@@ -103,6 +105,12 @@ func benchRecords(b *testing.B, trades bool) {
 	cpu := cpuNanos()
 	for b.Loop() {
 		dec.Reset()
+		if batch {
+			if _, err := dec.DecodeRecords(payload, h); err != nil {
+				b.Fatal(err)
+			}
+			continue
+		}
 		for off := 0; off < len(payload); {
 			next, err := dec.DecodeRecord(payload, off, h)
 			if err != nil {
@@ -114,8 +122,10 @@ func benchRecords(b *testing.B, trades bool) {
 	reportPerRecord(b, n, cpu)
 }
 
-func BenchmarkDecode3201(b *testing.B) { benchRecords(b, true) }
-func BenchmarkDecode5801(b *testing.B) { benchRecords(b, false) }
+func BenchmarkDecode3201(b *testing.B)        { benchRecords(b, true, false) }
+func BenchmarkDecode5801(b *testing.B)        { benchRecords(b, false, false) }
+func BenchmarkDecodeRecords3201(b *testing.B) { benchRecords(b, true, true) }
+func BenchmarkDecodeRecords5801(b *testing.B) { benchRecords(b, false, true) }
 
 // BenchmarkEncodeFeed measures FeedEncoder: 20 trades into one STEP message.
 func BenchmarkEncodeFeed(b *testing.B) {

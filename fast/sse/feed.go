@@ -71,14 +71,6 @@ type FeedDecoder struct {
 	stats  FeedStats
 }
 
-// sink is the FeedDecoder seen as the generated decoder's Handler: it counts
-// records and forwards them. A pointer converts to an interface without an
-// allocation.
-type sink FeedDecoder
-
-func (s *sink) OnTrade(t *Trade) { s.stats.Trades++; s.h.OnTrade(t) }
-func (s *sink) OnOrder(o *Order) { s.stats.Orders++; s.h.OnOrder(o) }
-
 // NewFeedDecoder returns a decoder calling h. It allocates its STEP buffer
 // (cfg.STEP.MaxMessageSize bytes) once.
 func NewFeedDecoder(cfg FeedConfig, h FeedHandler) *FeedDecoder {
@@ -119,24 +111,20 @@ func (f *FeedDecoder) Feed(chunk []byte) error {
 }
 
 // decodePayload decodes the records of one STEP message with a fresh
-// dictionary.
+// dictionary, in one call (the handler is called directly; the decoder
+// counts the records).
 func (f *FeedDecoder) decodePayload(m *step.Message) error {
 	f.dec.Reset()
-	p := m.Payload
-	for off := 0; off < len(p); {
-		next, err := f.dec.DecodeRecord(p, off, (*sink)(f))
-		if err != nil {
-			if errors.Is(err, fast.ErrUnknownTemplate) {
-				f.stats.UnknownTemplate++
-				return nil
-			}
-			f.stats.DecodeErrors++
-			if errors.Is(err, fast.ErrLimit) {
-				f.stats.LimitHits++
-			}
-			return &FeedError{Offset: m.Offset, SeqNum: m.SeqNum, Err: err}
+	if _, err := f.dec.DecodeRecords(m.Payload, f.h); err != nil {
+		if errors.Is(err, fast.ErrUnknownTemplate) {
+			f.stats.UnknownTemplate++
+			return nil
 		}
-		off = next
+		f.stats.DecodeErrors++
+		if errors.Is(err, fast.ErrLimit) {
+			f.stats.LimitHits++
+		}
+		return &FeedError{Offset: m.Offset, SeqNum: m.SeqNum, Err: err}
 	}
 	return nil
 }
@@ -151,6 +139,7 @@ func (f *FeedDecoder) Discontinuity(skipped int64) { f.parser.Discontinuity(skip
 func (f *FeedDecoder) Stats() FeedStats {
 	s := f.stats
 	s.STEP = f.parser.Stats()
+	s.Trades, s.Orders = f.dec.nTrade, f.dec.nOrder
 	return s
 }
 

@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -70,5 +71,78 @@ func TestInlineASCII(t *testing.T) {
 		if n != len(s) || string(got[:n]) != s || w>>(8*uint(n)&63) != 0 && n < 8 {
 			t.Fatalf("ascii8(%q) = %x, %d", s, w, n)
 		}
+	}
+}
+
+// TestDecodeRecords checks DecodeRecords against DecodeRecord called record
+// by record: the same records, the same error and offset when a payload is
+// cut or corrupted, and no allocation.
+func TestDecodeRecords(t *testing.T) {
+	mk := newMarket(11)
+	r := rand.New(rand.NewPCG(3, 4))
+	var enc Encoder
+	var payload []byte
+	for i := range 40 {
+		var err error
+		if i%3 == 0 {
+			o := mk.order()
+			payload, err = enc.AppendOrder(payload, &o)
+		} else {
+			tr := mk.trade()
+			payload, err = enc.AppendTrade(payload, &tr)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	one := func(p []byte) (*collect, int, error) {
+		var d Decoder
+		c := &collect{}
+		off := 0
+		for off < len(p) {
+			next, err := d.DecodeRecord(p, off, c)
+			if err != nil {
+				return c, next, err
+			}
+			off = next
+		}
+		return c, off, nil
+	}
+	all := func(p []byte) (*collect, int, error) {
+		var d Decoder
+		c := &collect{}
+		off, err := d.DecodeRecords(p, c)
+		return c, off, err
+	}
+	check := func(p []byte) {
+		c1, off1, err1 := one(p)
+		c2, off2, err2 := all(p)
+		if fmt.Sprint(c1.all) != fmt.Sprint(c2.all) || off1 != off2 || fmt.Sprint(err1) != fmt.Sprint(err2) {
+			t.Fatalf("payload % x:\nDecodeRecord:  %d records, %d, %v\nDecodeRecords: %d records, %d, %v",
+				p, len(c1.all), off1, err1, len(c2.all), off2, err2)
+		}
+	}
+	check(payload)
+	if c, _, err := all(payload); err != nil || len(c.all) != 40 {
+		t.Fatalf("%d records, %v", len(c.all), err)
+	}
+	check(nil)
+	for range 300 {
+		p := append([]byte(nil), payload[:r.IntN(len(payload)+1)]...)
+		if len(p) > 0 && r.IntN(2) == 0 {
+			p[r.IntN(len(p))] ^= byte(1 << r.IntN(8))
+		}
+		check(p)
+	}
+
+	var d Decoder
+	h := nopHandler{}
+	if a := testing.AllocsPerRun(100, func() {
+		d.Reset()
+		if _, err := d.DecodeRecords(payload, h); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Fatalf("DecodeRecords: %v allocations per payload", a)
 	}
 }

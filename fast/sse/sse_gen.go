@@ -149,6 +149,8 @@ type Decoder struct {
 	err          error
 	recTrade     Trade
 	recOrder     Order
+	nTrade       uint64 // records passed to OnTrade, never reset
+	nOrder       uint64 // records passed to OnOrder, never reset
 }
 
 // Reset forgets the dictionary, including the previous template id, and a
@@ -162,10 +164,28 @@ func (d *Decoder) Reset() {
 // is set, fields) starting at b[off], calls the handler's method for its
 // template and returns the offset just past the record. The whole record
 // must be in b: a record cut short is an error wrapping fast.ErrShort.
-// Errors are *fast.DecodeError values. A record with the reset template
-// id (fast.ResetTemplateID, 120), when no generated template has it,
-// resets the dictionary and calls no handler method.
+// Errors are *fast.DecodeError values; the offset returned with one is
+// the record's start. A record with the reset template id
+// (fast.ResetTemplateID, 120), when no generated template has it, resets
+// the dictionary and calls no handler method.
 func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
+	return d.decode(b, off, h, false)
+}
+
+// DecodeRecords decodes the records of b from its start to its end, in
+// order, as DecodeRecord would one by one but without a call per record.
+// It returns the offset reached: len(b), or the start of the record that
+// failed with the error.
+func (d *Decoder) DecodeRecords(b []byte, h Handler) (int, error) {
+	if len(b) == 0 {
+		return 0, d.err
+	}
+	return d.decode(b, 0, h, true)
+}
+
+// decode decodes the record at b[off], and the records after it to the end
+// of b when all is set.
+func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 	if d.err != nil {
 		return off, d.err
 	}
@@ -173,47 +193,54 @@ func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
 	if maxPMap <= 0 {
 		maxPMap = DefaultMaxPMapBytes
 	}
-	start := off
-	var pm, pmLo uint64
 	var err error
-	if len(b)-off >= 2 && b[off]&0x80 != 0 {
-		pm, off = uint64(b[off])<<57, off+1
-	} else if len(b)-off >= 2 && b[off+1]&0x80 != 0 && maxPMap >= 2 {
-		pm, off = uint64(b[off])<<57|uint64(b[off+1]&0x7f)<<50, off+2
-	} else if pm, pmLo, off, err = readPMap(b, off, maxPMap); err != nil {
-		return start, d.fail(err, 0, "", off)
-	}
-	if pm&(1<<63) != 0 {
-		var tid uint32
-		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
-			tid, off = uint32(x), off+n
-		} else if tid, off, err = fast.ReadUint32(b, off); err != nil {
+	for {
+		start := off
+		var pm, pmLo uint64
+		if len(b)-off >= 2 && b[off]&0x80 != 0 {
+			pm, off = uint64(b[off])<<57, off+1
+		} else if len(b)-off >= 2 && b[off+1]&0x80 != 0 && maxPMap >= 2 {
+			pm, off = uint64(b[off])<<57|uint64(b[off+1]&0x7f)<<50, off+2
+		} else if pm, pmLo, off, err = readPMap(b, off, maxPMap); err != nil {
 			return start, d.fail(err, 0, "", off)
 		}
-		d.dict.tid, d.dict.tidState = tid, slotAssigned
-	} else if d.dict.tidState != slotAssigned {
-		return start, d.fail(fast.ErrNoPrevious, 0, "", off)
-	}
-	switch d.dict.tid {
-	case TradeTemplateID:
-		if off, err = d.decodeTrade(b, off, pm, pmLo, &d.recTrade); err != nil {
-			return start, err
+		_ = pmLo
+		if pm&(1<<63) != 0 {
+			var tid uint32
+			if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
+				tid, off = uint32(x), off+n
+			} else if tid, off, err = fast.ReadUint32(b, off); err != nil {
+				return start, d.fail(err, 0, "", off)
+			}
+			d.dict.tid, d.dict.tidState = tid, slotAssigned
+		} else if d.dict.tidState != slotAssigned {
+			return start, d.fail(fast.ErrNoPrevious, 0, "", off)
 		}
-		h.OnTrade(&d.recTrade)
-	case OrderTemplateID:
-		if off, err = d.decodeOrder(b, off, pm, pmLo, &d.recOrder); err != nil {
-			return start, err
+		switch d.dict.tid {
+		case TradeTemplateID:
+			if off, err = d.decodeTrade(b, start, off, pm, pmLo, &d.recTrade); err != nil {
+				return off, err
+			}
+			d.nTrade++
+			h.OnTrade(&d.recTrade)
+		case OrderTemplateID:
+			if off, err = d.decodeOrder(b, start, off, pm, pmLo, &d.recOrder); err != nil {
+				return off, err
+			}
+			d.nOrder++
+			h.OnOrder(&d.recOrder)
+		case fast.ResetTemplateID:
+			d.dict = dictionary{}
+		default:
+			return start, d.fail(fast.ErrUnknownTemplate, d.dict.tid, "", off)
 		}
-		h.OnOrder(&d.recOrder)
-	case fast.ResetTemplateID:
-		d.dict = dictionary{}
-	default:
-		return start, d.fail(fast.ErrUnknownTemplate, d.dict.tid, "", off)
+		if !all || off >= len(b) {
+			return off, nil
+		}
 	}
-	return off, nil
 }
 
-func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int, error) {
+func (d *Decoder) decodeTrade(b []byte, start, off int, pm, pmLo uint64, m *Trade) (int, error) {
 	var err error
 	var ok bool
 	_, _, _ = err, ok, pmLo
@@ -227,7 +254,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
-			return off, d.fail(err, TradeTemplateID, "DataStatus", off)
+			return start, d.fail(err, TradeTemplateID, "DataStatus", off)
 		}
 		m.DataStatus = v
 		m.HasDataStatus = ok
@@ -240,7 +267,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int
 		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
 			v, off = uint32(x), off+n
 		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
-			return off, d.fail(err, TradeTemplateID, "TradeIndex", off)
+			return start, d.fail(err, TradeTemplateID, "TradeIndex", off)
 		}
 		d.dict.s0TradeIndex, d.dict.s0TradeIndexState = v, slotAssigned
 	} else {
@@ -248,9 +275,9 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int
 		case slotAssigned:
 			d.dict.s0TradeIndex++ // wraps from the type's maximum to its minimum (6.3.6)
 		case slotUndefined:
-			return off, d.fail(fast.ErrNoPrevious, TradeTemplateID, "TradeIndex", off)
+			return start, d.fail(fast.ErrNoPrevious, TradeTemplateID, "TradeIndex", off)
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, TradeTemplateID, "TradeIndex", off)
+			return start, d.fail(fast.ErrEmptyPrevious, TradeTemplateID, "TradeIndex", off)
 		}
 	}
 	m.TradeIndex = d.dict.s0TradeIndex
@@ -263,7 +290,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
-			return off, d.fail(err, TradeTemplateID, "TradeChannel", off)
+			return start, d.fail(err, TradeTemplateID, "TradeChannel", off)
 		}
 		if ok {
 			d.dict.s1TradeChannel, d.dict.s1TradeChannelState = v, slotAssigned
@@ -291,7 +318,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int
 		} else {
 			var s []byte
 			if s, off, err = fast.ReadASCII(b, off, 6); err != nil {
-				return off, d.fail(err, TradeTemplateID, "SecurityID", off)
+				return start, d.fail(err, TradeTemplateID, "SecurityID", off)
 			}
 			d.dict.s2SecurityID = [6]byte{}
 			fast.CopyASCII(d.dict.s2SecurityID[:], s)
@@ -300,9 +327,9 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int
 	} else {
 		switch d.dict.s2SecurityIDState {
 		case slotUndefined:
-			return off, d.fail(fast.ErrNoPrevious, TradeTemplateID, "SecurityID", off)
+			return start, d.fail(fast.ErrNoPrevious, TradeTemplateID, "SecurityID", off)
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, TradeTemplateID, "SecurityID", off)
+			return start, d.fail(fast.ErrEmptyPrevious, TradeTemplateID, "SecurityID", off)
 		}
 	}
 	m.SecurityID = d.dict.s2SecurityID
@@ -315,7 +342,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
-			return off, d.fail(err, TradeTemplateID, "TradeTime", off)
+			return start, d.fail(err, TradeTemplateID, "TradeTime", off)
 		}
 		if ok {
 			d.dict.s3TradeTime, d.dict.s3TradeTimeState = v, slotAssigned
@@ -330,7 +357,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int
 	}
 	if d.dict.s3TradeTimeState == slotAssigned {
 		if x := Time(d.dict.s3TradeTime); uint32(x) != d.dict.s3TradeTime || (x < 0) != (d.dict.s3TradeTime < 0) {
-			return off, d.fail(fast.ErrRange, TradeTemplateID, "TradeTime", off)
+			return start, d.fail(fast.ErrRange, TradeTemplateID, "TradeTime", off)
 		}
 		m.TradeTime = Time(d.dict.s3TradeTime)
 		m.HasTradeTime = true
@@ -346,10 +373,10 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
-			return off, d.fail(err, TradeTemplateID, "TradePrice", off)
+			return start, d.fail(err, TradeTemplateID, "TradePrice", off)
 		}
 		if x := Price(v); int32(x) != v || (x < 0) != (v < 0) {
-			return off, d.fail(fast.ErrRange, TradeTemplateID, "TradePrice", off)
+			return start, d.fail(fast.ErrRange, TradeTemplateID, "TradePrice", off)
 		}
 		m.TradePrice = Price(v)
 		m.HasTradePrice = ok
@@ -365,10 +392,10 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
-			return off, d.fail(err, TradeTemplateID, "TradeQty", off)
+			return start, d.fail(err, TradeTemplateID, "TradeQty", off)
 		}
 		if x := Qty(v); int64(x) != v || (x < 0) != (v < 0) {
-			return off, d.fail(fast.ErrRange, TradeTemplateID, "TradeQty", off)
+			return start, d.fail(fast.ErrRange, TradeTemplateID, "TradeQty", off)
 		}
 		m.TradeQty = Qty(v)
 		m.HasTradeQty = ok
@@ -384,10 +411,10 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
-			return off, d.fail(err, TradeTemplateID, "TradeMoney", off)
+			return start, d.fail(err, TradeTemplateID, "TradeMoney", off)
 		}
 		if x := Money(v); int64(x) != v || (x < 0) != (v < 0) {
-			return off, d.fail(fast.ErrRange, TradeTemplateID, "TradeMoney", off)
+			return start, d.fail(fast.ErrRange, TradeTemplateID, "TradeMoney", off)
 		}
 		m.TradeMoney = Money(v)
 		m.HasTradeMoney = ok
@@ -403,7 +430,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableUint64(b, off); err != nil {
-			return off, d.fail(err, TradeTemplateID, "TradeBuyNo", off)
+			return start, d.fail(err, TradeTemplateID, "TradeBuyNo", off)
 		}
 		m.TradeBuyNo = v
 		m.HasTradeBuyNo = ok
@@ -419,7 +446,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableUint64(b, off); err != nil {
-			return off, d.fail(err, TradeTemplateID, "TradeSellNo", off)
+			return start, d.fail(err, TradeTemplateID, "TradeSellNo", off)
 		}
 		m.TradeSellNo = v
 		m.HasTradeSellNo = ok
@@ -435,7 +462,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int
 		} else {
 			var s []byte
 			if s, ok, off, err = fast.ReadNullableASCII(b, off, 1); err != nil {
-				return off, d.fail(err, TradeTemplateID, "TradeBSFlag", off)
+				return start, d.fail(err, TradeTemplateID, "TradeBSFlag", off)
 			}
 			v = asciiByte(s)
 		}
@@ -450,7 +477,7 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int
 		if x, n := uvarint8(b, off); n <= 8 {
 			v, off = uint64(x), off+n
 		} else if v, off, err = fast.ReadUint64(b, off); err != nil {
-			return off, d.fail(err, TradeTemplateID, "BizIndex", off)
+			return start, d.fail(err, TradeTemplateID, "BizIndex", off)
 		}
 		d.dict.s4BizIndex, d.dict.s4BizIndexState = v, slotAssigned
 	} else {
@@ -458,16 +485,16 @@ func (d *Decoder) decodeTrade(b []byte, off int, pm, pmLo uint64, m *Trade) (int
 		case slotAssigned:
 			d.dict.s4BizIndex++ // wraps from the type's maximum to its minimum (6.3.6)
 		case slotUndefined:
-			return off, d.fail(fast.ErrNoPrevious, TradeTemplateID, "BizIndex", off)
+			return start, d.fail(fast.ErrNoPrevious, TradeTemplateID, "BizIndex", off)
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, TradeTemplateID, "BizIndex", off)
+			return start, d.fail(fast.ErrEmptyPrevious, TradeTemplateID, "BizIndex", off)
 		}
 	}
 	m.BizIndex = d.dict.s4BizIndex
 	return off, nil
 }
 
-func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int, error) {
+func (d *Decoder) decodeOrder(b []byte, start, off int, pm, pmLo uint64, m *Order) (int, error) {
 	var err error
 	var ok bool
 	_, _, _ = err, ok, pmLo
@@ -478,7 +505,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int
 		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
 			v, off = uint32(x), off+n
 		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
-			return off, d.fail(err, OrderTemplateID, "OrderIndex", off)
+			return start, d.fail(err, OrderTemplateID, "OrderIndex", off)
 		}
 		d.dict.s5OrderIndex, d.dict.s5OrderIndexState = v, slotAssigned
 	} else {
@@ -486,9 +513,9 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int
 		case slotAssigned:
 			d.dict.s5OrderIndex++ // wraps from the type's maximum to its minimum (6.3.6)
 		case slotUndefined:
-			return off, d.fail(fast.ErrNoPrevious, OrderTemplateID, "OrderIndex", off)
+			return start, d.fail(fast.ErrNoPrevious, OrderTemplateID, "OrderIndex", off)
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, OrderTemplateID, "OrderIndex", off)
+			return start, d.fail(fast.ErrEmptyPrevious, OrderTemplateID, "OrderIndex", off)
 		}
 	}
 	m.OrderIndex = d.dict.s5OrderIndex
@@ -501,7 +528,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
-			return off, d.fail(err, OrderTemplateID, "OrderChannel", off)
+			return start, d.fail(err, OrderTemplateID, "OrderChannel", off)
 		}
 		if ok {
 			d.dict.s6OrderChannel, d.dict.s6OrderChannelState = v, slotAssigned
@@ -529,7 +556,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int
 		} else {
 			var s []byte
 			if s, off, err = fast.ReadASCII(b, off, 6); err != nil {
-				return off, d.fail(err, OrderTemplateID, "SecurityID", off)
+				return start, d.fail(err, OrderTemplateID, "SecurityID", off)
 			}
 			d.dict.s2SecurityID = [6]byte{}
 			fast.CopyASCII(d.dict.s2SecurityID[:], s)
@@ -538,9 +565,9 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int
 	} else {
 		switch d.dict.s2SecurityIDState {
 		case slotUndefined:
-			return off, d.fail(fast.ErrNoPrevious, OrderTemplateID, "SecurityID", off)
+			return start, d.fail(fast.ErrNoPrevious, OrderTemplateID, "SecurityID", off)
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, OrderTemplateID, "SecurityID", off)
+			return start, d.fail(fast.ErrEmptyPrevious, OrderTemplateID, "SecurityID", off)
 		}
 	}
 	m.SecurityID = d.dict.s2SecurityID
@@ -553,7 +580,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
-			return off, d.fail(err, OrderTemplateID, "OrderTime", off)
+			return start, d.fail(err, OrderTemplateID, "OrderTime", off)
 		}
 		if ok {
 			d.dict.s7OrderTime, d.dict.s7OrderTimeState = v, slotAssigned
@@ -568,7 +595,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int
 	}
 	if d.dict.s7OrderTimeState == slotAssigned {
 		if x := Time(d.dict.s7OrderTime); uint32(x) != d.dict.s7OrderTime || (x < 0) != (d.dict.s7OrderTime < 0) {
-			return off, d.fail(fast.ErrRange, OrderTemplateID, "OrderTime", off)
+			return start, d.fail(fast.ErrRange, OrderTemplateID, "OrderTime", off)
 		}
 		m.OrderTime = Time(d.dict.s7OrderTime)
 		m.HasOrderTime = true
@@ -583,7 +610,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int
 		} else {
 			var s []byte
 			if s, off, err = fast.ReadASCII(b, off, 1); err != nil {
-				return off, d.fail(err, OrderTemplateID, "OrderType", off)
+				return start, d.fail(err, OrderTemplateID, "OrderType", off)
 			}
 			v = asciiByte(s)
 		}
@@ -591,9 +618,9 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int
 	} else {
 		switch d.dict.s8OrderTypeState {
 		case slotUndefined:
-			return off, d.fail(fast.ErrNoPrevious, OrderTemplateID, "OrderType", off)
+			return start, d.fail(fast.ErrNoPrevious, OrderTemplateID, "OrderType", off)
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, OrderTemplateID, "OrderType", off)
+			return start, d.fail(fast.ErrEmptyPrevious, OrderTemplateID, "OrderType", off)
 		}
 	}
 	m.OrderType = d.dict.s8OrderType
@@ -603,7 +630,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int
 		if x, n := uvarint8(b, off); n <= 8 {
 			v, off = uint64(x), off+n
 		} else if v, off, err = fast.ReadUint64(b, off); err != nil {
-			return off, d.fail(err, OrderTemplateID, "OrderNO", off)
+			return start, d.fail(err, OrderTemplateID, "OrderNO", off)
 		}
 		m.OrderNO = v
 	}
@@ -616,10 +643,10 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
-			return off, d.fail(err, OrderTemplateID, "OrderPrice", off)
+			return start, d.fail(err, OrderTemplateID, "OrderPrice", off)
 		}
 		if x := Price(v); uint32(x) != v || (x < 0) != (v < 0) {
-			return off, d.fail(fast.ErrRange, OrderTemplateID, "OrderPrice", off)
+			return start, d.fail(fast.ErrRange, OrderTemplateID, "OrderPrice", off)
 		}
 		m.OrderPrice = Price(v)
 		m.HasOrderPrice = ok
@@ -635,10 +662,10 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableUint64(b, off); err != nil {
-			return off, d.fail(err, OrderTemplateID, "Balance", off)
+			return start, d.fail(err, OrderTemplateID, "Balance", off)
 		}
 		if x := Qty(v); uint64(x) != v || (x < 0) != (v < 0) {
-			return off, d.fail(fast.ErrRange, OrderTemplateID, "Balance", off)
+			return start, d.fail(fast.ErrRange, OrderTemplateID, "Balance", off)
 		}
 		m.Balance = Qty(v)
 		m.HasBalance = ok
@@ -653,7 +680,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int
 		} else {
 			var s []byte
 			if s, off, err = fast.ReadASCII(b, off, 1); err != nil {
-				return off, d.fail(err, OrderTemplateID, "OrderBSFlag", off)
+				return start, d.fail(err, OrderTemplateID, "OrderBSFlag", off)
 			}
 			v = asciiByte(s)
 		}
@@ -661,9 +688,9 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int
 	} else {
 		switch d.dict.s9OrderBSFlagState {
 		case slotUndefined:
-			return off, d.fail(fast.ErrNoPrevious, OrderTemplateID, "OrderBSFlag", off)
+			return start, d.fail(fast.ErrNoPrevious, OrderTemplateID, "OrderBSFlag", off)
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, OrderTemplateID, "OrderBSFlag", off)
+			return start, d.fail(fast.ErrEmptyPrevious, OrderTemplateID, "OrderBSFlag", off)
 		}
 	}
 	m.OrderBSFlag = d.dict.s9OrderBSFlag
@@ -673,7 +700,7 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int
 		if x, n := uvarint8(b, off); n <= 8 {
 			v, off = uint64(x), off+n
 		} else if v, off, err = fast.ReadUint64(b, off); err != nil {
-			return off, d.fail(err, OrderTemplateID, "BizIndex", off)
+			return start, d.fail(err, OrderTemplateID, "BizIndex", off)
 		}
 		d.dict.s4BizIndex, d.dict.s4BizIndexState = v, slotAssigned
 	} else {
@@ -681,9 +708,9 @@ func (d *Decoder) decodeOrder(b []byte, off int, pm, pmLo uint64, m *Order) (int
 		case slotAssigned:
 			d.dict.s4BizIndex++ // wraps from the type's maximum to its minimum (6.3.6)
 		case slotUndefined:
-			return off, d.fail(fast.ErrNoPrevious, OrderTemplateID, "BizIndex", off)
+			return start, d.fail(fast.ErrNoPrevious, OrderTemplateID, "BizIndex", off)
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, OrderTemplateID, "BizIndex", off)
+			return start, d.fail(fast.ErrEmptyPrevious, OrderTemplateID, "BizIndex", off)
 		}
 	}
 	m.BizIndex = d.dict.s4BizIndex

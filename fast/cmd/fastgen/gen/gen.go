@@ -524,6 +524,9 @@ func (g *generator) emitDecoder() {
 	for _, t := range g.templates {
 		g.p("rec%s %s", t.goName, t.goName)
 	}
+	for _, t := range g.templates {
+		g.p("n%s uint64 // records passed to On%s, never reset", t.goName, t.goName)
+	}
 	g.p("}")
 	g.p("")
 	g.p("// Reset forgets the dictionary, including the previous template id, and a")
@@ -537,10 +540,28 @@ func (g *generator) emitDecoder() {
 	g.p("// is set, fields) starting at b[off], calls the handler's method for its")
 	g.p("// template and returns the offset just past the record. The whole record")
 	g.p("// must be in b: a record cut short is an error wrapping fast.ErrShort.")
-	g.p("// Errors are *fast.DecodeError values. A record with the reset template")
-	g.p("// id (fast.ResetTemplateID, 120), when no generated template has it,")
-	g.p("// resets the dictionary and calls no handler method.")
+	g.p("// Errors are *fast.DecodeError values; the offset returned with one is")
+	g.p("// the record's start. A record with the reset template id")
+	g.p("// (fast.ResetTemplateID, 120), when no generated template has it, resets")
+	g.p("// the dictionary and calls no handler method.")
 	g.p("func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {")
+	g.p("return d.decode(b, off, h, false)")
+	g.p("}")
+	g.p("")
+	g.p("// DecodeRecords decodes the records of b from its start to its end, in")
+	g.p("// order, as DecodeRecord would one by one but without a call per record.")
+	g.p("// It returns the offset reached: len(b), or the start of the record that")
+	g.p("// failed with the error.")
+	g.p("func (d *Decoder) DecodeRecords(b []byte, h Handler) (int, error) {")
+	g.p("if len(b) == 0 {")
+	g.p("return 0, d.err")
+	g.p("}")
+	g.p("return d.decode(b, 0, h, true)")
+	g.p("}")
+	g.p("")
+	g.p("// decode decodes the record at b[off], and the records after it to the end")
+	g.p("// of b when all is set.")
+	g.p("func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {")
 	g.p("if d.err != nil {")
 	g.p("return off, d.err")
 	g.p("}")
@@ -548,9 +569,10 @@ func (g *generator) emitDecoder() {
 	g.p("if maxPMap <= 0 {")
 	g.p("maxPMap = DefaultMaxPMapBytes")
 	g.p("}")
+	g.p("var err error")
+	g.p("for {")
 	g.p("start := off")
 	g.p("var pm, pmLo uint64")
-	g.p("var err error")
 	g.p("if len(b)-off >= 2 && b[off]&0x80 != 0 {")
 	g.p("pm, off = uint64(b[off])<<57, off+1")
 	g.p("} else if len(b)-off >= 2 && b[off+1]&0x80 != 0 && maxPMap >= 2 {")
@@ -558,6 +580,7 @@ func (g *generator) emitDecoder() {
 	g.p("} else if pm, pmLo, off, err = readPMap(b, off, maxPMap); err != nil {")
 	g.p(`return start, d.fail(err, 0, "", off)`)
 	g.p("}")
+	g.p("_ = pmLo")
 	g.p("if %s {", pmBit(0))
 	g.p("var tid uint32")
 	g.p("if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {")
@@ -572,9 +595,10 @@ func (g *generator) emitDecoder() {
 	g.p("switch d.dict.tid {")
 	for _, t := range g.templates {
 		g.p("case %sTemplateID:", t.goName)
-		g.p("if off, err = d.decode%s(b, off, pm, pmLo, &d.rec%s); err != nil {", t.goName, t.goName)
-		g.p("return start, err")
+		g.p("if off, err = d.decode%s(b, start, off, pm, pmLo, &d.rec%s); err != nil {", t.goName, t.goName)
+		g.p("return off, err")
 		g.p("}")
+		g.p("d.n%s++", t.goName)
 		g.p("h.On%s(&d.rec%s)", t.goName, t.goName)
 	}
 	if !g.hasTemplate(fast.ResetTemplateID) {
@@ -584,7 +608,10 @@ func (g *generator) emitDecoder() {
 	g.p("default:")
 	g.p(`return start, d.fail(fast.ErrUnknownTemplate, d.dict.tid, "", off)`)
 	g.p("}")
+	g.p("if !all || off >= len(b) {")
 	g.p("return off, nil")
+	g.p("}")
+	g.p("}")
 	g.p("}")
 	g.p("")
 }
@@ -617,7 +644,7 @@ var intPaths = map[fast.Kind]intPath{
 // every other case, errors included, exactly as before.
 func (g *generator) decodeRead(t *template, f *field, dst string) string {
 	w := wires[f.f.Kind]
-	fail := fmt.Sprintf(`return off, d.fail(err, %sTemplateID, %q, off)`, t.goName, f.f.Name)
+	fail := fmt.Sprintf(`return start, d.fail(err, %sTemplateID, %q, off)`, t.goName, f.f.Name)
 	opt := f.f.Optional
 	if f.isASCII() {
 		careful := func() {
@@ -705,10 +732,11 @@ func conv(f *field, expr string) string {
 	return expr
 }
 
+// emitDecode emits the method decoding a record's fields into m. The
+// presence map comes in two words; each field tests its own bit with a
+// constant mask. On error it returns start, the record's offset.
 func (g *generator) emitDecode(t *template) {
-	// The presence map comes as two words in registers; each field tests
-	// its own bit with a constant mask.
-	g.p("func (d *Decoder) decode%s(b []byte, off int, pm, pmLo uint64, m *%s) (int, error) {", t.goName, t.goName)
+	g.p("func (d *Decoder) decode%s(b []byte, start, off int, pm, pmLo uint64, m *%s) (int, error) {", t.goName, t.goName)
 	g.p("var err error")
 	g.p("var ok bool")
 	g.p("_, _, _ = err, ok, pmLo")
@@ -724,7 +752,7 @@ func (g *generator) emitDecode(t *template) {
 			if f.goType != f.valType && !f.isASCII() {
 				// The Go type may be narrower or of another sign.
 				g.p("if x := %s; %s(x) != %s || (x < 0) != (%s < 0) {", conv(f, expr), f.valType, expr, expr)
-				g.p(`return off, d.fail(fast.ErrRange, %sTemplateID, %q, off)`, t.goName, f.f.Name)
+				g.p(`return start, d.fail(fast.ErrRange, %sTemplateID, %q, off)`, t.goName, f.f.Name)
 				g.p("}")
 			}
 			g.p("m.%s = %s", f.goName, conv(f, expr))
@@ -770,8 +798,8 @@ func (g *generator) emitDecode(t *template) {
 		case fast.OpCopy, fast.OpIncrement:
 			s := "d.dict." + f.slot.name
 			st := s + "State"
-			d5 := fmt.Sprintf(`return off, d.fail(fast.ErrNoPrevious, %sTemplateID, %q, off)`, t.goName, f.f.Name)
-			d6 := fmt.Sprintf(`return off, d.fail(fast.ErrEmptyPrevious, %sTemplateID, %q, off)`, t.goName, f.f.Name)
+			d5 := fmt.Sprintf(`return start, d.fail(fast.ErrNoPrevious, %sTemplateID, %q, off)`, t.goName, f.f.Name)
+			d6 := fmt.Sprintf(`return start, d.fail(fast.ErrEmptyPrevious, %sTemplateID, %q, off)`, t.goName, f.f.Name)
 			g.p("if %s {", next())
 			assign := fmt.Sprintf("%s, %s = v, slotAssigned", s, st)
 			if g.decodeRead(t, f, s) != "v" {

@@ -180,6 +180,8 @@ type Decoder struct {
 	err          error
 	recInts      Ints
 	recStrings   Strings
+	nInts        uint64 // records passed to OnInts, never reset
+	nStrings     uint64 // records passed to OnStrings, never reset
 }
 
 // Reset forgets the dictionary, including the previous template id, and a
@@ -193,10 +195,28 @@ func (d *Decoder) Reset() {
 // is set, fields) starting at b[off], calls the handler's method for its
 // template and returns the offset just past the record. The whole record
 // must be in b: a record cut short is an error wrapping fast.ErrShort.
-// Errors are *fast.DecodeError values. A record with the reset template
-// id (fast.ResetTemplateID, 120), when no generated template has it,
-// resets the dictionary and calls no handler method.
+// Errors are *fast.DecodeError values; the offset returned with one is
+// the record's start. A record with the reset template id
+// (fast.ResetTemplateID, 120), when no generated template has it, resets
+// the dictionary and calls no handler method.
 func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
+	return d.decode(b, off, h, false)
+}
+
+// DecodeRecords decodes the records of b from its start to its end, in
+// order, as DecodeRecord would one by one but without a call per record.
+// It returns the offset reached: len(b), or the start of the record that
+// failed with the error.
+func (d *Decoder) DecodeRecords(b []byte, h Handler) (int, error) {
+	if len(b) == 0 {
+		return 0, d.err
+	}
+	return d.decode(b, 0, h, true)
+}
+
+// decode decodes the record at b[off], and the records after it to the end
+// of b when all is set.
+func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 	if d.err != nil {
 		return off, d.err
 	}
@@ -204,47 +224,54 @@ func (d *Decoder) DecodeRecord(b []byte, off int, h Handler) (int, error) {
 	if maxPMap <= 0 {
 		maxPMap = DefaultMaxPMapBytes
 	}
-	start := off
-	var pm, pmLo uint64
 	var err error
-	if len(b)-off >= 2 && b[off]&0x80 != 0 {
-		pm, off = uint64(b[off])<<57, off+1
-	} else if len(b)-off >= 2 && b[off+1]&0x80 != 0 && maxPMap >= 2 {
-		pm, off = uint64(b[off])<<57|uint64(b[off+1]&0x7f)<<50, off+2
-	} else if pm, pmLo, off, err = readPMap(b, off, maxPMap); err != nil {
-		return start, d.fail(err, 0, "", off)
-	}
-	if pm&(1<<63) != 0 {
-		var tid uint32
-		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
-			tid, off = uint32(x), off+n
-		} else if tid, off, err = fast.ReadUint32(b, off); err != nil {
+	for {
+		start := off
+		var pm, pmLo uint64
+		if len(b)-off >= 2 && b[off]&0x80 != 0 {
+			pm, off = uint64(b[off])<<57, off+1
+		} else if len(b)-off >= 2 && b[off+1]&0x80 != 0 && maxPMap >= 2 {
+			pm, off = uint64(b[off])<<57|uint64(b[off+1]&0x7f)<<50, off+2
+		} else if pm, pmLo, off, err = readPMap(b, off, maxPMap); err != nil {
 			return start, d.fail(err, 0, "", off)
 		}
-		d.dict.tid, d.dict.tidState = tid, slotAssigned
-	} else if d.dict.tidState != slotAssigned {
-		return start, d.fail(fast.ErrNoPrevious, 0, "", off)
-	}
-	switch d.dict.tid {
-	case IntsTemplateID:
-		if off, err = d.decodeInts(b, off, pm, pmLo, &d.recInts); err != nil {
-			return start, err
+		_ = pmLo
+		if pm&(1<<63) != 0 {
+			var tid uint32
+			if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
+				tid, off = uint32(x), off+n
+			} else if tid, off, err = fast.ReadUint32(b, off); err != nil {
+				return start, d.fail(err, 0, "", off)
+			}
+			d.dict.tid, d.dict.tidState = tid, slotAssigned
+		} else if d.dict.tidState != slotAssigned {
+			return start, d.fail(fast.ErrNoPrevious, 0, "", off)
 		}
-		h.OnInts(&d.recInts)
-	case StringsTemplateID:
-		if off, err = d.decodeStrings(b, off, pm, pmLo, &d.recStrings); err != nil {
-			return start, err
+		switch d.dict.tid {
+		case IntsTemplateID:
+			if off, err = d.decodeInts(b, start, off, pm, pmLo, &d.recInts); err != nil {
+				return off, err
+			}
+			d.nInts++
+			h.OnInts(&d.recInts)
+		case StringsTemplateID:
+			if off, err = d.decodeStrings(b, start, off, pm, pmLo, &d.recStrings); err != nil {
+				return off, err
+			}
+			d.nStrings++
+			h.OnStrings(&d.recStrings)
+		case fast.ResetTemplateID:
+			d.dict = dictionary{}
+		default:
+			return start, d.fail(fast.ErrUnknownTemplate, d.dict.tid, "", off)
 		}
-		h.OnStrings(&d.recStrings)
-	case fast.ResetTemplateID:
-		d.dict = dictionary{}
-	default:
-		return start, d.fail(fast.ErrUnknownTemplate, d.dict.tid, "", off)
+		if !all || off >= len(b) {
+			return off, nil
+		}
 	}
-	return off, nil
 }
 
-func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, error) {
+func (d *Decoder) decodeInts(b []byte, start, off int, pm, pmLo uint64, m *Ints) (int, error) {
 	var err error
 	var ok bool
 	_, _, _ = err, ok, pmLo
@@ -254,7 +281,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
 			v, off = uint32(x), off+n
 		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "U32None", off)
+			return start, d.fail(err, IntsTemplateID, "U32None", off)
 		}
 		m.U32None = v
 	}
@@ -267,7 +294,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "I32OptNone", off)
+			return start, d.fail(err, IntsTemplateID, "I32OptNone", off)
 		}
 		m.I32OptNone = v
 		m.HasI32OptNone = ok
@@ -281,7 +308,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableUint64(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "U64OptNone", off)
+			return start, d.fail(err, IntsTemplateID, "U64OptNone", off)
 		}
 		m.U64OptNone = v
 		m.HasU64OptNone = ok
@@ -292,7 +319,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 		if x, n := signed(uvarint8(b, off)); n <= 8 {
 			v, off = int64(x), off+n
 		} else if v, off, err = fast.ReadInt64(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "I64None", off)
+			return start, d.fail(err, IntsTemplateID, "I64None", off)
 		}
 		m.I64None = v
 	}
@@ -305,7 +332,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
 			v, off = uint32(x), off+n
 		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "U32Default", off)
+			return start, d.fail(err, IntsTemplateID, "U32Default", off)
 		}
 		m.U32Default = v
 	} else {
@@ -320,7 +347,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "I32OptDefaultInit", off)
+			return start, d.fail(err, IntsTemplateID, "I32OptDefaultInit", off)
 		}
 		m.I32OptDefaultInit = v
 		m.HasI32OptDefaultInit = ok
@@ -337,7 +364,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "I64OptDefault", off)
+			return start, d.fail(err, IntsTemplateID, "I64OptDefault", off)
 		}
 		m.I64OptDefault = v
 		m.HasI64OptDefault = ok
@@ -350,15 +377,15 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
 			v, off = uint32(x), off+n
 		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "U32Copy", off)
+			return start, d.fail(err, IntsTemplateID, "U32Copy", off)
 		}
 		d.dict.s0U32Copy, d.dict.s0U32CopyState = v, slotAssigned
 	} else {
 		switch d.dict.s0U32CopyState {
 		case slotUndefined:
-			return off, d.fail(fast.ErrNoPrevious, IntsTemplateID, "U32Copy", off)
+			return start, d.fail(fast.ErrNoPrevious, IntsTemplateID, "U32Copy", off)
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, IntsTemplateID, "U32Copy", off)
+			return start, d.fail(fast.ErrEmptyPrevious, IntsTemplateID, "U32Copy", off)
 		}
 	}
 	m.U32Copy = d.dict.s0U32Copy
@@ -368,7 +395,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
 			v, off = uint32(x), off+n
 		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "U32CopyInit", off)
+			return start, d.fail(err, IntsTemplateID, "U32CopyInit", off)
 		}
 		d.dict.s1U32CopyInit, d.dict.s1U32CopyInitState = v, slotAssigned
 	} else {
@@ -376,7 +403,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 		case slotUndefined:
 			d.dict.s1U32CopyInit, d.dict.s1U32CopyInitState = 100, slotAssigned
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, IntsTemplateID, "U32CopyInit", off)
+			return start, d.fail(fast.ErrEmptyPrevious, IntsTemplateID, "U32CopyInit", off)
 		}
 	}
 	m.U32CopyInit = d.dict.s1U32CopyInit
@@ -389,7 +416,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "I32OptCopy", off)
+			return start, d.fail(err, IntsTemplateID, "I32OptCopy", off)
 		}
 		if ok {
 			d.dict.s2I32OptCopy, d.dict.s2I32OptCopyState = v, slotAssigned
@@ -417,7 +444,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "I64OptCopyInit", off)
+			return start, d.fail(err, IntsTemplateID, "I64OptCopyInit", off)
 		}
 		if ok {
 			d.dict.s3I64OptCopyInit, d.dict.s3I64OptCopyInitState = v, slotAssigned
@@ -442,7 +469,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 		if x, n := uvarint8(b, off); n <= 8 {
 			v, off = uint64(x), off+n
 		} else if v, off, err = fast.ReadUint64(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "U64Incr", off)
+			return start, d.fail(err, IntsTemplateID, "U64Incr", off)
 		}
 		d.dict.s4U64Incr, d.dict.s4U64IncrState = v, slotAssigned
 	} else {
@@ -450,9 +477,9 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 		case slotAssigned:
 			d.dict.s4U64Incr++ // wraps from the type's maximum to its minimum (6.3.6)
 		case slotUndefined:
-			return off, d.fail(fast.ErrNoPrevious, IntsTemplateID, "U64Incr", off)
+			return start, d.fail(fast.ErrNoPrevious, IntsTemplateID, "U64Incr", off)
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, IntsTemplateID, "U64Incr", off)
+			return start, d.fail(fast.ErrEmptyPrevious, IntsTemplateID, "U64Incr", off)
 		}
 	}
 	m.U64Incr = d.dict.s4U64Incr
@@ -465,7 +492,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "I32OptIncr", off)
+			return start, d.fail(err, IntsTemplateID, "I32OptIncr", off)
 		}
 		if ok {
 			d.dict.s5I32OptIncr, d.dict.s5I32OptIncrState = v, slotAssigned
@@ -492,7 +519,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
 			v, off = uint32(x), off+n
 		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "U32IncrInit", off)
+			return start, d.fail(err, IntsTemplateID, "U32IncrInit", off)
 		}
 		d.dict.s6U32IncrInit, d.dict.s6U32IncrInitState = v, slotAssigned
 	} else {
@@ -502,7 +529,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 		case slotUndefined:
 			d.dict.s6U32IncrInit, d.dict.s6U32IncrInitState = 4294967295, slotAssigned
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, IntsTemplateID, "U32IncrInit", off)
+			return start, d.fail(fast.ErrEmptyPrevious, IntsTemplateID, "U32IncrInit", off)
 		}
 	}
 	m.U32IncrInit = d.dict.s6U32IncrInit
@@ -515,7 +542,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "I64OptIncrInit", off)
+			return start, d.fail(err, IntsTemplateID, "I64OptIncrInit", off)
 		}
 		if ok {
 			d.dict.s7I64OptIncrInit, d.dict.s7I64OptIncrInitState = v, slotAssigned
@@ -542,15 +569,15 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
 			v, off = uint32(x), off+n
 		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "PerTemplate", off)
+			return start, d.fail(err, IntsTemplateID, "PerTemplate", off)
 		}
 		d.dict.s8K, d.dict.s8KState = v, slotAssigned
 	} else {
 		switch d.dict.s8KState {
 		case slotUndefined:
-			return off, d.fail(fast.ErrNoPrevious, IntsTemplateID, "PerTemplate", off)
+			return start, d.fail(fast.ErrNoPrevious, IntsTemplateID, "PerTemplate", off)
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, IntsTemplateID, "PerTemplate", off)
+			return start, d.fail(fast.ErrEmptyPrevious, IntsTemplateID, "PerTemplate", off)
 		}
 	}
 	m.PerTemplate = d.dict.s8K
@@ -560,15 +587,15 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
 			v, off = uint32(x), off+n
 		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "NamedA", off)
+			return start, d.fail(err, IntsTemplateID, "NamedA", off)
 		}
 		d.dict.s9X, d.dict.s9XState = v, slotAssigned
 	} else {
 		switch d.dict.s9XState {
 		case slotUndefined:
-			return off, d.fail(fast.ErrNoPrevious, IntsTemplateID, "NamedA", off)
+			return start, d.fail(fast.ErrNoPrevious, IntsTemplateID, "NamedA", off)
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, IntsTemplateID, "NamedA", off)
+			return start, d.fail(fast.ErrEmptyPrevious, IntsTemplateID, "NamedA", off)
 		}
 	}
 	m.NamedA = d.dict.s9X
@@ -581,7 +608,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 				v--
 			}
 		} else if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
-			return off, d.fail(err, IntsTemplateID, "Wide", off)
+			return start, d.fail(err, IntsTemplateID, "Wide", off)
 		}
 		if ok {
 			d.dict.s10Wide, d.dict.s10WideState = v, slotAssigned
@@ -596,7 +623,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 	}
 	if d.dict.s10WideState == slotAssigned {
 		if x := Narrow(d.dict.s10Wide); int64(x) != d.dict.s10Wide || (x < 0) != (d.dict.s10Wide < 0) {
-			return off, d.fail(fast.ErrRange, IntsTemplateID, "Wide", off)
+			return start, d.fail(fast.ErrRange, IntsTemplateID, "Wide", off)
 		}
 		m.Wide = Narrow(d.dict.s10Wide)
 		m.HasWide = true
@@ -606,7 +633,7 @@ func (d *Decoder) decodeInts(b []byte, off int, pm, pmLo uint64, m *Ints) (int, 
 	return off, nil
 }
 
-func (d *Decoder) decodeStrings(b []byte, off int, pm, pmLo uint64, m *Strings) (int, error) {
+func (d *Decoder) decodeStrings(b []byte, start, off int, pm, pmLo uint64, m *Strings) (int, error) {
 	var err error
 	var ok bool
 	_, _, _ = err, ok, pmLo
@@ -619,7 +646,7 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm, pmLo uint64, m *Strings) 
 		} else {
 			var s []byte
 			if s, off, err = fast.ReadASCII(b, off, 4); err != nil {
-				return off, d.fail(err, StringsTemplateID, "S4", off)
+				return start, d.fail(err, StringsTemplateID, "S4", off)
 			}
 			m.S4 = [4]byte{}
 			fast.CopyASCII(m.S4[:], s)
@@ -635,7 +662,7 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm, pmLo uint64, m *Strings) 
 		} else {
 			var s []byte
 			if s, ok, off, err = fast.ReadNullableASCII(b, off, 4); err != nil {
-				return off, d.fail(err, StringsTemplateID, "S4Opt", off)
+				return start, d.fail(err, StringsTemplateID, "S4Opt", off)
 			}
 			m.S4Opt = [4]byte{}
 			fast.CopyASCII(m.S4Opt[:], s)
@@ -653,7 +680,7 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm, pmLo uint64, m *Strings) 
 		} else {
 			var s []byte
 			if s, off, err = fast.ReadASCII(b, off, 1); err != nil {
-				return off, d.fail(err, StringsTemplateID, "S1Default", off)
+				return start, d.fail(err, StringsTemplateID, "S1Default", off)
 			}
 			v = asciiByte(s)
 		}
@@ -671,7 +698,7 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm, pmLo uint64, m *Strings) 
 		} else {
 			var s []byte
 			if s, ok, off, err = fast.ReadNullableASCII(b, off, 3); err != nil {
-				return off, d.fail(err, StringsTemplateID, "S3OptDefault", off)
+				return start, d.fail(err, StringsTemplateID, "S3OptDefault", off)
 			}
 			m.S3OptDefault = [3]byte{}
 			fast.CopyASCII(m.S3OptDefault[:], s)
@@ -690,7 +717,7 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm, pmLo uint64, m *Strings) 
 		} else {
 			var s []byte
 			if s, ok, off, err = fast.ReadNullableASCII(b, off, 1); err != nil {
-				return off, d.fail(err, StringsTemplateID, "S1OptDefault", off)
+				return start, d.fail(err, StringsTemplateID, "S1OptDefault", off)
 			}
 			v = asciiByte(s)
 		}
@@ -708,7 +735,7 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm, pmLo uint64, m *Strings) 
 		} else {
 			var s []byte
 			if s, off, err = fast.ReadASCII(b, off, 2); err != nil {
-				return off, d.fail(err, StringsTemplateID, "S2Copy", off)
+				return start, d.fail(err, StringsTemplateID, "S2Copy", off)
 			}
 			d.dict.s11S2Copy = [2]byte{}
 			fast.CopyASCII(d.dict.s11S2Copy[:], s)
@@ -717,9 +744,9 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm, pmLo uint64, m *Strings) 
 	} else {
 		switch d.dict.s11S2CopyState {
 		case slotUndefined:
-			return off, d.fail(fast.ErrNoPrevious, StringsTemplateID, "S2Copy", off)
+			return start, d.fail(fast.ErrNoPrevious, StringsTemplateID, "S2Copy", off)
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, StringsTemplateID, "S2Copy", off)
+			return start, d.fail(fast.ErrEmptyPrevious, StringsTemplateID, "S2Copy", off)
 		}
 	}
 	m.S2Copy = d.dict.s11S2Copy
@@ -733,7 +760,7 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm, pmLo uint64, m *Strings) 
 		} else {
 			var s []byte
 			if s, ok, off, err = fast.ReadNullableASCII(b, off, 2); err != nil {
-				return off, d.fail(err, StringsTemplateID, "S2OptCopyInit", off)
+				return start, d.fail(err, StringsTemplateID, "S2OptCopyInit", off)
 			}
 			d.dict.s12S2OptCopyInit = [2]byte{}
 			fast.CopyASCII(d.dict.s12S2OptCopyInit[:], s)
@@ -764,7 +791,7 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm, pmLo uint64, m *Strings) 
 		} else {
 			var s []byte
 			if s, ok, off, err = fast.ReadNullableASCII(b, off, 1); err != nil {
-				return off, d.fail(err, StringsTemplateID, "S1OptCopy", off)
+				return start, d.fail(err, StringsTemplateID, "S1OptCopy", off)
 			}
 			v = asciiByte(s)
 		}
@@ -791,15 +818,15 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm, pmLo uint64, m *Strings) 
 		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
 			v, off = uint32(x), off+n
 		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
-			return off, d.fail(err, StringsTemplateID, "PerTemplate", off)
+			return start, d.fail(err, StringsTemplateID, "PerTemplate", off)
 		}
 		d.dict.s14K, d.dict.s14KState = v, slotAssigned
 	} else {
 		switch d.dict.s14KState {
 		case slotUndefined:
-			return off, d.fail(fast.ErrNoPrevious, StringsTemplateID, "PerTemplate", off)
+			return start, d.fail(fast.ErrNoPrevious, StringsTemplateID, "PerTemplate", off)
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, StringsTemplateID, "PerTemplate", off)
+			return start, d.fail(fast.ErrEmptyPrevious, StringsTemplateID, "PerTemplate", off)
 		}
 	}
 	m.PerTemplate = d.dict.s14K
@@ -809,15 +836,15 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm, pmLo uint64, m *Strings) 
 		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
 			v, off = uint32(x), off+n
 		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
-			return off, d.fail(err, StringsTemplateID, "NamedB", off)
+			return start, d.fail(err, StringsTemplateID, "NamedB", off)
 		}
 		d.dict.s9X, d.dict.s9XState = v, slotAssigned
 	} else {
 		switch d.dict.s9XState {
 		case slotUndefined:
-			return off, d.fail(fast.ErrNoPrevious, StringsTemplateID, "NamedB", off)
+			return start, d.fail(fast.ErrNoPrevious, StringsTemplateID, "NamedB", off)
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, StringsTemplateID, "NamedB", off)
+			return start, d.fail(fast.ErrEmptyPrevious, StringsTemplateID, "NamedB", off)
 		}
 	}
 	m.NamedB = d.dict.s9X
@@ -827,15 +854,15 @@ func (d *Decoder) decodeStrings(b []byte, off int, pm, pmLo uint64, m *Strings) 
 		if x, n := uvarint8(b, off); n <= 8 && x <= 0xffffffff {
 			v, off = uint32(x), off+n
 		} else if v, off, err = fast.ReadUint32(b, off); err != nil {
-			return off, d.fail(err, StringsTemplateID, "U32Copy", off)
+			return start, d.fail(err, StringsTemplateID, "U32Copy", off)
 		}
 		d.dict.s0U32Copy, d.dict.s0U32CopyState = v, slotAssigned
 	} else {
 		switch d.dict.s0U32CopyState {
 		case slotUndefined:
-			return off, d.fail(fast.ErrNoPrevious, StringsTemplateID, "U32Copy", off)
+			return start, d.fail(fast.ErrNoPrevious, StringsTemplateID, "U32Copy", off)
 		case slotEmpty:
-			return off, d.fail(fast.ErrEmptyPrevious, StringsTemplateID, "U32Copy", off)
+			return start, d.fail(fast.ErrEmptyPrevious, StringsTemplateID, "U32Copy", off)
 		}
 	}
 	m.U32Copy = d.dict.s0U32Copy
