@@ -92,6 +92,9 @@ func (a *Assembler) HandleFrame(frame []byte, ts int64) error {
 	}
 	etherType := binary.BigEndian.Uint16(frame[12:])
 	p := frame[ethHeaderLen:]
+	if etherType == etherTypeIPv4 { // the common untagged frame
+		return a.ipv4(p, ts)
+	}
 	for tags := 0; etherType == etherType8021Q || etherType == etherType8021AD; tags++ {
 		if tags == maxVLANTags {
 			a.stats.NonTCP++
@@ -169,11 +172,12 @@ func (a *Assembler) ipv4(p []byte, ts int64) error {
 	if a.mode != ChecksumIgnore {
 		cs = tcpChecksum(p, ihl)
 	}
-	var k FlowKey
-	copy(k.SrcIP[:], p[12:16])
-	copy(k.DstIP[:], p[16:20])
-	k.SrcPort = binary.BigEndian.Uint16(seg[0:])
-	k.DstPort = binary.BigEndian.Uint16(seg[2:])
+	k := FlowKey{
+		SrcIP:   [4]byte(p[12:16]),
+		DstIP:   [4]byte(p[16:20]),
+		SrcPort: binary.BigEndian.Uint16(seg[0:]),
+		DstPort: binary.BigEndian.Uint16(seg[2:]),
+	}
 	seq, flags, payload := binary.BigEndian.Uint32(seg[4:]), seg[13], seg[dataOff:]
 	// Most segments continue the flow of the segment before them: try it
 	// before hashing the key.
