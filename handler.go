@@ -85,8 +85,10 @@ func (l handlerListener) NotifyEvent(waiter.EventMask) {
 // while it runs, the delivering goroutine delivers nothing else (not even the
 // ACKs that would make room in a send buffer). So while the handler runs,
 // Write on c does not wait for room: it writes what fits and returns an
-// error wrapping ErrWouldBlock with the count written. Writes on other
-// connections from a handler may wait, and should not be needed. Bytes are handed over in chunks of at most
+// error wrapping ErrWouldBlock with the count written. A Write on another
+// connection from a handler does wait when that connection's send buffer is
+// full, and can deadlock the link (the ACKs it waits for would be delivered
+// by the goroutine it blocks): write to other connections from elsewhere. Bytes are handed over in chunks of at most
 // Config.ReceiveBuffer; data is valid until the handler returns.
 //
 // OnReceive fails with ErrHandlerSet when c already has a handler and with
