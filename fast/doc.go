@@ -78,7 +78,10 @@
 // and dynamic templateRefs. Decode runs the tape in one loop; the common
 // cases (one- to three-byte integers, one-character strings, operators whose
 // dictionary entry is assigned, absent defaults) are decoded in the loop
-// without calls, the rest by the general per-operator functions. Undo for
+// without calls, the rest by the general per-operator functions. Runs of
+// three or more fields that keep no dictionary state (no operator, constant,
+// default) are decoded by a second, smaller loop, which the compiler keeps in
+// registers. Undo for
 // ErrShort costs one record the first time a message writes an entry.
 // Absent string and byte-vector values have no bytes (Message.Bytes returns
 // an empty slice).

@@ -2,6 +2,7 @@ package fast
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -101,6 +102,104 @@ func TestTapeDoesNotAllocate(t *testing.T) {
 		}
 		if allocs := testing.AllocsPerRun(5, decodeAll); allocs != 0 {
 			t.Errorf("seed %d: decoding the stream allocates %v times", seed, allocs)
+		}
+	}
+}
+
+// TestPlainRuns decodes a template that is one run of plain scalars (no
+// operator, constant, default) with values on and off runPlain's common
+// paths (integers of one to five bytes, nulls, strings of zero to two
+// characters, absent defaults, optional constants) and every prefix of each
+// message, against the reference decoder; and with a message byte limit
+// that runPlain's one-character strings run into.
+func TestPlainRuns(t *testing.T) {
+	const xml = `<templates xmlns="http://www.fixprotocol.org/ns/fast/td/1.1">
+  <template name="Plain" id="1">
+    <uInt32 name="A"/>
+    <int64 name="B" presence="optional"/>
+    <string name="C" presence="optional"><default value="x"/></string>
+    <uInt32 name="D" presence="optional"><constant value="7"/></uInt32>
+    <uInt64 name="E"><default value="5"/></uInt64>
+    <string name="F"/>
+    <int32 name="G"><constant value="-3"/></int32>
+  </template>
+</templates>`
+	ts, err := LoadTemplates(strings.NewReader(xml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := NewDecoder(ts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tape := probe.c.lookup(1).tape; tape[0].plain != int32(len(tape)-1) {
+		t.Fatalf("the template's %d fields are not one plain run: plain = %d", len(tape)-1, tape[0].plain)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	as := []uint32{0, 127, 128, 16383, 16384, 1<<21 - 1, 1 << 21, 1<<32 - 1}
+	bs := []int64{0, -1, 63, -64, 64, -65, 8191, -8193, 1 << 40}
+	cs := []string{"", "y", "yz"}
+	var stream []byte
+	var starts []int
+	for i := 0; i < 300; i++ {
+		starts = append(starts, len(stream))
+		var pm PMapBuilder
+		pm.Add(true) // template id
+		var body []byte
+		body = AppendUint32(body, 1)
+		body = AppendUint32(body, as[r.IntN(len(as))])
+		bPresent := r.IntN(4) != 0
+		body = AppendNullableInt64(body, bs[r.IntN(len(bs))], bPresent)
+		if c := r.IntN(5); c < 4 { // C in the stream: null, or a string
+			pm.Add(true)
+			if c == 3 {
+				body = AppendNullableASCII(body, nil, false)
+			} else {
+				body = AppendNullableASCII(body, []byte(cs[c]), true)
+			}
+		} else {
+			pm.Add(false)
+		}
+		pm.Add(r.IntN(2) == 0) // D
+		if r.IntN(2) == 0 {
+			pm.Add(true)
+			body = AppendUint64(body, uint64(r.IntN(400)))
+		} else {
+			pm.Add(false)
+		}
+		body = AppendASCII(body, []byte(cs[r.IntN(len(cs))]))
+		stream = append(pm.AppendTo(stream), body...)
+	}
+	for _, limit := range []int{0, 1, 3} {
+		opts := &DecoderOptions{Limits: Limits{MaxMessageBytes: limit}}
+		dt, _ := NewDecoder(ts, opts)
+		dr, _ := NewDecoder(ts, opts)
+		var mt, mr Message
+		errs := 0
+		for i, off := range starts {
+			end := len(stream)
+			if i+1 < len(starts) {
+				end = starts[i+1]
+			}
+			for cut := off; cut < end; cut++ {
+				if _, _, diff := sameResult(stream[off:cut], dt, dr, &mt, &mr); diff != "" {
+					t.Fatalf("limit %d, message %d cut at %d: %s\n%x", limit, i, cut-off, diff, stream[off:end])
+				}
+			}
+			n, err, diff := sameResult(stream[off:], dt, dr, &mt, &mr)
+			if diff != "" {
+				t.Fatalf("limit %d, message %d: %s\n%x", limit, i, diff, stream[off:end])
+			}
+			if err != nil {
+				dt.Reset()
+				dr.Reset()
+				errs++
+			} else if n != end-off {
+				t.Fatalf("limit %d, message %d: decoded %d bytes of %d", limit, i, n, end-off)
+			}
+		}
+		if (errs == 0) != (limit == 0) {
+			t.Errorf("limit %d: %d messages over the limit", limit, errs)
 		}
 	}
 }
