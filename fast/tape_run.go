@@ -93,7 +93,11 @@ func (d *Decoder) runPlain(b []byte, off int, pm uint64, ops []op, m *Message) (
 				x, k = shortInt(b, off)
 			} else {
 				var ux uint64
-				ux, k = shortUint(b, off)
+				if ux, k = shortUint(b, off); k == 0 && off+3 < len(b) && b[off+3]&stopBit != 0 && b[off+2]&stopBit == 0 && b[off+1]&stopBit == 0 {
+					// Four bytes (dates, times): 28 bits overflow no kind.
+					ux = uint64(b[off])<<21 | uint64(b[off+1])<<14 | uint64(b[off+2])<<7 | uint64(b[off+3]&dataBits)
+					k = 4
+				}
 				x = int64(ux)
 			}
 			if k == 0 {
