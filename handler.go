@@ -176,6 +176,7 @@ func (c *TCPConn) receiveLoop() {
 
 // runHandler hands whatever c has received to the handler, unless another
 // goroutine is doing so: then it asks that one for another round.
+// +checklocksignore: TryLock, which checklocks cannot follow.
 func (c *TCPConn) runHandler() {
 	r := &c.recv
 	if !r.mu.TryLock() {

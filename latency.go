@@ -79,6 +79,7 @@ func syncTCPFactory(sy *syncer) gstack.TransportProtocolFactory {
 }
 
 // QueuePacket implements netstack's queued transport protocol interface.
+// +checklocksignore: TryLock, which checklocks cannot follow.
 func (p *syncTCP) QueuePacket(ep gstack.TransportEndpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer) {
 	tep, ok := ep.(*tcp.Endpoint)
 	if !ok || !syncState(tep.EndpointState()) || p.sy.delivering.Load() == 0 || !tep.TryLock() {
@@ -111,6 +112,7 @@ func syncState(s tcp.EndpointState) bool {
 // UnlockUser wakes the processor when the queue is not empty. When ep is
 // held by someone else, that holder sees the queue when it lets go (a user's
 // UnlockUser, a processor's requeue check, a syncer's own kick).
+// +checklocksignore: TryLock, which checklocks cannot follow.
 func kick(ep *tcp.Endpoint) {
 	if ep.TryLock() {
 		tcpOwnedByUser(ep).Store(1)
