@@ -503,12 +503,17 @@ func (p *Parser) finish(raw []byte, off int64) (*Message, error) {
 			i = j + rawLen + 1
 			continue
 		}
-		k := bytes.IndexByte(raw[j:end], SOH)
-		if k < 0 {
+		// Header values are a few bytes long: a plain loop beats a call to
+		// bytes.IndexByte.
+		k := j
+		for k < end && raw[k] != SOH {
+			k++
+		}
+		if k >= end {
 			return p.fieldError(off, tag)
 		}
-		val := raw[j : j+k]
-		i = j + k + 1
+		val := raw[j:k]
+		i = k + 1
 		var ok bool
 		switch tag {
 		case TagMsgType:

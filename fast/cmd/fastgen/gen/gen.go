@@ -7,7 +7,16 @@
 // a constant, and a decode and an encode method. A Decoder holds the
 // dictionary (one slot per dictionary entry, shared between templates as the
 // spec's dictionary scopes say), a Handler interface has one method per
-// template, and Decoder.DecodeRecord dispatches on the template id.
+// template, and Decoder.DecodeRecord dispatches on the template id
+// (Decoder.DecodeRecords does so for every record of a payload in one call).
+//
+// The generated decoder is straight-line code per template: the presence map
+// is read into two words whose bits are tested with constant masks (one- and
+// two-byte maps inline), and every integer or fixed-length string of up to 8
+// bytes is decoded from one 8-byte load without a loop (uvarint8, ascii8 in
+// the generated file). Longer values, the last bytes of a buffer and every
+// error case go to package fast's careful primitives, so both paths agree on
+// values, offsets and errors.
 //
 // Supported: the integer types (uInt32, int32, uInt64, int64) and ascii
 // strings with the operators none, constant, default, copy and increment,
