@@ -182,12 +182,15 @@ func (a *Assembler) ipv4(p []byte, ts int64) error {
 	// Most segments continue the flow of the segment before them: try it
 	// before hashing the key.
 	if fi := a.t.last; fi >= 0 {
-		if f := &a.t.flows[fi]; f.key == k && f.takesInOrder(seq, flags, len(payload), cs) {
-			a.inOrder(fi, f, payload, cs, ts)
-			return nil
+		if f := &a.t.flows[fi]; f.key == k {
+			if f.takesInOrder(seq, flags, len(payload), cs) {
+				a.inOrder(fi, f, payload, cs, ts)
+				return nil
+			}
+			return a.segment(&k, fi, seq, flags, payload, cs, ts)
 		}
 	}
-	return a.segment(&k, seq, flags, payload, cs, ts)
+	return a.segment(&k, -1, seq, flags, payload, cs, ts)
 }
 
 // takesInOrder reports whether a segment takes the fast path of flow f: the
@@ -210,15 +213,21 @@ func (a *Assembler) inOrder(fi int32, f *flow, payload []byte, cs checksumState,
 	a.deliver(f, payload, ts)
 }
 
-// segment handles one TCP segment whose headers are valid.
-func (a *Assembler) segment(k *FlowKey, seq uint32, flags uint8, payload []byte, cs checksumState, ts int64) error {
-	fi, h := a.t.lookup(k)
-	if fi >= 0 {
-		if f := &a.t.flows[fi]; f.takesInOrder(seq, flags, len(payload), cs) {
-			a.inOrder(fi, f, payload, cs, ts)
-			return nil
+// segment handles one TCP segment whose headers are valid, of flow fi (k's
+// flow, already known not to take the in-order fast path) or, when fi is
+// negative, of the flow the table finds for k.
+func (a *Assembler) segment(k *FlowKey, fi int32, seq uint32, flags uint8, payload []byte, cs checksumState, ts int64) error {
+	var h uint64
+	if fi < 0 {
+		fi, h = a.t.lookup(k)
+		if fi >= 0 {
+			if f := &a.t.flows[fi]; f.takesInOrder(seq, flags, len(payload), cs) {
+				a.inOrder(fi, f, payload, cs, ts)
+				return nil
+			}
 		}
-	} else {
+	}
+	if fi < 0 {
 		if len(payload) == 0 && flags&tcpFlagSYN == 0 {
 			// Cannot start a flow: only count it.
 			if !a.acceptChecksum(nil, cs, false) {

@@ -22,9 +22,15 @@ type run struct {
 // fields an in-order segment reads and writes come first, in one cache line;
 // the held runs, touched only out of order, come last.
 type flow struct {
-	key   FlowKey
-	state uint8
-
+	// First cache line: what a lookup and an in-order segment read.
+	key       FlowKey
+	startSeq  uint32 // sequence number of stream offset 0
+	hash      uint64
+	nRuns     int
+	next      uint64 // stream offset of the first undelivered byte
+	histStart uint64 // delivered bytes before this offset are not in ring
+	lastSeen  int64
+	state     uint8
 	synSeen   bool // the start comes from this direction's SYN
 	finSeen   bool // a FIN was seen; the direction ends when finOff is reached
 	hadGood   bool // a segment with a good TCP checksum was seen
@@ -34,19 +40,11 @@ type flow struct {
 	// or a FIN waiting for data); entries leave it lazily.
 	pending bool
 
-	startSeq  uint32 // sequence number of stream offset 0
-	nRuns     int
-	next      uint64 // stream offset of the first undelivered byte
-	histStart uint64 // delivered bytes before this offset are not in ring
-	lastSeen  int64
-
-	idx              int32 // index in table.flows
-	lruPrev, lruNext int32 // most recently active at the head
-
-	hash               uint64
+	idx                int32 // index in table.flows
+	lruPrev, lruNext   int32 // most recently active at the head
+	pendPrev, pendNext int32
 	finOff             uint64
 	finTs              int64
-	pendPrev, pendNext int32
 	holeSince          int64 // min ts of runs, valid when nRuns > 0
 
 	// ring is the reassembly buffer (nil until needed): byte at stream
@@ -54,7 +52,13 @@ type flow struct {
 	// [next, next+len(ring)); the rest keeps delivered history.
 	ring []byte
 	runs [maxRuns]run
+	_    [flowPad]byte
 }
+
+// flowPad rounds the size of a flow up to a multiple of 64 bytes, so that
+// the first cache line of every flow in the (page-aligned) table holds its
+// hot fields; TestFlowLayout checks it.
+const flowPad = 56
 
 // table maps FlowKeys to flows with open addressing and linear probing, and
 // keeps the flows in least-recently-active order for eviction.
@@ -104,11 +108,9 @@ func (t *table) home(h uint64) uint64 {
 	return (h >> t.shift) & t.mask
 }
 
-// lookup returns the index of k's flow, or -1 and k's hash.
+// lookup returns the index of k's flow, or -1 and k's hash. Callers try
+// t.last, the flow of the previous lookup, themselves first.
 func (t *table) lookup(k *FlowKey) (int32, uint64) {
-	if t.last >= 0 && t.flows[t.last].key == *k {
-		return t.last, 0
-	}
 	h := hashKey(k)
 	for i := t.home(h); ; i = (i + 1) & t.mask {
 		s := t.slots[i]
