@@ -1,6 +1,8 @@
 package tickwire
 
 import (
+	"io"
+	"strconv"
 	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -76,6 +78,188 @@ type Stats struct {
 	LatencyOutboxFull uint64 // frames sent at once because 1024 frames were already waiting for netstack calls to return
 	LatencyACKsMerged uint64 // pure ACKs dropped because a handler's answer on the same connection carried the acknowledgement
 }
+
+// statsNames are the names of Stats' fields, in field order.
+var statsNames = [...]string{
+	"EthernetRxPackets",
+	"EthernetRxBytes",
+	"EthernetTxPackets",
+	"EthernetTxBytes",
+	"IPv4RxPackets",
+	"IPv4RxBytes",
+	"IPv4TxPackets",
+	"IPv4TxBytes",
+	"ARPRxPackets",
+	"ARPRxBytes",
+	"ARPTxPackets",
+	"ARPTxBytes",
+	"ICMPRxPackets",
+	"ICMPRxBytes",
+	"ICMPTxPackets",
+	"ICMPTxBytes",
+	"UDPRxPackets",
+	"UDPRxBytes",
+	"UDPTxPackets",
+	"UDPTxBytes",
+	"TCPRxPackets",
+	"TCPRxBytes",
+	"TCPTxPackets",
+	"TCPTxBytes",
+	"DropEtherType",
+	"DropIPv4Checksum",
+	"DropIPv4Malformed",
+	"DropIPv4NotForUs",
+	"DropIPv4Protocol",
+	"DropARPMalformed",
+	"DropICMPInvalid",
+	"DropUDPChecksum",
+	"DropUDPMalformed",
+	"DropUDPNoListener",
+	"DropUDPBufferFull",
+	"DropTCPChecksum",
+	"DropTCPInvalid",
+	"DropTCPListenFull",
+	"DropTotal",
+	"ICMPEchoRequestsRx",
+	"ICMPEchoRepliesTx",
+	"ICMPEchoRequestsTx",
+	"ICMPEchoRepliesRx",
+	"ICMPUnreachableTx",
+	"ARPRequestsRx",
+	"ARPRepliesRx",
+	"ARPRequestsTx",
+	"ARPRepliesTx",
+	"ARPMisses",
+	"ARPTimeouts",
+	"ARPEvictions",
+	"ARPTableFull",
+	"ARPEntries",
+	"TCPRetransmits",
+	"TCPFastRetransmits",
+	"TCPTimeouts",
+	"TCPResetsTx",
+	"TCPResetsRx",
+	"TCPSYNCookiesTx",
+	"TCPSYNCookiesRx",
+	"TCPSYNCookiesBad",
+	"ConnsOpen",
+	"ConnsAccepted",
+	"ConnsDialed",
+	"ConnsRefused",
+	"ConnsFailed",
+	"LatencySyncRuns",
+	"LatencyFallbacks",
+	"LatencyInlineRuns",
+	"LatencyOutboxFull",
+	"LatencyACKsMerged",
+}
+
+// values returns the counters in the order of statsNames.
+func (s *Stats) values() [len(statsNames)]uint64 {
+	return [len(statsNames)]uint64{
+		s.EthernetRxPackets,
+		s.EthernetRxBytes,
+		s.EthernetTxPackets,
+		s.EthernetTxBytes,
+		s.IPv4RxPackets,
+		s.IPv4RxBytes,
+		s.IPv4TxPackets,
+		s.IPv4TxBytes,
+		s.ARPRxPackets,
+		s.ARPRxBytes,
+		s.ARPTxPackets,
+		s.ARPTxBytes,
+		s.ICMPRxPackets,
+		s.ICMPRxBytes,
+		s.ICMPTxPackets,
+		s.ICMPTxBytes,
+		s.UDPRxPackets,
+		s.UDPRxBytes,
+		s.UDPTxPackets,
+		s.UDPTxBytes,
+		s.TCPRxPackets,
+		s.TCPRxBytes,
+		s.TCPTxPackets,
+		s.TCPTxBytes,
+		s.DropEtherType,
+		s.DropIPv4Checksum,
+		s.DropIPv4Malformed,
+		s.DropIPv4NotForUs,
+		s.DropIPv4Protocol,
+		s.DropARPMalformed,
+		s.DropICMPInvalid,
+		s.DropUDPChecksum,
+		s.DropUDPMalformed,
+		s.DropUDPNoListener,
+		s.DropUDPBufferFull,
+		s.DropTCPChecksum,
+		s.DropTCPInvalid,
+		s.DropTCPListenFull,
+		s.DropTotal,
+		s.ICMPEchoRequestsRx,
+		s.ICMPEchoRepliesTx,
+		s.ICMPEchoRequestsTx,
+		s.ICMPEchoRepliesRx,
+		s.ICMPUnreachableTx,
+		s.ARPRequestsRx,
+		s.ARPRepliesRx,
+		s.ARPRequestsTx,
+		s.ARPRepliesTx,
+		s.ARPMisses,
+		s.ARPTimeouts,
+		s.ARPEvictions,
+		s.ARPTableFull,
+		s.ARPEntries,
+		s.TCPRetransmits,
+		s.TCPFastRetransmits,
+		s.TCPTimeouts,
+		s.TCPResetsTx,
+		s.TCPResetsRx,
+		s.TCPSYNCookiesTx,
+		s.TCPSYNCookiesRx,
+		s.TCPSYNCookiesBad,
+		s.ConnsOpen,
+		s.ConnsAccepted,
+		s.ConnsDialed,
+		s.ConnsRefused,
+		s.ConnsFailed,
+		s.LatencySyncRuns,
+		s.LatencyFallbacks,
+		s.LatencyInlineRuns,
+		s.LatencyOutboxFull,
+		s.LatencyACKsMerged,
+	}
+}
+
+// Append appends the non-zero counters to b, one per line as the field
+// name, a space and the decimal value, in field order, and returns the
+// extended slice. It allocates only when b lacks room (at most 40 bytes a
+// counter).
+func (s Stats) Append(b []byte) []byte {
+	for i, v := range s.values() {
+		if v != 0 {
+			b = append(b, statsNames[i]...)
+			b = append(b, ' ')
+			b = strconv.AppendUint(b, v, 10)
+			b = append(b, '\n')
+		}
+	}
+	return b
+}
+
+// WriteTo writes the non-zero counters to w in Append's format with a
+// single Write call. It implements io.WriterTo.
+func (s Stats) WriteTo(w io.Writer) (int64, error) {
+	// Room for every counter at full width, so the buffer is allocated once
+	// (it escapes to w) and never grown.
+	buf := make([]byte, 0, len(statsNames)*statsLineMax)
+	n, err := w.Write(s.Append(buf))
+	return int64(n), err
+}
+
+// statsLineMax bounds an Append line: the longest name, a space, 20
+// digits and a newline.
+const statsLineMax = 40
 
 // counter pairs a packet count with a byte count.
 type counter struct {

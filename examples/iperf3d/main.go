@@ -23,46 +23,18 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"net/netip"
-	"os"
-	"os/signal"
-	"syscall"
+	"io"
+
+	"github.com/tickwire/tickwire/examples/internal/tapstack"
 )
 
 func main() {
 	var opts Options
-	var addr, host string
-	flag.StringVar(&opts.Device, "tap", "tw1", "TAP device to create or open")
-	flag.StringVar(&addr, "addr", "10.202.0.2/24", "the stack's IPv4 address and prefix")
-	flag.StringVar(&host, "host", "10.202.0.1/24", "address for the kernel side of the device (empty: none)")
-	flag.IntVar(&opts.MTU, "mtu", 1500, "IP MTU of the device and the stack")
-	flag.StringVar(&opts.PcapFile, "pcap", "", "record every frame to this pcap file")
+	opts.TAP.RegisterFlags(flag.CommandLine, "tw1", "10.202.0.2/24", "10.202.0.1/24")
 	flag.IntVar(&opts.Port, "port", DefaultPort, "TCP and UDP port to serve")
 	flag.IntVar(&opts.Buffer, "buffer", 0, "TCP send and receive buffer per connection in bytes (0: tickwire's default, 32 KiB)")
 	flag.Parse()
-
-	var err error
-	if opts.Addr, err = netip.ParsePrefix(addr); err != nil {
-		fatalf("-addr: %v", err)
-	}
-	if host != "" {
-		if opts.Host, err = netip.ParsePrefix(host); err != nil {
-			fatalf("-host: %v", err)
-		}
-	}
-	if os.Geteuid() != 0 {
-		fatalf("needs root (CAP_NET_ADMIN) to create TAP device %s; run it with sudo", opts.Device)
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := Run(ctx, opts, os.Stdout); err != nil {
-		fatalf("%v", err)
-	}
-}
-
-func fatalf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "iperf3d: "+format+"\n", args...)
-	os.Exit(1)
+	tapstack.Main("iperf3d", &opts.TAP, func(ctx context.Context, out io.Writer) error {
+		return Run(ctx, opts, out)
+	})
 }

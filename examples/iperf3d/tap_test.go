@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickwire/tickwire/examples/internal/tapstack"
 	"github.com/tickwire/tickwire/internal/kerneltest"
 )
 
@@ -22,11 +23,11 @@ func TestStockClientOverTAP(t *testing.T) {
 	iperf := requireIperf3(t)
 	ns := kerneltest.NewNetns(t, "twb")
 	ns.MustRun(t, "sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1")
-	opts := Options{
+	opts := Options{TAP: tapstack.Options{
 		Device: kerneltest.Name("twb"),
 		Addr:   netip.MustParsePrefix("10.202.0.2/24"),
 		Host:   netip.MustParsePrefix("10.202.0.1/24"),
-	}
+	}}
 
 	out := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -67,7 +68,7 @@ func TestStockClientOverTAP(t *testing.T) {
 	if s := out.String(); !strings.Contains(s, "TCPRxPackets") || !strings.Contains(s, "UDPRxPackets") {
 		t.Errorf("stats lack TCP or UDP traffic:\n%s", s)
 	}
-	if _, err := ns.Run("ip", "link", "show", opts.Device); err == nil {
-		t.Errorf("device %s still exists after Run returned", opts.Device)
+	if _, err := ns.Run("ip", "link", "show", opts.TAP.Device); err == nil {
+		t.Errorf("device %s still exists after Run returned", opts.TAP.Device)
 	}
 }

@@ -6,25 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
-	"reflect"
 	"sync"
 
-	"gvisor.dev/gvisor/pkg/tcpip/stack"
-
 	"github.com/tickwire/tickwire"
-	"github.com/tickwire/tickwire/link/pcap/recorder"
-	"github.com/tickwire/tickwire/link/tap"
+	"github.com/tickwire/tickwire/examples/internal/tapstack"
 )
-
-// Options configure Run.
-type Options struct {
-	Device   string       // TAP device name
-	Addr     netip.Prefix // the stack's address
-	Host     netip.Prefix // the kernel side's address; zero for none
-	MTU      int          // IP MTU; 0 for the default
-	PcapFile string       // record frames here when not empty
-}
 
 // Ports served.
 const (
@@ -33,47 +19,19 @@ const (
 )
 
 // Run creates the device, runs the stack and serves until ctx is done, then
-// writes the stack's counters to out, closes the stack (which removes the
-// device) and returns. It writes "ready" to out once it serves.
-func Run(ctx context.Context, opts Options, out io.Writer) error {
-	ep, err := tap.New(tap.Config{Name: opts.Device, MTU: opts.MTU, Host: opts.Host})
+// closes the stack (which removes the device), writes the counters to out
+// and returns. It writes "ready" to out once it serves.
+func Run(ctx context.Context, opts tapstack.Options, out io.Writer) error {
+	n, err := tapstack.Open(opts, tickwire.Config{})
 	if err != nil {
 		return err
 	}
-	var link stack.LinkEndpoint = ep
-	var rec *recorder.Endpoint
-	if opts.PcapFile != "" {
-		if rec, err = recorder.Create(ep, opts.PcapFile); err != nil {
-			ep.Close()
-			return err
-		}
-		link = rec
-	}
-	cfg := tickwire.Config{Link: link, MAC: ep.MAC(), Addr: opts.Addr, MTU: opts.MTU}
-	if opts.MTU > 0 && opts.MTU-40 < tickwire.DefaultMSS {
-		cfg.MSS = opts.MTU - 40 // a full segment must fit a smaller MTU
-	}
-	s, err := tickwire.New(cfg)
-	if err != nil {
-		link.Close()
-		return err
-	}
-	serveErr := Serve(ctx, s, func() {
-		fmt.Fprintf(out, "tapdemo: stack %s (MAC %s) on %s, kernel side %v\n", opts.Addr, ep.MAC(), ep.Name(), opts.Host)
+	serveErr := Serve(ctx, n.Stack, func() {
+		fmt.Fprintf(out, "tapdemo: %s\n", n.Describe())
 		fmt.Fprintln(out, "ready")
 	})
-	st := s.Stats()
-	s.Close() // closes rec and ep: the device goes away
-	PrintStats(out, st)
-	ts := ep.Stats()
-	fmt.Fprintf(out, "tap %s: %d frames in (%d for other hosts, %d too long dropped), %d out (%d dropped)\n",
-		ep.Name(), ts.RxFrames, ts.RxOtherHost, ts.RxTooLong, ts.TxFrames, ts.TxDropped)
-	if rec != nil {
-		rs := rec.Stats()
-		fmt.Fprintf(out, "pcap: %d frames sent, %d received, recorded to %s\n", rs.Sent, rs.Received, opts.PcapFile)
-		if err := rec.Err(); err != nil && serveErr == nil {
-			serveErr = err
-		}
+	if err := n.Close(out); serveErr == nil {
+		serveErr = err
 	}
 	return serveErr
 }
@@ -160,15 +118,4 @@ func Serve(ctx context.Context, s *tickwire.Stack, ready func()) error {
 	mu.Unlock()
 	wg.Wait()
 	return nil
-}
-
-// PrintStats writes the non-zero counters of st, one per line.
-func PrintStats(out io.Writer, st tickwire.Stats) {
-	fmt.Fprintln(out, "stats:")
-	v := reflect.ValueOf(st)
-	for i := range v.NumField() {
-		if f := v.Field(i); f.CanUint() && f.Uint() != 0 {
-			fmt.Fprintf(out, "  %-20s %d\n", v.Type().Field(i).Name, f.Uint())
-		}
-	}
 }

@@ -21,44 +21,16 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"net/netip"
-	"os"
-	"os/signal"
-	"syscall"
+	"io"
+
+	"github.com/tickwire/tickwire/examples/internal/tapstack"
 )
 
 func main() {
-	var opts Options
-	var addr, host string
-	flag.StringVar(&opts.Device, "tap", "tw0", "TAP device to create or open")
-	flag.StringVar(&addr, "addr", "10.201.0.2/24", "the stack's IPv4 address and prefix")
-	flag.StringVar(&host, "host", "10.201.0.1/24", "address for the kernel side of the device (empty: none)")
-	flag.IntVar(&opts.MTU, "mtu", 1500, "IP MTU of the device and the stack (below 1448 the MSS shrinks to MTU-40)")
-	flag.StringVar(&opts.PcapFile, "pcap", "", "record every frame to this pcap file")
+	var opts tapstack.Options
+	opts.RegisterFlags(flag.CommandLine, "tw0", "10.201.0.2/24", "10.201.0.1/24")
 	flag.Parse()
-
-	var err error
-	if opts.Addr, err = netip.ParsePrefix(addr); err != nil {
-		fatalf("-addr: %v", err)
-	}
-	if host != "" {
-		if opts.Host, err = netip.ParsePrefix(host); err != nil {
-			fatalf("-host: %v", err)
-		}
-	}
-	if os.Geteuid() != 0 {
-		fatalf("needs root (CAP_NET_ADMIN) to create TAP device %s; run it with sudo", opts.Device)
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := Run(ctx, opts, os.Stdout); err != nil {
-		fatalf("%v", err)
-	}
-}
-
-func fatalf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "tapdemo: "+format+"\n", args...)
-	os.Exit(1)
+	tapstack.Main("tapdemo", &opts, func(ctx context.Context, out io.Writer) error {
+		return Run(ctx, opts, out)
+	})
 }
