@@ -33,7 +33,7 @@ type connSet struct {
 // connection (both ends and the reader goroutine's heap objects; goroutine
 // stacks are not heap), measured after a GC before and after.
 func openConns(n, queueLen int) (*connSet, float64, error) {
-	sp, err := newStackPair(max(n, minConnsCap), queueLen)
+	sp, err := newStackPair(max(n, minConnsCap), queueLen, false)
 	if err != nil {
 		return nil, 0, err
 	}

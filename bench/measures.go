@@ -18,6 +18,16 @@ var measures = []measure{
 		setup:        setupUDPRTT,
 	},
 	{
+		name: "tcp_rtt_64B_latency", unit: "us", better: lower, latency: true, quick: true,
+		baselineName: "kernel TCP, loopback",
+		doc: "tcp_rtt_64B on tickwire's fast API in latency mode (Config.Latency): the server " +
+			"echoes from a Stack.ServeTCP handler, the client writes and waits for its " +
+			"TCPConn.OnReceive handler to count the echo (spinning on an atomic counter with " +
+			"runtime.Gosched; over link/pipe the whole round trip usually runs inside the " +
+			"client's Write). Baseline: the same kernel loopback ping-pong as tcp_rtt_64B.",
+		setup: setupTCPRTTLatency,
+	},
+	{
 		name: "tcp_bulk", unit: "Gb/s", better: higher, quick: true,
 		baselineName: "kernel TCP, loopback",
 		doc: "One TCP stream, 64 KiB writes for the sample's duration, then a half-close; rate of " +
@@ -61,7 +71,16 @@ var measures = []measure{
 			"client and a kernel echo server in two namespaces joined by a veth pair. Namespaces and " +
 			"devices are named twb* and removed afterwards. Allocations are the whole process's per " +
 			"round trip (tickwire's echo side).",
-		setup: setupTapRTT,
+		setup: setupTapRTT(false),
+	},
+	{
+		name: "tap_tcp_rtt_64B_latency", unit: "us", better: lower, latency: true, quick: true,
+		baselineName: "kernel to kernel, veth",
+		doc: "Root only. tap_tcp_rtt_64B with tickwire in latency mode, echoing from a " +
+			"Stack.ServeTCP handler that runs on the TAP device's reader goroutine (no goroutine " +
+			"woken between the device and the answer); the kernel client and the veth baseline " +
+			"are unchanged.",
+		setup: setupTapRTT(true),
 	},
 	{
 		name: "fast_sse_decode", unit: "records/s", better: higher, quick: true,

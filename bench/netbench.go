@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tickwire/tickwire"
@@ -34,16 +36,17 @@ type stackPair struct {
 }
 
 // newStackPair joins two stacks with a pipe whose queues hold queueLen
-// frames per direction (0: the pipe's default).
-func newStackPair(maxConns, queueLen int) (*stackPair, error) {
+// frames per direction (0: the pipe's default), both in latency mode when
+// latency is set.
+func newStackPair(maxConns, queueLen int, latency bool) (*stackPair, error) {
 	a, b := pipe.New(pipe.Options{QueueLen: queueLen})
 	arp := map[netip.Addr]net.HardwareAddr{clientPrefix.Addr(): a.MAC(), serverPrefix.Addr(): b.MAC()}
-	client, err := tickwire.New(tickwire.Config{Link: a, MAC: a.MAC(), Addr: clientPrefix, MaxConnections: maxConns, StaticARP: arp})
+	client, err := tickwire.New(tickwire.Config{Link: a, MAC: a.MAC(), Addr: clientPrefix, MaxConnections: maxConns, StaticARP: arp, Latency: latency})
 	if err != nil {
 		b.Close()
 		return nil, err
 	}
-	server, err := tickwire.New(tickwire.Config{Link: b, MAC: b.MAC(), Addr: serverPrefix, MaxConnections: maxConns, StaticARP: arp})
+	server, err := tickwire.New(tickwire.Config{Link: b, MAC: b.MAC(), Addr: serverPrefix, MaxConnections: maxConns, StaticARP: arp, Latency: latency})
 	if err != nil {
 		client.Close()
 		return nil, err
@@ -163,7 +166,7 @@ func tickwireDial(from *tickwire.Stack, to netip.Addr, port int) dialer {
 }
 
 func setupTCPRTT(p params) (*pair, error) {
-	sp, err := newStackPair(0, 0)
+	sp, err := newStackPair(0, 0, false)
 	if err != nil {
 		return nil, err
 	}
@@ -177,19 +180,121 @@ func setupTCPRTT(p params) (*pair, error) {
 		sp.Close()
 		return nil, err
 	}
-	kln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		twClose()
-		sp.Close()
-		return nil, err
-	}
-	k, kClose, err := tcpRTTSide(kln, kernelDial(kln.Addr()), p)
+	k, kClose, err := kernelTCPRTTSide(p)
 	if err != nil {
 		twClose()
 		sp.Close()
 		return nil, err
 	}
 	return &pair{tickwire: tw, baseline: k, close: func() { twClose(); kClose(); sp.Close() }}, nil
+}
+
+// kernelTCPRTTSide is the loopback baseline of the in-process TCP
+// ping-pongs: a Go net client and echo server on 127.0.0.1.
+func kernelTCPRTTSide(p params) (func() (sample, error), func(), error) {
+	kln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	return tcpRTTSide(kln, kernelDial(kln.Addr()), p)
+}
+
+// setupTCPRTTLatency builds tcp_rtt_64B_latency: tickwire's fast API in
+// latency mode (a ServeTCP echo handler, a client taking the echo in its
+// OnReceive handler) against the kernel loopback of tcp_rtt_64B.
+func setupTCPRTTLatency(p params) (*pair, error) {
+	sp, err := newStackPair(0, 0, true)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := sp.server.ServeTCP(echoPort, echoHandler)
+	if err != nil {
+		sp.Close()
+		return nil, err
+	}
+	twClose := func() { ln.Close(); sp.Close() }
+	nc, err := tickwireDial(sp.client, serverPrefix.Addr(), echoPort)()
+	if err != nil {
+		twClose()
+		return nil, err
+	}
+	twClose = func() { nc.Close(); ln.Close(); sp.Close() }
+	hc, err := newHandlerClient(nc.(*tickwire.TCPConn))
+	if err != nil {
+		twClose()
+		return nil, err
+	}
+	k, kClose, err := kernelTCPRTTSide(p)
+	if err != nil {
+		twClose()
+		return nil, err
+	}
+	return &pair{
+		tickwire: func() (sample, error) { return hc.pingPong(p) },
+		baseline: k,
+		close:    func() { twClose(); kClose() },
+	}, nil
+}
+
+// echoHandler is a ServeTCP handler that writes back what it receives, from
+// the goroutine that delivered it, and closes at the end of the stream. A
+// 64-byte echo always fits the send buffer, so its Write never meets
+// ErrWouldBlock.
+func echoHandler(c *tickwire.TCPConn, data []byte, err error) {
+	if err != nil {
+		c.Close()
+		return
+	}
+	c.Write(data)
+}
+
+// handlerClient is the ping side of the fast API: its OnReceive handler
+// only counts the bytes that come back, and a round trip waits for the count
+// (over link/pipe in latency mode the echo has usually been counted before
+// Write returns, so the wait costs nothing).
+type handlerClient struct {
+	c        *tickwire.TCPConn
+	received atomic.Int64 // bytes the handler saw
+	ended    atomic.Bool  // the handler's last call came
+	sent     int64        // bytes written; the pinging goroutine's own
+}
+
+func newHandlerClient(c *tickwire.TCPConn) (*handlerClient, error) {
+	h := &handlerClient{c: c}
+	err := c.OnReceive(func(_ *tickwire.TCPConn, data []byte, err error) {
+		if err != nil {
+			h.ended.Store(true)
+			return
+		}
+		h.received.Add(int64(len(data)))
+	})
+	return h, err
+}
+
+// errStalled fails a round whose echo does not come back.
+var errStalled = errors.New("bench: no echo within the stall timeout")
+
+// pingPong times rttSize-byte round trips.
+func (h *handlerClient) pingPong(p params) (sample, error) {
+	out := make([]byte, rttSize)
+	deadline := time.Now().Add(p.dur + stallTimeout)
+	return timeOps(p.dur, 200, true, func() error {
+		h.sent += rttSize
+		if _, err := h.c.Write(out); err != nil {
+			return err
+		}
+		for spins := 0; h.received.Load() < h.sent; spins++ {
+			if h.ended.Load() {
+				return io.ErrUnexpectedEOF
+			}
+			// time.Now only now and then: the wait is normally a few spins.
+			if spins%1024 == 1023 && time.Now().After(deadline) {
+				return errStalled
+			}
+			runtime.Gosched()
+		}
+		return nil
+	})
 }
 
 // udpEcho answers every datagram on pc until pc is closed.
@@ -227,7 +332,7 @@ func udpPingPong(c net.Conn, p params) (sample, error) {
 }
 
 func setupUDPRTT(p params) (*pair, error) {
-	sp, err := newStackPair(0, 0)
+	sp, err := newStackPair(0, 0, false)
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +443,7 @@ func bulkRound(ln net.Listener, dial dialer, p params) (sample, error) {
 }
 
 func setupBulk(p params) (*pair, error) {
-	sp, err := newStackPair(0, 0)
+	sp, err := newStackPair(0, 0, false)
 	if err != nil {
 		return nil, err
 	}
@@ -394,7 +499,7 @@ func setupConnect(p params) (*pair, error) {
 		tickwire: func() (sample, error) {
 			closeStacks()
 			var err error
-			if sp, err = newStackPair(1024, 0); err != nil {
+			if sp, err = newStackPair(1024, 0, false); err != nil {
 				return sample{}, err
 			}
 			ln, err := sp.server.ListenTCP(echoPort)

@@ -77,12 +77,19 @@ func cleanupStale() {
 	}
 }
 
-// setupTapRTT builds both sides of tap_tcp_rtt_64B:
+// setupTapRTT returns the setup of tap_tcp_rtt_64B, or with latency set of
+// tap_tcp_rtt_64B_latency, which builds both sides:
 //   - tickwire: a kernel TCP client in a namespace, a TAP device in that
-//     namespace, tickwire on the device (in this process) echoing;
+//     namespace, tickwire on the device (in this process) echoing: from a
+//     goroutine per connection on net.Conn, or in latency mode from a
+//     ServeTCP handler;
 //   - baseline: a kernel TCP client in one namespace, a kernel echo server
 //     in another, a veth pair between them.
-func setupTapRTT(p params) (*pair, error) {
+func setupTapRTT(latency bool) func(params) (*pair, error) {
+	return func(p params) (*pair, error) { return setupTapRTTMode(p, latency) }
+}
+
+func setupTapRTTMode(p params, latency bool) (*pair, error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("%w: needs root to create namespaces, a TAP device and a veth pair", errSkip)
 	}
@@ -110,7 +117,7 @@ func setupTapRTT(p params) (*pair, error) {
 		if err != nil {
 			return err
 		}
-		if s, err = tickwire.New(tickwire.Config{Link: ep, MAC: ep.MAC(), Addr: tapStack}); err != nil {
+		if s, err = tickwire.New(tickwire.Config{Link: ep, MAC: ep.MAC(), Addr: tapStack, Latency: latency}); err != nil {
 			ep.Close()
 			return err
 		}
@@ -120,12 +127,20 @@ func setupTapRTT(p params) (*pair, error) {
 		return fail(err)
 	}
 	cleanups = append(cleanups, func() { s.Close() })
-	ln, err := s.ListenTCP(echoPort)
-	if err != nil {
-		return fail(err)
+	if latency {
+		ln, err := s.ServeTCP(echoPort, echoHandler)
+		if err != nil {
+			return fail(err)
+		}
+		cleanups = append(cleanups, func() { ln.Close() })
+	} else {
+		ln, err := s.ListenTCP(echoPort)
+		if err != nil {
+			return fail(err)
+		}
+		srv := serveTCP(ln, echo)
+		cleanups = append(cleanups, srv.stop)
 	}
-	srv := serveTCP(ln, echo)
-	cleanups = append(cleanups, srv.stop)
 	if err := tapNS.Do(func() (err error) {
 		kc, err = net.DialTimeout("tcp", netip.AddrPortFrom(tapStack.Addr(), echoPort).String(), stallTimeout)
 		return err

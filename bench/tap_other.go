@@ -4,8 +4,10 @@ package main
 
 import "fmt"
 
-func setupTapRTT(params) (*pair, error) {
-	return nil, fmt.Errorf("%w: TAP devices and network namespaces need Linux", errSkip)
+func setupTapRTT(bool) func(params) (*pair, error) {
+	return func(params) (*pair, error) {
+		return nil, fmt.Errorf("%w: TAP devices and network namespaces need Linux", errSkip)
+	}
 }
 
 func cleanupStale() {}
