@@ -172,12 +172,14 @@ func (a *Assembler) ipv4(p []byte, ts int64) error {
 	if a.mode != ChecksumIgnore {
 		cs = tcpChecksum(p, ihl)
 	}
-	k := FlowKey{
-		SrcIP:   [4]byte(p[12:16]),
-		DstIP:   [4]byte(p[16:20]),
-		SrcPort: binary.BigEndian.Uint16(seg[0:]),
-		DstPort: binary.BigEndian.Uint16(seg[2:]),
-	}
+	// Field by field: a composite literal is built in a temporary and
+	// copied with wider loads than its stores, which stalls store
+	// forwarding.
+	var k FlowKey
+	k.SrcIP = [4]byte(p[12:16])
+	k.DstIP = [4]byte(p[16:20])
+	k.SrcPort = binary.BigEndian.Uint16(seg[0:])
+	k.DstPort = binary.BigEndian.Uint16(seg[2:])
 	seq, flags, payload := binary.BigEndian.Uint32(seg[4:]), seg[13], seg[dataOff:]
 	// Most segments continue the flow of the segment before them: try it
 	// before hashing the key.
