@@ -15,17 +15,8 @@ import (
 // one connection between two stacks over link/pipe.
 func BenchmarkTCPPingPong64(b *testing.B) {
 	p := newPair(b, nil)
-	ln, err := p.b.ListenTCP(7)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	echoServer(ln)
-	c, err := p.a.DialTCP(ctxTimeout(b, 5*time.Second), addrPort(addrB, 7))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	p.serveEcho(b)
+	c := p.dialEcho(b)
 	msg := make([]byte, 64)
 	buf := make([]byte, 64)
 	b.ReportAllocs()
@@ -44,17 +35,8 @@ func BenchmarkTCPPingPong64(b *testing.B) {
 // net.Conn on both sides.
 func BenchmarkTCPPingPong64Latency(b *testing.B) {
 	p := newPair(b, latencyMode)
-	ln, err := p.b.ListenTCP(7)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	echoServer(ln)
-	c, err := p.a.DialTCP(ctxTimeout(b, 5*time.Second), addrPort(addrB, 7))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	p.serveEcho(b)
+	c := p.dialEcho(b)
 	msg := make([]byte, 64)
 	buf := make([]byte, 64)
 	b.ReportAllocs()
@@ -182,17 +164,8 @@ func TestTCPPingPongDoesNotAllocate(t *testing.T) {
 		t.Skip("the race detector makes sync.Pool drop items; run without -race")
 	}
 	p := newPair(t, nil)
-	ln, err := p.b.ListenTCP(7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	echoServer(ln)
-	c, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 7))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	p.serveEcho(t)
+	c := p.dialEcho(t)
 	msg := make([]byte, 64)
 	buf := make([]byte, 64)
 	roundTrip := func() {

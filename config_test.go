@@ -99,17 +99,8 @@ func TestCubic(t *testing.T) {
 		c.Congestion = "cubic"
 		c.DisableNoDelay = true
 	})
-	ln, err := p.b.ListenTCP(7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	echoServer(ln)
-	c, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 7))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	p.serveEcho(t)
+	c := p.dialEcho(t)
 	if err := exchange(c, randomBytes(1<<20, 9), randomBytes(1<<20, 9)); err != nil {
 		t.Fatal(err)
 	}

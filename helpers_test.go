@@ -2,6 +2,7 @@ package tickwire_test
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -56,4 +57,30 @@ func ctxTimeout(t testing.TB, d time.Duration) context.Context {
 
 func addrPort(p netip.Prefix, port uint16) netip.AddrPort {
 	return netip.AddrPortFrom(p.Addr(), port)
+}
+
+// echoPort is the port the test echo servers listen on.
+const echoPort = 7
+
+// serveEcho makes B serve TCP echo on echoPort until the end of the test.
+func (p *pair) serveEcho(t testing.TB) {
+	t.Helper()
+	ln, err := p.b.ListenTCP(echoPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	echoServer(ln)
+}
+
+// dialEcho connects A to B's echo server; the connection is closed at the
+// end of the test.
+func (p *pair) dialEcho(t testing.TB) net.Conn {
+	t.Helper()
+	c, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, echoPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }

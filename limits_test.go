@@ -187,17 +187,8 @@ func TestSYNFlood(t *testing.T) {
 			c.Gateway = addrA.Addr() // replies to spoofed sources go to A, which drops them
 		}
 	})
-	ln, err := p.b.ListenTCP(7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	echoServer(ln)
-	old, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 7))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
+	p.serveEcho(t)
+	old := p.dialEcho(t)
 	ping(t, old, "before")
 
 	r := rand.New(rand.NewPCG(7, 7))
@@ -268,17 +259,8 @@ func TestStaticARP(t *testing.T) {
 			c.StaticARP = map[netip.Addr]net.HardwareAddr{addrB.Addr(): {2, 0, 0, 0, 0, 0x0b}}
 		}
 	})
-	ln, err := p.b.ListenTCP(7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	echoServer(ln)
-	c, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 7))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	p.serveEcho(t)
+	c := p.dialEcho(t)
 	ping(t, c, "static")
 	if st := p.a.Stats(); st.ARPRequestsTx != 0 || st.ARPEntries != 0 {
 		t.Errorf("A sent %d ARP requests and holds %d dynamic entries; want 0, 0", st.ARPRequestsTx, st.ARPEntries)
