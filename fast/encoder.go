@@ -368,6 +368,30 @@ func subDelta(k Kind, v, base uint64) (int64, bool) {
 	return -int64(d), d <= 1<<63
 }
 
+// constOrDefault applies the constant or default operator of in, which
+// only compare the value with the initial one (isInit: present and equal to
+// it; a constant always has one, S4): it sets the field's presence-map bit
+// and reports whether the value itself must still be written, which only a
+// default field holding another value needs. A constant field holding
+// another value is ErrNotEncodable.
+func constOrDefault(pmb *PMapBuilder, in *instr, present, isInit bool) (write bool, err error) {
+	if in.op == OpConstant {
+		if present && !isInit {
+			return false, ErrNotEncodable
+		}
+		if in.optional {
+			pmb.Add(present)
+		}
+		return false, nil
+	}
+	if isInit || (!present && !in.hasInit) {
+		pmb.Add(false)
+		return false, nil
+	}
+	pmb.Add(true)
+	return true, nil
+}
+
 // intOp writes an integer with its operator; it also serves sequence lengths
 // and the individual operators of decimals.
 func (e *Encoder) intOp(body []byte, pmb *PMapBuilder, in *instr, u uint64, present bool) ([]byte, error) {
@@ -380,20 +404,10 @@ func (e *Encoder) intOp(body []byte, pmb *PMapBuilder, in *instr, u uint64, pres
 	switch in.op {
 	case OpNone:
 		return appendIntKind(body, in.kind, u, present, in.nullable), nil
-	case OpConstant:
-		if present && u != in.init.u {
-			return body, ErrNotEncodable
+	case OpConstant, OpDefault:
+		if write, err := constOrDefault(pmb, in, present, present && in.hasInit && u == in.init.u); !write {
+			return body, err
 		}
-		if in.optional {
-			pmb.Add(present)
-		}
-		return body, nil
-	case OpDefault:
-		if (present && in.hasInit && u == in.init.u) || (!present && !in.hasInit) {
-			pmb.Add(false)
-			return body, nil
-		}
-		pmb.Add(true)
 		return appendIntKind(body, in.kind, u, present, in.nullable), nil
 	case OpCopy, OpIncrement:
 		en := &e.dict[in.slot]
@@ -481,20 +495,10 @@ func (e *Encoder) decimalOp(body []byte, pmb *PMapBuilder, in *instr, mant int64
 	switch in.op {
 	case OpNone:
 		return appendDecimal(body, mant, exp, present, in.nullable), nil
-	case OpConstant:
-		if present && !isInit {
-			return body, ErrNotEncodable
+	case OpConstant, OpDefault:
+		if write, err := constOrDefault(pmb, in, present, isInit); !write {
+			return body, err
 		}
-		if in.optional {
-			pmb.Add(present)
-		}
-		return body, nil
-	case OpDefault:
-		if isInit || (!present && !in.hasInit) {
-			pmb.Add(false)
-			return body, nil
-		}
-		pmb.Add(true)
 		return appendDecimal(body, mant, exp, present, in.nullable), nil
 	case OpCopy:
 		en := &e.dict[in.slot]
@@ -588,20 +592,10 @@ func (e *Encoder) bytesOp(body []byte, pmb *PMapBuilder, in *instr, b []byte, pr
 	switch in.op {
 	case OpNone:
 		return appendBytesKind(body, in.kind, b, present, in.nullable), nil
-	case OpConstant:
-		if present && !bytes.Equal(b, in.init.b) {
-			return body, ErrNotEncodable
+	case OpConstant, OpDefault:
+		if write, err := constOrDefault(pmb, in, present, isInit); !write {
+			return body, err
 		}
-		if in.optional {
-			pmb.Add(present)
-		}
-		return body, nil
-	case OpDefault:
-		if isInit || (!present && !in.hasInit) {
-			pmb.Add(false)
-			return body, nil
-		}
-		pmb.Add(true)
 		return appendBytesKind(body, in.kind, b, present, in.nullable), nil
 	case OpCopy, OpTail:
 		en := &e.dict[in.slot]
