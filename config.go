@@ -153,6 +153,14 @@ type Config struct {
 	// block spins before it sleeps (see Latency). Default 0: no busy-poll;
 	// 0 to 1 s. Ignored when Latency is off.
 	BusyPoll time.Duration
+
+	// UDPReceiveQueue bounds the datagrams each UDP socket holds unread: one
+	// arriving at a full socket is dropped and counted in
+	// Stats.DropUDPBufferFull. A socket's queue takes at most
+	// UDPReceiveQueue x (link MTU - 28) bytes, allocated as it fills.
+	// Default 128 (DefaultUDPReceiveQueue); at most MaxUDPReceiveQueue,
+	// larger values are clamped.
+	UDPReceiveQueue int
 }
 
 // withDefaults returns c with defaults applied and validated.

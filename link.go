@@ -26,6 +26,8 @@ type wire struct {
 	sy       *syncer // nil outside latency mode
 	out      *outbox // nil outside latency mode
 	counters wireCounters
+	// udp is the UDP fast path's table of sockets (udpfast.go).
+	udp *udpTable
 }
 
 var (
@@ -73,6 +75,9 @@ func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuff
 	case header.IPv4ProtocolNumber:
 		w.counters.ipRx.add(size)
 		if !w.inboundIPv4(pkt, size) {
+			return
+		}
+		if w.udp.deliver(pkt) {
 			return
 		}
 		if w.inboundSYN(proto, pkt) {

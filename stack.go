@@ -121,6 +121,7 @@ func (s *Stack) configure() error {
 
 	addr := tcpip.AddrFrom4(cfg.Addr.Addr().As4())
 	s.wire = newWire(cfg.Link, cfg.MTU, cfg.MSS, addr, s.arp, s.sy)
+	s.wire.udp = newUDPTable(s)
 	cfg.Link.SetLinkAddress(tcpip.LinkAddress(cfg.MAC))
 	if err := s.st.CreateNICWithOptions(nicID, s.wire, gstack.NICOptions{Name: "tw0", QDisc: &passThrough{w: s.wire}}); err != nil {
 		return fail("create nic", err)

@@ -2,9 +2,11 @@ package tickwire
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -13,21 +15,65 @@ import (
 	"gvisor.dev/gvisor/pkg/waiter"
 )
 
-// udpConn is the net.PacketConn of ListenUDP and the net.Conn of DialUDP: a
-// thin wrapper over a netstack UDP endpoint. All methods are safe for
-// concurrent use; concurrent reads (and concurrent writes) are serialised.
-// The wrapper allocates nothing per datagram except the address ReadFrom
-// returns; ReadFromUDPAddrPort and WriteToUDPAddrPort avoid that, as on
-// *net.UDPConn.
-type udpConn struct {
+// UDPHandler receives a socket's datagrams (see UDPConn.OnReceive). payload
+// is valid until the handler returns and must not be modified: it may share
+// memory with the received frame. from is the sender.
+type UDPHandler func(c *UDPConn, payload []byte, from netip.AddrPort)
+
+// UDPConn is a UDP socket from ListenUDP, DialUDP or ServeUDP. It implements
+// net.PacketConn and, connected (DialUDP), net.Conn; ReadFromUDPAddrPort and
+// WriteToUDPAddrPort are the allocation-free pair, as on *net.UDPConn, and
+// OnReceive is the fast receive path.
+//
+// Datagrams take tickwire's UDP fast path (see udpfast.go): those received
+// wait in a ring of Config.UDPReceiveQueue slots until read; when the ring
+// is full they are dropped and counted in Stats.DropUDPBufferFull. Writes
+// never block: a datagram goes to the link before Write returns (or is
+// dropped by the link, which counts it).
+//
+// All methods are safe for concurrent use; concurrent reads are serialised.
+// ReadFromUDPAddrPort, Read, Write and WriteToUDPAddrPort allocate nothing
+// in steady state; ReadFrom allocates the address it returns.
+type UDPConn struct {
 	sock
+	s     *Stack
+	t     *udpTable
 	laddr *net.UDPAddr
 	raddr *net.UDPAddr // nil when not connected
+
+	local tcpip.Address
+	port  uint16
+	// connected sockets receive only from remote:remotePort.
+	connected  bool
+	remote     tcpip.Address
+	remotePort uint16
+
+	ring *udpRing
 
 	readMu sync.Mutex
 	// +checklocks:readMu
 	rw tcpip.SliceWriter
 
+	// recv is OnReceive's state.
+	recv struct {
+		set     atomic.Bool
+		handler UDPHandler // immutable once set is true
+		// mu serialises handler calls.
+		mu sync.Mutex
+		// +checklocks:mu
+		buf []byte // for datagrams read from the netstack endpoint
+		// +checklocks:mu
+		w tcpip.SliceWriter
+	}
+
+	// routeMu serialises replacements of cached, the route of the last
+	// destination written to; writes load it without a lock.
+	routeMu sync.Mutex
+	cached  atomic.Pointer[udpRoute]
+	hup     waiter.Entry // drops the route when netstack closes the endpoint
+
+	// The netstack endpoint's write state, for the datagrams the fast path
+	// does not send (broadcast, local).
 	writeMu sync.Mutex
 	// +checklocks:writeMu
 	wr bytes.Reader
@@ -36,13 +82,20 @@ type udpConn struct {
 }
 
 var (
-	_ net.PacketConn = (*udpConn)(nil)
-	_ net.Conn       = (*udpConn)(nil)
+	_ net.PacketConn = (*UDPConn)(nil)
+	_ net.Conn       = (*UDPConn)(nil)
 )
 
+// endpointClosed drops a UDPConn's cached route when its netstack endpoint
+// closes: at UDPConn.Close, or when Stack.Close aborts every endpoint.
+type endpointClosed struct{ c *UDPConn }
+
+// NotifyEvent implements waiter.EventListener.
+func (l endpointClosed) NotifyEvent(waiter.EventMask) { l.c.dropRoute() }
+
 // udpEndpoint opens a UDP socket bound to local and, when remote is not nil,
-// connected to it.
-func (s *Stack) udpEndpoint(local tcpip.FullAddress, remote *tcpip.FullAddress) (*udpConn, error) {
+// connected to it, and registers it with the fast path.
+func (s *Stack) udpEndpoint(local tcpip.FullAddress, remote *tcpip.FullAddress) (*UDPConn, error) {
 	if s.closed.Load() {
 		return nil, net.ErrClosed
 	}
@@ -61,33 +114,199 @@ func (s *Stack) udpEndpoint(local tcpip.FullAddress, remote *tcpip.FullAddress) 
 			return nil, convertError(err)
 		}
 	}
-	c := &udpConn{}
-	c.init(wq, ep, s.cfg.BusyPoll)
-	if a, err := ep.GetLocalAddress(); err == nil {
-		c.laddr = &net.UDPAddr{IP: s.cfg.Addr.Addr().AsSlice(), Port: int(a.Port)}
+	a, err := ep.GetLocalAddress()
+	if err != nil {
+		ep.Close()
+		return nil, convertError(err)
 	}
+	c := &UDPConn{s: s, t: s.wire.udp, port: a.Port}
+	c.local = tcpip.AddrFrom4(s.cfg.Addr.Addr().As4())
+	c.init(wq, ep, s.cfg.BusyPoll)
+	c.laddr = &net.UDPAddr{IP: s.cfg.Addr.Addr().AsSlice(), Port: int(a.Port)}
 	if remote != nil {
+		c.connected, c.remote, c.remotePort = true, remote.Addr, remote.Port
 		c.raddr = &net.UDPAddr{IP: remote.Addr.AsSlice(), Port: int(remote.Port)}
 	}
+	c.ring = newUDPRing(s.cfg.udpReceiveQueue(), s.udpSlotSize())
+	c.hup.Init(endpointClosed{c}, waiter.EventHUp)
+	wq.EventRegister(&c.hup)
+	c.t.add(c.port, c)
 	return c, nil
 }
 
-func (c *udpConn) opError(op string, addr net.Addr, err error) error {
+// udpSlotSize is the largest datagram the fast path takes in one frame.
+func (s *Stack) udpSlotSize() int {
+	mtu := max(s.cfg.MTU, int(s.cfg.Link.MTU()))
+	return mtu - 28 // IPv4 and UDP headers
+}
+
+func (c *UDPConn) opError(op string, addr net.Addr, err error) error {
 	if addr == nil && c.raddr != nil {
 		addr = c.raddr
 	}
 	return opError(op, "udp", c.laddr, addr, err)
 }
 
+// receive hands a datagram from the fast path to the socket: to its handler
+// when it has one and nobody is running it (else to the ring, for the
+// handler's goroutine, so that order is kept and the delivering goroutine
+// never waits), or to the ring. It reports false when the ring was full.
+// +checklocksignore: TryLock, which checklocks cannot follow.
+func (c *UDPConn) receive(payload []byte, from netip.AddrPort) bool {
+	if c.recv.set.Load() && c.recv.mu.TryLock() {
+		if c.ring.empty() {
+			if !c.closed.Load() {
+				c.recv.handler(c, payload, from)
+			}
+			c.recv.mu.Unlock()
+			return true
+		}
+		c.recv.mu.Unlock()
+	}
+	if !c.ring.push(payload, from) {
+		return false
+	}
+	select {
+	case c.readCh <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// OnReceive switches c to the fast receive path: from now on, handler is
+// called with each datagram c receives, one call at a time, and reads fail
+// with ErrHandlerSet. A datagram that took the fast path is handed to the
+// handler on the goroutine that delivered the frame (the link's reader, or
+// the peer's writer over link/pipe), before the delivery returns: no
+// goroutine is woken between the wire and the handler, and a reply written
+// from the handler leaves on that same goroutine. Datagrams received before
+// the call, those that arrive while the handler runs on another goroutine,
+// and those netstack delivers (fragments, IP options) are handed over by a
+// goroutine of the socket's own.
+//
+// The handler may call WriteToUDPAddrPort, Write and Close on c or other
+// sockets (writes never block), and must not block: while it runs, the
+// delivering goroutine delivers nothing else. Use OnReceive for
+// request/response and market data on the hot path; use ReadFrom when a
+// goroutine per socket and a wake-up per datagram are acceptable.
+//
+// OnReceive fails with ErrHandlerSet when c already has a handler and
+// with net.ErrClosed after Close.
+func (c *UDPConn) OnReceive(handler UDPHandler) error {
+	if handler == nil {
+		return c.opError("receive", nil, errors.New("tickwire: nil handler"))
+	}
+	c.readMu.Lock() // no read in progress from here on
+	defer c.readMu.Unlock()
+	if c.closed.Load() {
+		return c.opError("receive", nil, net.ErrClosed)
+	}
+	if c.recv.set.Load() {
+		return c.opError("receive", nil, ErrHandlerSet)
+	}
+	c.recv.handler = handler
+	c.recv.set.Store(true)
+	c.s.goroutines.Add(1)
+	go c.receiveLoop()
+	return nil
+}
+
+// receiveLoop hands the handler what the fast path could not: datagrams in
+// the ring and datagrams netstack delivered to the endpoint. It ends at
+// Close or at the Stack's Close.
+func (c *UDPConn) receiveLoop() {
+	defer c.s.goroutines.Done()
+	spin := spinner{budget: c.busyPoll}
+	for {
+		if c.drain() {
+			spin = spinner{budget: c.busyPoll}
+		}
+		select {
+		case <-c.readCh:
+			continue
+		case <-c.done:
+			return
+		case <-c.s.done:
+			return
+		default:
+		}
+		if spin.again() {
+			continue
+		}
+		select {
+		case <-c.readCh:
+		case <-c.done:
+			return
+		case <-c.s.done:
+			return
+		}
+	}
+}
+
+// drain calls the handler for every waiting datagram, reporting whether
+// there was any.
+func (c *UDPConn) drain() bool {
+	r := &c.recv
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.buf == nil {
+		r.buf = make([]byte, maxUDPPayload)
+	}
+	got := false
+	for !c.closed.Load() {
+		if n, from, ok := c.ring.pop(r.buf); ok {
+			r.handler(c, r.buf[:n], from)
+			got = true
+			continue
+		}
+		r.w = r.buf
+		res, err := c.ep.Read(&r.w, tcpip.ReadOptions{NeedRemoteAddr: true})
+		r.w = nil
+		if err != nil {
+			return got // would block, or closed: the loop's select sees Close
+		}
+		r.handler(c, r.buf[:res.Count], netip.AddrPortFrom(netip.AddrFrom4(res.RemoteAddr.Addr.As4()), res.RemoteAddr.Port))
+		got = true
+	}
+	return got
+}
+
+// ServeUDP opens a UDP socket on port (0 picks a free port) with handler
+// installed (see OnReceive).
+func (s *Stack) ServeUDP(port uint16, handler UDPHandler) (*UDPConn, error) {
+	if handler == nil {
+		return nil, opError("listen", "udp", nil, nil, errors.New("tickwire: nil handler"))
+	}
+	pc, err := s.ListenUDP(port)
+	if err != nil {
+		return nil, err
+	}
+	c := pc.(*UDPConn)
+	if err := c.OnReceive(handler); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
 // read receives one datagram into b (truncating it to len(b)).
-func (c *udpConn) read(b []byte, from *tcpip.FullAddress) (int, error) {
+func (c *UDPConn) read(b []byte, from *netip.AddrPort) (int, error) {
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
+	if c.recv.set.Load() {
+		return 0, ErrHandlerSet
+	}
 	expired := c.rd.expired()
 	spin := spinner{budget: c.busyPoll}
 	for {
 		if err := c.check(expired); err != nil {
 			return 0, err
+		}
+		if n, f, ok := c.ring.pop(b); ok {
+			if from != nil {
+				*from = f
+			}
+			return n, nil
 		}
 		c.rw = b
 		res, err := c.ep.Read(&c.rw, tcpip.ReadOptions{NeedRemoteAddr: from != nil})
@@ -95,7 +314,7 @@ func (c *udpConn) read(b []byte, from *tcpip.FullAddress) (int, error) {
 		switch err.(type) {
 		case nil:
 			if from != nil {
-				*from = res.RemoteAddr
+				*from = netip.AddrPortFrom(netip.AddrFrom4(res.RemoteAddr.Addr.As4()), res.RemoteAddr.Port)
 			}
 			return res.Count, nil
 		case *tcpip.ErrWouldBlock:
@@ -108,29 +327,31 @@ func (c *udpConn) read(b []byte, from *tcpip.FullAddress) (int, error) {
 	}
 }
 
-// ReadFrom receives one datagram; a datagram longer than b is truncated.
-func (c *udpConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	var from tcpip.FullAddress
+// ReadFrom receives one datagram into b, which the caller owns; a datagram
+// longer than b is truncated. It allocates the address it returns.
+func (c *UDPConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	var from netip.AddrPort
 	n, err := c.read(b, &from)
 	if err != nil {
 		return 0, nil, c.opError("read", nil, err)
 	}
-	return n, &net.UDPAddr{IP: from.Addr.AsSlice(), Port: int(from.Port)}, nil
+	return n, net.UDPAddrFromAddrPort(from), nil
 }
 
 // ReadFromUDPAddrPort is ReadFrom without allocating the address, as on
-// *net.UDPConn: reach it with a type assertion on the net.PacketConn.
-func (c *udpConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
-	var from tcpip.FullAddress
+// *net.UDPConn.
+func (c *UDPConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+	var from netip.AddrPort
 	n, err := c.read(b, &from)
 	if err != nil {
 		return 0, netip.AddrPort{}, c.opError("read", nil, err)
 	}
-	return n, netip.AddrPortFrom(netip.AddrFrom4(from.Addr.As4()), from.Port), nil
+	return n, from, nil
 }
 
-// Read receives one datagram on a connected socket.
-func (c *udpConn) Read(b []byte) (int, error) {
+// Read receives one datagram on a connected socket into b, which the caller
+// owns; a datagram longer than b is truncated.
+func (c *UDPConn) Read(b []byte) (int, error) {
 	n, err := c.read(b, nil)
 	if err != nil {
 		return 0, c.opError("read", nil, err)
@@ -138,25 +359,39 @@ func (c *udpConn) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-// write sends b as one datagram, to the connected peer when to is nil.
-func (c *udpConn) write(b []byte, to *net.UDPAddr) (int, error) {
-	if to == nil {
-		return c.send(b, nil)
+// send sends b as one datagram to addr:port; a connected socket sends to its
+// peer when connected is true.
+func (c *UDPConn) send(b []byte, addr tcpip.Address, port uint16, connected bool) (int, error) {
+	if err := c.check(c.wd.expired()); err != nil {
+		return 0, err
 	}
-	ip := to.IP.To4()
-	if ip == nil {
-		return 0, syscall.EAFNOSUPPORT
+	if len(b) > maxUDPPayload {
+		return 0, syscall.EMSGSIZE
 	}
-	return c.writeTo(b, tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4Slice(ip), Port: uint16(to.Port)})
+	if connected {
+		if !c.connected {
+			return 0, syscall.EDESTADDRREQ
+		}
+		addr, port = c.remote, c.remotePort
+	}
+	if e := c.route(addr); e != nil {
+		err := c.sendFast(e, b, port)
+		e.release()
+		if err != nil {
+			return 0, c.cause(err)
+		}
+		return len(b), nil
+	}
+	var to *tcpip.FullAddress
+	if !connected {
+		to = &tcpip.FullAddress{NIC: nicID, Addr: addr, Port: port}
+	}
+	return c.sendNetstack(b, to)
 }
 
-// writeTo sends b as one datagram to full.
-func (c *udpConn) writeTo(b []byte, full tcpip.FullAddress) (int, error) {
-	return c.send(b, &full)
-}
-
-// send sends b as one datagram, to the connected peer when to is nil.
-func (c *udpConn) send(b []byte, to *tcpip.FullAddress) (int, error) {
+// sendNetstack sends b through the netstack endpoint, to the connected peer
+// when to is nil.
+func (c *UDPConn) sendNetstack(b []byte, to *tcpip.FullAddress) (int, error) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	opts := tcpip.WriteOptions{}
@@ -164,75 +399,81 @@ func (c *udpConn) send(b []byte, to *tcpip.FullAddress) (int, error) {
 		c.to = *to // a field, so that opts.To does not escape to the heap
 		opts.To = &c.to
 	}
-	expired := c.wd.expired()
-	spin := spinner{budget: c.busyPoll}
-	for {
-		if err := c.check(expired); err != nil {
-			return 0, err
+	c.wr.Reset(b)
+	n, err := c.ep.Write(&c.wr, opts)
+	c.wr.Reset(nil)
+	if err != nil {
+		if _, ok := err.(*tcpip.ErrWouldBlock); ok {
+			return 0, syscall.ENOBUFS
 		}
-		c.wr.Reset(b)
-		n, err := c.ep.Write(&c.wr, opts)
-		c.wr.Reset(nil)
-		switch err.(type) {
-		case nil:
-			return int(n), nil
-		case *tcpip.ErrWouldBlock:
-			if !spin.again() {
-				c.wait(c.writeCh, expired)
-			}
-		default:
-			return 0, c.cause(err)
-		}
+		return 0, c.cause(err)
 	}
+	return int(n), nil
 }
 
 // WriteToUDPAddrPort is WriteTo with a netip.AddrPort, as on *net.UDPConn.
-func (c *udpConn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
-	if !addr.Addr().Is4() {
+// It does NOT take ownership of b: the bytes are copied before it returns.
+func (c *UDPConn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+	ip := addr.Addr().Unmap()
+	if !ip.Is4() {
 		return 0, c.opError("write", net.UDPAddrFromAddrPort(addr), syscall.EAFNOSUPPORT)
 	}
-	n, err := c.writeTo(b, tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4(addr.Addr().As4()), Port: addr.Port()})
+	n, err := c.send(b, tcpip.AddrFrom4(ip.As4()), addr.Port(), false)
 	if err != nil {
 		return n, c.opError("write", net.UDPAddrFromAddrPort(addr), err)
 	}
 	return n, nil
 }
 
-// WriteTo sends b as one datagram to addr, a *net.UDPAddr.
-func (c *udpConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+// WriteTo sends b as one datagram to addr, a *net.UDPAddr. It does NOT take
+// ownership of b.
+func (c *UDPConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	ua, ok := addr.(*net.UDPAddr)
 	if !ok {
 		return 0, c.opError("write", addr, syscall.EINVAL)
 	}
-	n, err := c.write(b, ua)
+	ip := ua.IP.To4()
+	if ip == nil {
+		return 0, c.opError("write", addr, syscall.EAFNOSUPPORT)
+	}
+	n, err := c.send(b, tcpip.AddrFrom4Slice(ip), uint16(ua.Port), false)
 	if err != nil {
 		return n, c.opError("write", addr, err)
 	}
 	return n, nil
 }
 
-// Write sends b as one datagram on a connected socket.
-func (c *udpConn) Write(b []byte) (int, error) {
-	n, err := c.write(b, nil)
+// Write sends b as one datagram on a connected socket. It does NOT take
+// ownership of b.
+func (c *UDPConn) Write(b []byte) (int, error) {
+	n, err := c.send(b, tcpip.Address{}, 0, true)
 	if err != nil {
 		return n, c.opError("write", nil, err)
 	}
 	return n, nil
 }
 
-// Close closes the socket; blocked calls return net.ErrClosed.
-func (c *udpConn) Close() error {
+// Close closes the socket: blocked reads return net.ErrClosed, and its
+// handler is not called again (a call in progress on another goroutine
+// finishes). It may be called from the handler.
+func (c *UDPConn) Close() error {
+	if c.closed.Load() {
+		return c.opError("close", nil, net.ErrClosed)
+	}
+	c.t.remove(c.port, c)
 	if !c.shut() {
 		return c.opError("close", nil, net.ErrClosed)
 	}
+	c.wq.EventUnregister(&c.hup)
+	c.dropRoute()
 	return nil
 }
 
 // LocalAddr returns the local address.
-func (c *udpConn) LocalAddr() net.Addr { return c.laddr }
+func (c *UDPConn) LocalAddr() net.Addr { return c.laddr }
 
 // RemoteAddr returns the connected peer, nil for a listening socket.
-func (c *udpConn) RemoteAddr() net.Addr {
+func (c *UDPConn) RemoteAddr() net.Addr {
 	if c.raddr == nil {
 		return nil
 	}

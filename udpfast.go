@@ -1,0 +1,413 @@
+package tickwire
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// The UDP fast path in brief. Every UDP socket tickwire opens still owns a
+// netstack UDP endpoint, bound (and connected) as before: it reserves the
+// port (bind conflicts, ephemeral ports) and receives whatever the fast path
+// leaves to netstack. Around it:
+//
+//   - inbound, the wire hands each plain IPv4/UDP datagram addressed to a
+//     port in the stack's udpTable to its socket before netstack sees it
+//     (udpTable.deliver): the socket's OnReceive handler runs on the
+//     delivering goroutine, or the datagram is copied into the socket's
+//     ring of UDPReceiveQueue slots, which Read and ReadFrom drain without
+//     allocating. Everything else (ports nobody opened through tickwire, IP
+//     options, fragments, odd addresses, a connected socket's datagrams from
+//     other peers) goes to netstack as before, so ICMP port unreachable,
+//     reassembly and every drop counter keep working; what netstack then
+//     delivers to the socket's endpoint is read from there too;
+//   - outbound, a datagram to a unicast peer is built into a PacketBuffer
+//     and written through a netstack route cached per socket (the last
+//     destination), which adds the IPv4 header, resolves ARP and fragments;
+//     broadcast and local destinations go through the netstack endpoint.
+//
+// The fast path is always on: it does what netstack's UDP endpoint did with
+// fewer locks, no per-datagram allocation and no goroutine of its own, and
+// costs no CPU when idle. Only busy-polling (Config.BusyPoll) is tied to
+// latency mode.
+
+// maxUDPPayload is the largest datagram an IPv4 packet carries.
+const maxUDPPayload = 65535 - header.IPv4MinimumSize - header.UDPMinimumSize
+
+// udpVerdict is what the fast path makes of an inbound IPv4 packet.
+type udpVerdict uint8
+
+const (
+	udpPass        udpVerdict = iota // not the fast path's: netstack handles it
+	udpDeliver                       // a valid datagram for one of our addresses
+	udpMalformed                     // UDP length field out of range
+	udpBadChecksum                   // UDP checksum wrong
+)
+
+// udpDatagram is an inbound datagram as parseUDP4 found it. Payload aliases
+// the packet.
+type udpDatagram struct {
+	src, dst tcpip.Address
+	srcPort  uint16
+	dstPort  uint16
+	payload  []byte
+}
+
+// udpSelf is what parseUDP4 needs to know about the stack.
+type udpSelf struct {
+	addr, subnetBroadcast tcpip.Address
+	checksummed           bool // the link verified the checksum (RX offload)
+}
+
+// parseUDP4 parses b, an IPv4 packet whose header checksum the wire has
+// verified. It takes only the simple case: a 20-byte header, no fragment,
+// protocol UDP, a total length within b, sent from an ordinary address to
+// the stack's address or a broadcast address; anything else is udpPass, left
+// to netstack, which applies its rules. The ports are set whenever the
+// verdict is not udpPass, so the caller can tell whether the datagram is its
+// to count as malformed. It never panics, whatever b holds.
+func parseUDP4(b []byte, self *udpSelf) (udpDatagram, udpVerdict) {
+	var d udpDatagram
+	if len(b) < header.IPv4MinimumSize+header.UDPMinimumSize || b[0] != 0x45 {
+		return d, udpPass
+	}
+	ip := header.IPv4(b)
+	total := int(ip.TotalLength())
+	if total < header.IPv4MinimumSize+header.UDPMinimumSize || total > len(b) ||
+		binary.BigEndian.Uint16(b[6:])&0x3fff != 0 || // more fragments, or an offset
+		ip.Protocol() != uint8(header.UDPProtocolNumber) {
+		return d, udpPass
+	}
+	d.src, d.dst = ip.SourceAddress(), ip.DestinationAddress()
+	if d.dst != self.addr && d.dst != header.IPv4Broadcast && d.dst != self.subnetBroadcast {
+		return d, udpPass
+	}
+	// Sources netstack refuses (RFC 1122 3.2.1.3, martians, our own).
+	if s := d.src.As4(); s[0] == 127 || s[0]&0xf0 == 0xe0 || d.src == header.IPv4Broadcast ||
+		d.src == self.subnetBroadcast || d.src == self.addr {
+		return d, udpPass
+	}
+	u := header.UDP(b[header.IPv4MinimumSize:total])
+	d.srcPort, d.dstPort = u.SourcePort(), u.DestinationPort()
+	ulen := int(u.Length())
+	if ulen < header.UDPMinimumSize || ulen > len(u) {
+		return d, udpMalformed
+	}
+	u = u[:ulen]
+	if !self.checksummed && u.Checksum() != 0 {
+		sum := header.PseudoHeaderChecksum(header.UDPProtocolNumber, d.src, d.dst, uint16(ulen))
+		if checksum.Checksum(u, sum) != 0xffff {
+			return d, udpBadChecksum
+		}
+	}
+	d.payload = u[header.UDPMinimumSize:]
+	return d, udpDeliver
+}
+
+// udpTable maps the local ports of a Stack's UDP sockets to the sockets, for
+// the wire. Lookups take no lock: the map is replaced, never changed, when a
+// socket opens or closes.
+type udpTable struct {
+	self  udpSelf
+	stats tcpip.UDPStats // netstack's counters, which Stats reports
+	ports atomic.Pointer[map[uint16]*UDPConn]
+	mu    sync.Mutex // serialises replacements of ports
+}
+
+// DefaultUDPReceiveQueue and MaxUDPReceiveQueue are Config.UDPReceiveQueue's
+// default and largest value.
+const (
+	DefaultUDPReceiveQueue = 128
+	MaxUDPReceiveQueue     = 1 << 16
+)
+
+// udpReceiveQueue returns c.UDPReceiveQueue with its default applied and
+// clamped to its range.
+func (c *Config) udpReceiveQueue() int {
+	if c.UDPReceiveQueue <= 0 {
+		return DefaultUDPReceiveQueue
+	}
+	return min(c.UDPReceiveQueue, MaxUDPReceiveQueue)
+}
+
+func newUDPTable(s *Stack) *udpTable {
+	t := &udpTable{stats: s.st.Stats().UDP}
+	p := s.cfg.Addr
+	t.self.addr = tcpip.AddrFrom4(p.Addr().As4())
+	if p.Bits() < 31 {
+		bc := p.Addr().As4()
+		host := ^uint32(0) >> p.Bits()
+		binary.BigEndian.PutUint32(bc[:], binary.BigEndian.Uint32(bc[:])|host)
+		t.self.subnetBroadcast = tcpip.AddrFrom4(bc)
+	} else {
+		t.self.subnetBroadcast = header.IPv4Broadcast
+	}
+	t.self.checksummed = s.cfg.Link.Capabilities()&gstack.CapabilityRXChecksumOffload != 0
+	return t
+}
+
+// add registers c on port.
+func (t *udpTable) add(port uint16, c *UDPConn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.ports.Load()
+	m := make(map[uint16]*UDPConn, 1)
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	m[port] = c
+	t.ports.Store(&m)
+}
+
+// remove unregisters c from port, if it is still registered there.
+func (t *udpTable) remove(port uint16, c *UDPConn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.ports.Load()
+	if old == nil || (*old)[port] != c {
+		return
+	}
+	m := make(map[uint16]*UDPConn, len(*old))
+	for k, v := range *old {
+		if k != port {
+			m[k] = v
+		}
+	}
+	t.ports.Store(&m)
+}
+
+// deliver takes pkt, an inbound IPv4 packet (network header not yet
+// parsed), when it is a datagram for a socket of the table, reporting true:
+// the wire then drops its reference as usual. It does NOT take ownership of
+// pkt; the socket copies what it keeps. Reporting false leaves pkt to
+// netstack. A nil table takes nothing.
+func (t *udpTable) deliver(pkt *gstack.PacketBuffer) bool {
+	if t == nil {
+		return false
+	}
+	ports := t.ports.Load()
+	if ports == nil || len(*ports) == 0 {
+		return false
+	}
+	// A first look at the fixed headers spares the full pull-up (which may
+	// copy) for packets that are not ours.
+	h, ok := pkt.Data().PullUp(header.IPv4MinimumSize + header.UDPMinimumSize)
+	if !ok || h[0] != 0x45 || h[9] != uint8(header.UDPProtocolNumber) {
+		return false
+	}
+	c := (*ports)[binary.BigEndian.Uint16(h[header.IPv4MinimumSize+2:])]
+	if c == nil {
+		return false
+	}
+	total := int(binary.BigEndian.Uint16(h[2:]))
+	b, ok := pkt.Data().PullUp(total)
+	if !ok {
+		return false
+	}
+	d, v := parseUDP4(b, &t.self)
+	switch v {
+	case udpPass:
+		return false
+	case udpMalformed:
+		t.stats.MalformedPacketsReceived.Increment()
+		return true
+	case udpBadChecksum:
+		t.stats.ChecksumErrors.Increment()
+		return true
+	}
+	if c.connected && (d.src != c.remote || d.srcPort != c.remotePort) {
+		return false // netstack's connected endpoint refuses it, as before
+	}
+	t.stats.PacketsReceived.Increment()
+	from := netip.AddrPortFrom(netip.AddrFrom4(d.src.As4()), d.srcPort)
+	if !c.receive(d.payload, from) {
+		t.stats.ReceiveBufferErrors.Increment()
+	}
+	return true
+}
+
+// udpRing is a socket's bounded queue of received datagrams: a fixed number
+// of slots, each holding one datagram of at most slotSize bytes, its memory
+// allocated the first time the slot is used. Safe for concurrent use.
+type udpRing struct {
+	mu sync.Mutex
+	// +checklocks:mu
+	slots []udpSlot
+	// +checklocks:mu
+	head int
+	// +checklocks:mu
+	n        int
+	slotSize int
+}
+
+type udpSlot struct {
+	buf  []byte // slotSize bytes once used
+	n    int
+	from netip.AddrPort
+}
+
+func newUDPRing(slots, slotSize int) *udpRing {
+	return &udpRing{slots: make([]udpSlot, slots), slotSize: slotSize}
+}
+
+// push copies payload into the next free slot, reporting false when the
+// ring is full or payload does not fit a slot.
+func (r *udpRing) push(payload []byte, from netip.AddrPort) bool {
+	if len(payload) > r.slotSize {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == len(r.slots) {
+		return false
+	}
+	s := &r.slots[(r.head+r.n)%len(r.slots)]
+	if s.buf == nil {
+		s.buf = make([]byte, r.slotSize)
+	}
+	s.n = copy(s.buf, payload)
+	s.from = from
+	r.n++
+	return true
+}
+
+// empty reports whether the ring holds no datagram.
+func (r *udpRing) empty() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n == 0
+}
+
+// pop copies the oldest datagram into b, truncating it to len(b), and
+// frees its slot; ok is false when the ring is empty.
+func (r *udpRing) pop(b []byte) (n int, from netip.AddrPort, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == 0 {
+		return 0, netip.AddrPort{}, false
+	}
+	s := &r.slots[r.head]
+	n = copy(b, s.buf[:s.n])
+	from = s.from
+	r.head = (r.head + 1) % len(r.slots)
+	r.n--
+	return n, from, true
+}
+
+// udpRoute is a cached netstack route to one destination. refs counts the
+// cache's reference and one per write in progress; the route is released
+// when the count drops to zero.
+type udpRoute struct {
+	r    *gstack.Route
+	to   tcpip.Address
+	refs atomic.Int32
+}
+
+// acquire takes a reference, reporting false when the route is released.
+func (e *udpRoute) acquire() bool {
+	for {
+		n := e.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if e.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (e *udpRoute) release() {
+	if e.refs.Add(-1) == 0 {
+		e.r.Release()
+	}
+}
+
+// route returns the cached route to `to` with a reference taken, finding
+// and caching it on a miss; nil when the fast path cannot send there
+// (broadcast, our own address, no route: the netstack endpoint then sends,
+// or reports the error).
+func (c *UDPConn) route(to tcpip.Address) *udpRoute {
+	if e := c.cached.Load(); e != nil && e.to == to && e.acquire() {
+		return e
+	}
+	c.routeMu.Lock()
+	if c.closed.Load() {
+		c.routeMu.Unlock()
+		return nil
+	}
+	if e := c.cached.Load(); e != nil && e.to == to && e.acquire() {
+		c.routeMu.Unlock()
+		return e
+	}
+	r, err := c.s.st.FindRoute(nicID, c.local, to, ipv4.ProtocolNumber, false)
+	if err != nil {
+		c.routeMu.Unlock()
+		return nil
+	}
+	if r.IsOutboundBroadcast() || r.Loop()&gstack.PacketLoop != 0 || header.IsV4MulticastAddress(to) || to == c.local {
+		r.Release()
+		c.routeMu.Unlock()
+		return nil
+	}
+	e := &udpRoute{r: r, to: to}
+	e.refs.Store(2) // the cache's and the caller's
+	old := c.cached.Swap(e)
+	c.routeMu.Unlock()
+	if old != nil {
+		old.release()
+	}
+	return e
+}
+
+// dropRoute releases the cached route (at Close).
+func (c *UDPConn) dropRoute() {
+	c.routeMu.Lock()
+	old := c.cached.Swap(nil)
+	c.routeMu.Unlock()
+	if old != nil {
+		old.release()
+	}
+}
+
+// sendFast writes b as one datagram to to:port over route e. It does NOT
+// take ownership of b: the bytes are copied into the packet.
+func (c *UDPConn) sendFast(e *udpRoute, b []byte, port uint16) tcpip.Error {
+	r := e.r
+	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{
+		ReserveHeaderBytes: header.UDPMinimumSize + int(r.MaxHeaderLength()),
+		Payload:            buffer.MakeWithData(b),
+	})
+	defer pkt.DecRef()
+	length := uint16(header.UDPMinimumSize + len(b))
+	u := header.UDP(pkt.TransportHeader().Push(header.UDPMinimumSize))
+	pkt.TransportProtocolNumber = header.UDPProtocolNumber
+	u.Encode(&header.UDPFields{SrcPort: c.port, DstPort: port, Length: length})
+	if r.RequiresTXTransportChecksum() {
+		sum := checksum.Combine(header.PseudoHeaderChecksum(header.UDPProtocolNumber, c.local, e.to, length), checksum.Checksum(b, 0))
+		sum = u.CalculateChecksum(sum)
+		if sum != 0xffff { // a zero checksum would mean "none": send all ones instead (RFC 768)
+			sum = ^sum
+		}
+		u.SetChecksum(sum)
+	}
+	// DF as netstack's default (PMTUDiscoveryWant) and Linux set it, but only
+	// on datagrams that fit the MTU: the fragments of a larger one need an
+	// IPv4 ID, which netstack draws from its secure RNG (one allocation).
+	df := int(length)+header.IPv4MinimumSize <= int(r.MTU())
+	if err := r.WritePacket(gstack.NetworkHeaderParams{Protocol: header.UDPProtocolNumber, TTL: r.DefaultTTL(), DF: df}, pkt); err != nil {
+		c.t.stats.PacketSendErrors.Increment()
+		return err
+	}
+	c.t.stats.PacketsSent.Increment()
+	return nil
+}
