@@ -1,0 +1,60 @@
+package tickwire_test
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/link/pipe"
+)
+
+// The UDP fast API: the server answers each datagram from a handler that
+// runs where the frame is delivered, and the client reads the reply with
+// the allocation-free ReadFromUDPAddrPort. Over link/pipe the reply is
+// already queued on the client's socket when its write returns.
+func ExampleStack_ServeUDP() {
+	a, b := pipe.New(pipe.Options{})
+	client, err := tickwire.New(tickwire.Config{Link: a, Addr: netip.MustParsePrefix("10.3.0.1/24")})
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	server, err := tickwire.New(tickwire.Config{Link: b, Addr: netip.MustParsePrefix("10.3.0.2/24")})
+	if err != nil {
+		panic(err)
+	}
+	defer server.Close()
+
+	srv, err := server.ServeUDP(9000, func(c *tickwire.UDPConn, payload []byte, from netip.AddrPort) {
+		// payload is valid until the handler returns: the reply copies it.
+		c.WriteToUDPAddrPort([]byte(strings.ToUpper(string(payload))), from)
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+
+	pc, err := client.ListenUDP(0)
+	if err != nil {
+		panic(err)
+	}
+	defer pc.Close()
+	c := pc.(*tickwire.UDPConn)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 64)
+	for _, order := range []string{"buy 100", "sell 50"} {
+		if _, err := c.WriteToUDPAddrPort([]byte(order), netip.MustParseAddrPort("10.3.0.2:9000")); err != nil {
+			panic(err)
+		}
+		n, from, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s from %v\n", buf[:n], from)
+	}
+	// Output:
+	// BUY 100 from 10.3.0.2:9000
+	// SELL 50 from 10.3.0.2:9000
+}
