@@ -282,7 +282,10 @@ func TestUDPInboundRules(t *testing.T) {
 	defer srv.Close()
 	src := netip.AddrPortFrom(addrA.Addr(), 5555)
 	dst := addrPort(addrB, 9003)
-	fixIP := func(ip []byte) { header.IPv4(ip).SetChecksum(0); header.IPv4(ip).SetChecksum(^header.IPv4(ip).CalculateChecksum()) }
+	fixIP := func(ip []byte) {
+		header.IPv4(ip).SetChecksum(0)
+		header.IPv4(ip).SetChecksum(^header.IPv4(ip).CalculateChecksum())
+	}
 
 	sendUDP(t, p, src, dst, []byte("plain"), nil)
 	sendUDP(t, p, src, dst, []byte("no checksum"), func(ip []byte) { ip[header.IPv4MinimumSize+6], ip[header.IPv4MinimumSize+7] = 0, 0 })
