@@ -146,6 +146,50 @@ func TestUDPPingPongDoesNotAllocate(t *testing.T) {
 	})
 }
 
+// TestUDPRouteCacheDoesNotAllocate has B's echo handler answer peers at
+// four addresses in turn: each keeps its cached route, so no round
+// allocates (the answers are dropped by A, which does not hold the
+// addresses).
+func TestUDPRouteCacheDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items; run without -race")
+	}
+	var peers []netip.Addr
+	for i := range 4 {
+		peers = append(peers, netip.AddrFrom4([4]byte{10, 0, 0, byte(20 + i)}))
+	}
+	p := newPair(t, func(c *tickwire.Config) {
+		c.StaticARP = map[netip.Addr]net.HardwareAddr{}
+		for _, a := range peers {
+			c.StaticARP[a] = net.HardwareAddr{2, 0, 0, 0, 0, 0x0a}
+		}
+	})
+	udpEchoHandler(t, p, echoPort)
+	var frames [][]byte
+	for _, a := range peers {
+		src := netip.AddrPortFrom(a, 4000)
+		ip := ipv4Packet(a, addrB.Addr(), uint8(header.UDPProtocolNumber), udpDatagram(src, addrPort(addrB, echoPort), make([]byte, 64)))
+		frames = append(frames, ethernet(p.pb.MAC(), p.pa.MAC(), uint16(header.IPv4ProtocolNumber), ip))
+	}
+	round := func() {
+		for _, f := range frames {
+			if err := p.pa.Send(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range 100 {
+		round()
+	}
+	before := p.b.Stats().UDPTxPackets
+	if allocs := testing.AllocsPerRun(1000, round); allocs != 0 {
+		t.Errorf("%.2f allocations per round of 4 peers, want 0", allocs)
+	}
+	if sent := p.b.Stats().UDPTxPackets - before; sent != 4*1001 {
+		t.Errorf("B answered %d datagrams, want %d", sent, 4*1001)
+	}
+}
+
 // TestServeUDP echoes through a handler and checks what the handler sees.
 func TestServeUDP(t *testing.T) {
 	p := newPair(t, nil)

@@ -66,11 +66,13 @@ type UDPConn struct {
 		w tcpip.SliceWriter
 	}
 
-	// routeMu serialises replacements of cached, the route of the last
-	// destination written to; writes load it without a lock.
+	// routes caches the routes to the last destinations written to; writes
+	// load them without a lock, routeMu serialises their replacement.
+	routes  [udpRouteCache]atomic.Pointer[udpRoute]
 	routeMu sync.Mutex
-	cached  atomic.Pointer[udpRoute]
-	hup     waiter.Entry // drops the route when netstack closes the endpoint
+	// +checklocks:routeMu
+	nextRoute int          // the entry the next miss replaces
+	hup       waiter.Entry // drops the routes when netstack closes the endpoint
 
 	// The netstack endpoint's write state, for the datagrams the fast path
 	// does not send (broadcast, local).
@@ -86,12 +88,12 @@ var (
 	_ net.Conn       = (*UDPConn)(nil)
 )
 
-// endpointClosed drops a UDPConn's cached route when its netstack endpoint
+// endpointClosed drops a UDPConn's cached routes when its netstack endpoint
 // closes: at UDPConn.Close, or when Stack.Close aborts every endpoint.
 type endpointClosed struct{ c *UDPConn }
 
 // NotifyEvent implements waiter.EventListener.
-func (l endpointClosed) NotifyEvent(waiter.EventMask) { l.c.dropRoute() }
+func (l endpointClosed) NotifyEvent(waiter.EventMask) { l.c.dropRoutes() }
 
 // udpEndpoint opens a UDP socket bound to local and, when remote is not nil,
 // connected to it, and registers it with the fast path.
@@ -465,7 +467,7 @@ func (c *UDPConn) Close() error {
 		return c.opError("close", nil, net.ErrClosed)
 	}
 	c.wq.EventUnregister(&c.hup)
-	c.dropRoute()
+	c.dropRoutes()
 	return nil
 }
 

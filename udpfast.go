@@ -332,22 +332,32 @@ func (e *udpRoute) release() {
 	}
 }
 
+// udpRouteCache is the number of destinations a socket keeps a route to:
+// enough for a server answering a few peers in turn; beyond it, routes are
+// replaced in turn (each new one costs a netstack FindRoute, which
+// allocates).
+const udpRouteCache = 4
+
 // route returns the cached route to `to` with a reference taken, finding
 // and caching it on a miss; nil when the fast path cannot send there
 // (broadcast, our own address, no route: the netstack endpoint then sends,
 // or reports the error).
 func (c *UDPConn) route(to tcpip.Address) *udpRoute {
-	if e := c.cached.Load(); e != nil && e.to == to && e.acquire() {
-		return e
+	for i := range c.routes {
+		if e := c.routes[i].Load(); e != nil && e.to == to && e.acquire() {
+			return e
+		}
 	}
 	c.routeMu.Lock()
 	if c.closed.Load() {
 		c.routeMu.Unlock()
 		return nil
 	}
-	if e := c.cached.Load(); e != nil && e.to == to && e.acquire() {
-		c.routeMu.Unlock()
-		return e
+	for i := range c.routes {
+		if e := c.routes[i].Load(); e != nil && e.to == to && e.acquire() {
+			c.routeMu.Unlock()
+			return e
+		}
 	}
 	r, err := c.s.st.FindRoute(nicID, c.local, to, ipv4.ProtocolNumber, false)
 	if err != nil {
@@ -361,7 +371,8 @@ func (c *UDPConn) route(to tcpip.Address) *udpRoute {
 	}
 	e := &udpRoute{r: r, to: to}
 	e.refs.Store(2) // the cache's and the caller's
-	old := c.cached.Swap(e)
+	old := c.routes[c.nextRoute].Swap(e)
+	c.nextRoute = (c.nextRoute + 1) % udpRouteCache
 	c.routeMu.Unlock()
 	if old != nil {
 		old.release()
@@ -369,13 +380,18 @@ func (c *UDPConn) route(to tcpip.Address) *udpRoute {
 	return e
 }
 
-// dropRoute releases the cached route (at Close).
-func (c *UDPConn) dropRoute() {
+// dropRoutes releases the cached routes (at Close).
+func (c *UDPConn) dropRoutes() {
 	c.routeMu.Lock()
-	old := c.cached.Swap(nil)
+	var old [udpRouteCache]*udpRoute
+	for i := range c.routes {
+		old[i] = c.routes[i].Swap(nil)
+	}
 	c.routeMu.Unlock()
-	if old != nil {
-		old.release()
+	for _, e := range old {
+		if e != nil {
+			e.release()
+		}
 	}
 }
 
