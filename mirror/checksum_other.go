@@ -3,4 +3,4 @@
 package mirror
 
 // vectorOnesSum has no vector loop on this architecture.
-func vectorOnesSum(b []byte) (uint16, bool) { return 0, false }
+func vectorOnesSum(b []byte, init uint32) (uint16, bool) { return 0, false }

@@ -1,8 +1,10 @@
 package mirror
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // refOnesSum is the textbook RFC 1071 loop over big-endian 16-bit words.
@@ -44,9 +46,14 @@ func TestOnesSumMatchesReference(t *testing.T) {
 	}
 }
 
+// TestOnesSumScalarAndVectorAgree checks the vector loop against the scalar
+// one and the reference: random lengths 0..9000 at random alignments (the
+// vector loop's head load depends on the address), all-0xff buffers (the
+// largest lane sums), odd lengths, every length around the loop's steps, and
+// a non-zero initial sum (the TCP pseudo-header's constants).
 func TestOnesSumScalarAndVectorAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	random := make([]byte, 70000)
+	random := make([]byte, 70100)
 	for i := range random {
 		random[i] = byte(rng.Uint32())
 	}
@@ -56,37 +63,56 @@ func TestOnesSumScalarAndVectorAgree(t *testing.T) {
 	}
 	saved := vectorEnabled()
 	defer setAVX2(saved)
-	check := func(b []byte, what string) {
+	check := func(b []byte, init uint32, what string) {
 		t.Helper()
 		setAVX2(false)
-		scalar := onesSum(b)
+		scalar := onesSumLE(b, init)
 		setAVX2(saved)
-		if got, ref := onesSum(b), refOnesSum(b); got != scalar || ref != scalar {
-			t.Fatalf("%s, len %d: vector %#04x, scalar %#04x, reference %#04x", what, len(b), got, scalar, ref)
+		ref := bits.ReverseBytes16(addOnes(refOnesSum(b), bits.ReverseBytes16(uint16(init))))
+		if got := onesSumLE(b, init); got != scalar || !onesEqual(ref, scalar) {
+			t.Fatalf("%s, len %d at %#x, init %#x: vector %#04x, scalar %#04x, reference %#04x",
+				what, len(b), addrOf(b)%64, init, got, scalar, ref)
 		}
 	}
-	for _, n := range []int{255, 256, 257, 1408, 1428, 1448, 1500, 9000, 65535, 69999} {
-		for _, off := range []int{0, 1} {
-			check(random[off:off+n], "random")
-			check(ones[off:off+n], "all ones")
+	for _, n := range []int{255, 256, 257, 1408, 1428, 1448, 1500, 9000, 65535, 65536 + 31, 65536 + 32, 69999} {
+		for _, off := range []int{0, 1, 2, 26, 30} {
+			check(random[off:off+n], 0, "random")
+			check(ones[off:off+n], 0, "all ones")
+			check(ones[off:off+n], 0xffff, "all ones, init 0xffff")
 		}
 	}
-	// Every length around the vector loop's steps (32, 64 and 128 bytes)
-	// and its short-tail load, at every alignment within a cache line.
+	// Every length around the vector loop's steps (32, 64 and 128 bytes),
+	// its head and its tail, at every alignment within a cache line.
 	for n := 0; n <= 300; n++ {
-		for off := 0; off < 64; off += 1 + n%7 {
-			check(random[off:off+n], "random")
+		for off := 0; off < 64; off++ {
+			check(random[off:off+n], 0, "random")
+			check(ones[off:off+n], 0, "all ones")
 		}
-		check(ones[:n], "all ones")
 	}
 	for i := 0; i < 20000; i++ {
 		n, off := rng.IntN(9001), rng.IntN(4096)
+		if i%4 == 0 {
+			n |= 1 // odd lengths: the last byte is the low byte of a word
+		}
 		b := random[off : off+n]
 		if i%8 == 0 {
 			b = ones[off : off+n]
 		}
-		check(b, "random length")
+		check(b, uint32(rng.IntN(0x10000)), "random length")
 	}
+}
+
+// onesEqual reports whether two folded ones' complement sums are equal;
+// 0 and 0xffff are both zero, and only all-zero input sums to 0.
+func onesEqual(a, b uint16) bool {
+	return a == b || a|b == 0xffff && (a == 0 || b == 0)
+}
+
+func addrOf(b []byte) uintptr {
+	if len(b) == 0 {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(&b[0]))
 }
 
 func TestIPv4HeaderSumOK(t *testing.T) {

@@ -26,15 +26,22 @@ const (
 )
 
 // onesSum returns the 16-bit ones' complement sum of b (RFC 1071), folded
-// but not complemented, as a big-endian value. It adds little-endian words
-// (16-bit lanes in a vector loop where the CPU has one, else 64-bit words
-// with end-around carry): the ones' complement sum does not depend on the
-// byte order of its lanes, so the result only needs a final byte swap.
+// but not complemented, as a big-endian value.
 func onesSum(b []byte) uint16 {
-	if s, ok := vectorOnesSum(b); ok {
-		return bits.ReverseBytes16(s)
+	return bits.ReverseBytes16(onesSumLE(b, 0))
+}
+
+// onesSumLE returns the ones' complement sum of init and of b's little-endian
+// 16-bit words (a last odd byte is the low byte of a word), folded. The ones'
+// complement sum does not depend on the byte order of its lanes: the sum of
+// big-endian words is this one byte-swapped, and 0xffff either way. It adds
+// 16-bit lanes in a vector loop where the CPU has one, else 64-bit words with
+// end-around carry.
+func onesSumLE(b []byte, init uint32) uint16 {
+	if s, ok := vectorOnesSum(b, init); ok {
+		return s
 	}
-	var s, c uint64
+	s, c := uint64(init), uint64(0)
 	for len(b) >= 64 {
 		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[0:]), c)
 		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[8:]), c)
@@ -62,7 +69,7 @@ func onesSum(b []byte) uint16 {
 	s = (s >> 16) + (s & 0xffff)
 	s = (s >> 16) + (s & 0xffff)
 	s = (s >> 16) + (s & 0xffff)
-	return bits.ReverseBytes16(uint16(s))
+	return uint16(s)
 }
 
 // ipv4HeaderSumOK reports whether the IPv4 header h (ihl bytes) sums to
@@ -122,8 +129,9 @@ func tcpChecksum(pkt []byte, ihl int) checksumState {
 	if ihl == ipv4MinHeaderLen {
 		// Without IPv4 options the addresses end where the segment
 		// starts: one pass sums both, the rest of the pseudo-header is
-		// two constants.
-		sum = addOnes(onesSum(pkt[12:]), ipProtoTCP+uint16(len(seg)))
+		// two constants, added (byte-swapped, as the sum runs over
+		// little-endian words) before the sum is folded.
+		sum = onesSumLE(pkt[12:], uint32(bits.ReverseBytes16(ipProtoTCP+uint16(len(seg)))))
 	} else {
 		sum = addOnes(pseudoSum(pkt[12:16], pkt[16:20], len(seg)), onesSum(seg))
 	}
