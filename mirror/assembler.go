@@ -172,27 +172,20 @@ func (a *Assembler) ipv4(p []byte, ts int64) error {
 	if a.mode != ChecksumIgnore {
 		cs = tcpChecksum(p, ihl)
 	}
-	// Field by field: a composite literal is built in a temporary and
-	// copied with wider loads than its stores, which stalls store
-	// forwarding.
-	var k FlowKey
-	k.SrcIP = [4]byte(p[12:16])
-	k.DstIP = [4]byte(p[16:20])
-	k.SrcPort = binary.BigEndian.Uint16(seg[0:])
-	k.DstPort = binary.BigEndian.Uint16(seg[2:])
+	w := wireKeyOf(p, seg)
 	seq, flags, payload := binary.BigEndian.Uint32(seg[4:]), seg[13], seg[dataOff:]
 	// Most segments continue the flow of the segment before them: try it
 	// before hashing the key.
 	if fi := a.t.last; fi >= 0 {
-		if f := &a.t.flows[fi]; f.key == k {
+		if f := &a.t.flows[fi]; f.hasKey(w) {
 			if f.takesInOrder(seq, flags, len(payload), cs) {
 				a.inOrder(fi, f, payload, cs, ts)
 				return nil
 			}
-			return a.segment(&k, fi, seq, flags, payload, cs, ts)
+			return a.segment(w, fi, seq, flags, payload, cs, ts)
 		}
 	}
-	return a.segment(&k, -1, seq, flags, payload, cs, ts)
+	return a.segment(w, -1, seq, flags, payload, cs, ts)
 }
 
 // takesInOrder reports whether a segment takes the fast path of flow f: the
@@ -215,13 +208,13 @@ func (a *Assembler) inOrder(fi int32, f *flow, payload []byte, cs checksumState,
 	a.deliver(f, payload, ts)
 }
 
-// segment handles one TCP segment whose headers are valid, of flow fi (k's
+// segment handles one TCP segment whose headers are valid, of flow fi (w's
 // flow, already known not to take the in-order fast path) or, when fi is
-// negative, of the flow the table finds for k.
-func (a *Assembler) segment(k *FlowKey, fi int32, seq uint32, flags uint8, payload []byte, cs checksumState, ts int64) error {
+// negative, of the flow the table finds for w.
+func (a *Assembler) segment(w wireKey, fi int32, seq uint32, flags uint8, payload []byte, cs checksumState, ts int64) error {
 	var h uint64
 	if fi < 0 {
-		fi, h = a.t.lookup(k)
+		fi, h = a.t.lookup(w)
 		if fi >= 0 {
 			if f := &a.t.flows[fi]; f.takesInOrder(seq, flags, len(payload), cs) {
 				a.inOrder(fi, f, payload, cs, ts)
@@ -240,7 +233,7 @@ func (a *Assembler) segment(k *FlowKey, fi int32, seq uint32, flags uint8, paylo
 			a.stats.EmptySegments++
 			return nil
 		}
-		fi = a.newFlow(k, h)
+		fi = a.newFlow(w, h)
 	}
 	f := &a.t.flows[fi]
 	if !a.acceptChecksum(f, cs, len(payload) > 0) {
@@ -339,10 +332,10 @@ func (a *Assembler) acceptChecksum(f *flow, cs checksumState, hasPayload bool) b
 // without losing anything.
 const evictScan = 16
 
-// newFlow adds an idle flow for k. When the table is full it reuses an ended
+// newFlow adds an idle flow for w. When the table is full it reuses an ended
 // or idle flow near the least recently active end, or else evicts the least
 // recently active flow.
-func (a *Assembler) newFlow(k *FlowKey, h uint64) int32 {
+func (a *Assembler) newFlow(w wireKey, h uint64) int32 {
 	if len(a.t.free) == 0 {
 		victim := a.t.tail
 		for i, fi := 0, a.t.tail; i < evictScan && fi >= 0; i, fi = i+1, a.t.flows[fi].lruPrev {
@@ -360,9 +353,9 @@ func (a *Assembler) newFlow(k *FlowKey, h uint64) int32 {
 		a.t.remove(victim)
 	}
 	if h == 0 {
-		h = hashKey(k)
+		h = hashKey(w)
 	}
-	return a.t.insert(k, h)
+	return a.t.insert(w, h)
 }
 
 // syn handles a SYN (or SYN-ACK) whose initial sequence number is isn.

@@ -1,6 +1,9 @@
 package mirror
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // Flow direction states.
 const (
@@ -22,10 +25,12 @@ type run struct {
 // fields an in-order segment reads and writes come first, in one cache line;
 // the held runs, touched only out of order, come last.
 type flow struct {
-	// First cache line: what a lookup and an in-order segment read.
-	key       FlowKey
+	// First cache line: what a lookup and an in-order segment read. The
+	// key is kept as the words it has on the wire (see wireKey): a frame
+	// is matched with two loads and two compares, no FlowKey built.
+	wireAddrs uint64
+	wirePorts uint32
 	startSeq  uint32 // sequence number of stream offset 0
-	hash      uint64
 	nRuns     int
 	next      uint64 // stream offset of the first undelivered byte
 	histStart uint64 // delivered bytes before this offset are not in ring
@@ -40,6 +45,8 @@ type flow struct {
 	// or a FIN waiting for data); entries leave it lazily.
 	pending bool
 
+	key                FlowKey // what the Handler is told
+	hash               uint64
 	idx                int32 // index in table.flows
 	lruPrev, lruNext   int32 // most recently active at the head
 	pendPrev, pendNext int32
@@ -58,7 +65,7 @@ type flow struct {
 // flowPad rounds the size of a flow up to a multiple of 64 bytes, so that
 // the first cache line of every flow in the (page-aligned) table holds its
 // hot fields; TestFlowLayout checks it.
-const flowPad = 56
+const flowPad = 40
 
 // table maps FlowKeys to flows with open addressing and linear probing, and
 // keeps the flows in least-recently-active order for eviction.
@@ -92,10 +99,37 @@ func (t *table) init(n int) {
 	t.head, t.tail, t.last = -1, -1, -1
 }
 
-func hashKey(k *FlowKey) uint64 {
-	a := uint64(binary.LittleEndian.Uint32(k.SrcIP[:]))<<32 | uint64(binary.LittleEndian.Uint32(k.DstIP[:]))
-	b := uint64(k.SrcPort)<<16 | uint64(k.DstPort)
-	h := a*0x9e3779b97f4a7c15 ^ b*0xc2b2ae3d27d4eb4f
+// wireKey is a flow direction's key as two little-endian loads from its
+// packet: the IPv4 source and destination addresses (bytes 12 to 19 of the
+// IPv4 header) and the TCP source and destination ports (bytes 0 to 3 of the
+// TCP header).
+type wireKey struct {
+	addrs uint64
+	ports uint32
+}
+
+// wireKeyOf returns the key of the segment seg carried by the IPv4 packet
+// pkt; pkt holds at least 20 bytes and seg at least 4.
+func wireKeyOf(pkt, seg []byte) wireKey {
+	return wireKey{addrs: binary.LittleEndian.Uint64(pkt[12:20]), ports: binary.LittleEndian.Uint32(seg[0:4])}
+}
+
+// flowKey returns w as a FlowKey.
+func (w wireKey) flowKey() FlowKey {
+	var k FlowKey
+	binary.LittleEndian.PutUint32(k.SrcIP[:], uint32(w.addrs))
+	binary.LittleEndian.PutUint32(k.DstIP[:], uint32(w.addrs>>32))
+	k.SrcPort = bits.ReverseBytes16(uint16(w.ports))
+	k.DstPort = bits.ReverseBytes16(uint16(w.ports >> 16))
+	return k
+}
+
+func (f *flow) hasKey(w wireKey) bool {
+	return f.wireAddrs == w.addrs && f.wirePorts == w.ports
+}
+
+func hashKey(w wireKey) uint64 {
+	h := w.addrs*0x9e3779b97f4a7c15 ^ uint64(w.ports)*0xc2b2ae3d27d4eb4f
 	h ^= h >> 29
 	h *= 0xbf58476d1ce4e5b9
 	return h ^ h>>32
@@ -108,25 +142,25 @@ func (t *table) home(h uint64) uint64 {
 	return (h >> t.shift) & t.mask
 }
 
-// lookup returns the index of k's flow, or -1 and k's hash. Callers try
+// lookup returns the index of w's flow, or -1 and w's hash. Callers try
 // t.last, the flow of the previous lookup, themselves first.
-func (t *table) lookup(k *FlowKey) (int32, uint64) {
-	h := hashKey(k)
+func (t *table) lookup(w wireKey) (int32, uint64) {
+	h := hashKey(w)
 	for i := t.home(h); ; i = (i + 1) & t.mask {
 		s := t.slots[i]
 		if s == 0 {
 			return -1, h
 		}
-		if f := &t.flows[s-1]; f.hash == h && f.key == *k {
+		if t.flows[s-1].hasKey(w) {
 			t.last = s - 1
 			return s - 1, h
 		}
 	}
 }
 
-// insert adds k and returns its flow, which the caller initialises. The
+// insert adds w and returns its flow, which the caller initialises. The
 // table must have a free flow.
-func (t *table) insert(k *FlowKey, h uint64) int32 {
+func (t *table) insert(w wireKey, h uint64) int32 {
 	fi := t.free[len(t.free)-1]
 	t.free = t.free[:len(t.free)-1]
 	i := t.home(h)
@@ -135,7 +169,7 @@ func (t *table) insert(k *FlowKey, h uint64) int32 {
 	}
 	t.slots[i] = fi + 1
 	f := &t.flows[fi]
-	*f = flow{key: *k, hash: h, idx: fi, lruPrev: -1, lruNext: -1, pendPrev: -1, pendNext: -1}
+	*f = flow{wireAddrs: w.addrs, wirePorts: w.ports, key: w.flowKey(), hash: h, idx: fi, lruPrev: -1, lruNext: -1, pendPrev: -1, pendNext: -1}
 	t.pushFront(fi)
 	t.inUse++
 	t.last = fi
