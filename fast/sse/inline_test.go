@@ -146,3 +146,49 @@ func TestDecodeRecords(t *testing.T) {
 		t.Fatalf("DecodeRecords: %v allocations per payload", a)
 	}
 }
+
+// TestWindowPath checks that realistic records take the window path (all
+// but a payload's first record, whose values are all sent, and records
+// that would need more than the window) and come out as package fast's
+// generic decoder decodes them (decodeBoth; TestTypedMatchesGeneric and
+// FuzzDecode compare both paths on edge values and damaged input).
+func TestWindowPath(t *testing.T) {
+	mk := newMarket(21)
+	var enc Encoder
+	var payload []byte
+	var starts []int
+	for i := range 200 {
+		starts = append(starts, len(payload))
+		var err error
+		if i%2 == 0 {
+			tr := mk.trade()
+			payload, err = enc.AppendTrade(payload, &tr)
+		} else {
+			o := mk.order()
+			payload, err = enc.AppendOrder(payload, &o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var dec Decoder
+	recs := &collect{}
+	window := 0
+	for i, off := range starts {
+		if n := dec.decodeWindow(payload, off, recs); n > 0 {
+			window++
+			if i+1 < len(starts) && off+n != starts[i+1] {
+				t.Fatalf("record %d: window path length %d, want %d", i, n, starts[i+1]-off)
+			}
+		} else if _, err := dec.DecodeRecord(payload, off, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(recs.all) != len(starts) {
+		t.Fatalf("%d records decoded, want %d", len(recs.all), len(starts))
+	}
+	decodeBoth(t, newGeneric(t), payload)
+	if window < len(starts)-2 {
+		t.Fatalf("window path took %d of %d realistic records", window, len(starts))
+	}
+}

@@ -147,6 +147,7 @@ type Decoder struct {
 	MaxPMapBytes int
 	dict         dictionary
 	err          error
+	pad          window // the window near the end of a buffer
 	recTrade     Trade
 	recOrder     Order
 	nTrade       uint64 // records passed to OnTrade, never reset
@@ -195,6 +196,13 @@ func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 	}
 	var err error
 	for {
+		if n := d.decodeWindow(b, off, h); n > 0 {
+			off += n
+			if !all || off >= len(b) {
+				return off, nil
+			}
+			continue
+		}
 		start := off
 		var pm, pmLo uint64
 		if len(b)-off >= 2 && b[off]&0x80 != 0 {
@@ -238,6 +246,583 @@ func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 			return off, nil
 		}
 	}
+}
+
+// decodeWindow decodes the record at b[off] by the window path, calls the
+// handler and returns the record's length; it returns 0, having changed
+// nothing, when the careful path must decode the record.
+func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
+	win := windowAt(b, off, &d.pad)
+	s := stopBits(win)
+	e := bits.TrailingZeros32(s) // the presence map's last byte
+	if e > 1 || e == 1 && d.MaxPMapBytes == 1 {
+		return 0
+	}
+	s &= s - 1
+	w := binary.LittleEndian.Uint64(win[:])
+	pm := w<<57 | w>>8&0x7f<<50&-uint64(e)
+	pos := e + 1
+	tid := d.dict.tid
+	if pm&(1<<63) != 0 {
+		e = bits.TrailingZeros32(s)
+		s &= s - 1
+		x := pack4(win, pos, e-pos)
+		if e-pos > 3 {
+			if x = pack8(x); e-pos > 7 || x > 0xffffffff {
+				return 0
+			}
+		}
+		tid, pos = uint32(x), e+1
+	} else if d.dict.tidState != slotAssigned {
+		return 0
+	}
+	switch tid {
+	case TradeTemplateID:
+		m := &d.recTrade
+		// string MessageType, id 35, mandatory, constant "UA3201"
+		// int32 DataStatus, id 10121, optional, default
+		if pm&(1<<62) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
+					return 0
+				}
+			}
+			pos = e + 1
+			y := signed7(x, k)
+			ok := y != 0
+			y -= int64(uint64(-y) >> 63) // one down when positive
+			m.DataStatus = int32(y)
+			m.HasDataStatus = ok
+		} else {
+			m.DataStatus, m.HasDataStatus = 0, false
+		}
+		// uInt32 TradeIndex, id 10011, mandatory, increment
+		if pm&(1<<61) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0xffffffff {
+					return 0
+				}
+			}
+			pos = e + 1
+			m.TradeIndex = uint32(x)
+		} else {
+			switch d.dict.s0TradeIndexState {
+			case slotAssigned:
+				m.TradeIndex = d.dict.s0TradeIndex + 1
+			case slotUndefined:
+				return 0 // D5
+			default:
+				return 0 // D6
+			}
+		}
+		// uInt32 TradeChannel, id 10115, optional, copy
+		if pm&(1<<60) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0x100000000 {
+					return 0
+				}
+			}
+			pos = e + 1
+			ok := x != 0
+			x -= b2u(ok)
+			if ok {
+				m.TradeChannel = uint32(x)
+			} else {
+				m.TradeChannel = 0
+			}
+			m.HasTradeChannel = ok
+		} else {
+			switch d.dict.s1TradeChannelState {
+			case slotAssigned:
+				m.TradeChannel = d.dict.s1TradeChannel
+				m.HasTradeChannel = true
+			case slotUndefined:
+				m.TradeChannel, m.HasTradeChannel = 0, false
+			default:
+				m.TradeChannel, m.HasTradeChannel = 0, false
+			}
+		}
+		// string SecurityID, id 48, mandatory, copy
+		if pm&(1<<59) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			w := text(win, pos, e)
+			if e-pos >= 6 || w&0xff == 0 {
+				return 0
+			}
+			pos = e + 1
+			var a [8]byte
+			binary.LittleEndian.PutUint64(a[:], w)
+			m.SecurityID = [6]byte(a[:6])
+		} else {
+			switch d.dict.s2SecurityIDState {
+			case slotAssigned:
+				m.SecurityID = d.dict.s2SecurityID
+			case slotUndefined:
+				return 0 // D5
+			default:
+				return 0 // D6
+			}
+		}
+		// uInt32 TradeTime, id 10013, optional, copy
+		if pm&(1<<58) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0x100000000 {
+					return 0
+				}
+			}
+			pos = e + 1
+			ok := x != 0
+			x -= b2u(ok)
+			if ok {
+				if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
+					return 0
+				}
+				m.TradeTime = Time(uint32(x))
+			} else {
+				m.TradeTime = 0
+			}
+			m.HasTradeTime = ok
+		} else {
+			switch d.dict.s3TradeTimeState {
+			case slotAssigned:
+				if t := Time(d.dict.s3TradeTime); uint32(t) != d.dict.s3TradeTime || t < 0 {
+					return 0
+				}
+				m.TradeTime = Time(d.dict.s3TradeTime)
+				m.HasTradeTime = true
+			case slotUndefined:
+				m.TradeTime, m.HasTradeTime = 0, false
+			default:
+				m.TradeTime, m.HasTradeTime = 0, false
+			}
+		}
+		// int32 TradePrice, id 10014, optional, default, decimalPlaces="3"
+		if pm&(1<<57) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
+					return 0
+				}
+			}
+			pos = e + 1
+			y := signed7(x, k)
+			ok := y != 0
+			y -= int64(uint64(-y) >> 63) // one down when positive
+			if t := Price(int32(y)); int32(t) != int32(y) || ^Price(0) > 0 && int32(y) < 0 {
+				return 0
+			}
+			m.TradePrice = Price(int32(y))
+			m.HasTradePrice = ok
+		} else {
+			m.TradePrice, m.HasTradePrice = 0, false
+		}
+		// int64 TradeQty, id 10015, optional, default, decimalPlaces="3"
+		if pm&(1<<56) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 {
+					return 0
+				}
+			}
+			pos = e + 1
+			y := signed7(x, k)
+			ok := y != 0
+			y -= int64(uint64(-y) >> 63) // one down when positive
+			if t := Qty(y); int64(t) != y || ^Qty(0) > 0 && y < 0 {
+				return 0
+			}
+			m.TradeQty = Qty(y)
+			m.HasTradeQty = ok
+		} else {
+			m.TradeQty, m.HasTradeQty = 0, false
+		}
+		// int64 TradeMoney, id 10016, optional, default, decimalPlaces="5"
+		if pm&(1<<55) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 {
+					return 0
+				}
+			}
+			pos = e + 1
+			y := signed7(x, k)
+			ok := y != 0
+			y -= int64(uint64(-y) >> 63) // one down when positive
+			if t := Money(y); int64(t) != y || ^Money(0) > 0 && y < 0 {
+				return 0
+			}
+			m.TradeMoney = Money(y)
+			m.HasTradeMoney = ok
+		} else {
+			m.TradeMoney, m.HasTradeMoney = 0, false
+		}
+		// uInt64 TradeBuyNo, optional, default
+		if pm&(1<<54) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 {
+					return 0
+				}
+			}
+			pos = e + 1
+			ok := x != 0
+			x -= b2u(ok)
+			m.TradeBuyNo = x
+			m.HasTradeBuyNo = ok
+		} else {
+			m.TradeBuyNo, m.HasTradeBuyNo = 0, false
+		}
+		// uInt64 TradeSellNo, optional, default
+		if pm&(1<<53) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 {
+					return 0
+				}
+			}
+			pos = e + 1
+			ok := x != 0
+			x -= b2u(ok)
+			m.TradeSellNo = x
+			m.HasTradeSellNo = ok
+		} else {
+			m.TradeSellNo, m.HasTradeSellNo = 0, false
+		}
+		// string TradeBSFlag, optional, default
+		if pm&(1<<52) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			c := win[pos&(windowStops-1)]
+			if e != pos || c == 0x80 {
+				return 0
+			}
+			pos++
+			ok := true
+			m.TradeBSFlag = c & 0x7f
+			m.HasTradeBSFlag = ok
+		} else {
+			m.TradeBSFlag, m.HasTradeBSFlag = 0, false
+		}
+		// uInt64 BizIndex, mandatory, increment
+		if pm&(1<<51) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 {
+					return 0
+				}
+			}
+			pos = e + 1
+			m.BizIndex = x
+		} else {
+			switch d.dict.s4BizIndexState {
+			case slotAssigned:
+				m.BizIndex = d.dict.s4BizIndex + 1
+			case slotUndefined:
+				return 0 // D5
+			default:
+				return 0 // D6
+			}
+		}
+		if pos > windowStops {
+			return 0
+		}
+		d.dict.s0TradeIndex, d.dict.s0TradeIndexState = m.TradeIndex, slotAssigned
+		d.dict.s1TradeChannel, d.dict.s1TradeChannelState = m.TradeChannel, slotEmpty-uint8(b2u(m.HasTradeChannel))
+		d.dict.s2SecurityID, d.dict.s2SecurityIDState = m.SecurityID, slotAssigned
+		d.dict.s3TradeTime, d.dict.s3TradeTimeState = uint32(m.TradeTime), slotEmpty-uint8(b2u(m.HasTradeTime))
+		d.dict.s4BizIndex, d.dict.s4BizIndexState = m.BizIndex, slotAssigned
+		d.dict.tid, d.dict.tidState = tid, slotAssigned
+		d.nTrade++
+		h.OnTrade(m)
+	case OrderTemplateID:
+		m := &d.recOrder
+		// string MessageType, id 35, mandatory, constant "UA5801"
+		// uInt32 OrderIndex, mandatory, increment
+		if pm&(1<<62) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0xffffffff {
+					return 0
+				}
+			}
+			pos = e + 1
+			m.OrderIndex = uint32(x)
+		} else {
+			switch d.dict.s5OrderIndexState {
+			case slotAssigned:
+				m.OrderIndex = d.dict.s5OrderIndex + 1
+			case slotUndefined:
+				return 0 // D5
+			default:
+				return 0 // D6
+			}
+		}
+		// uInt32 OrderChannel, optional, copy
+		if pm&(1<<61) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0x100000000 {
+					return 0
+				}
+			}
+			pos = e + 1
+			ok := x != 0
+			x -= b2u(ok)
+			if ok {
+				m.OrderChannel = uint32(x)
+			} else {
+				m.OrderChannel = 0
+			}
+			m.HasOrderChannel = ok
+		} else {
+			switch d.dict.s6OrderChannelState {
+			case slotAssigned:
+				m.OrderChannel = d.dict.s6OrderChannel
+				m.HasOrderChannel = true
+			case slotUndefined:
+				m.OrderChannel, m.HasOrderChannel = 0, false
+			default:
+				m.OrderChannel, m.HasOrderChannel = 0, false
+			}
+		}
+		// string SecurityID, id 48, mandatory, copy
+		if pm&(1<<60) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			w := text(win, pos, e)
+			if e-pos >= 6 || w&0xff == 0 {
+				return 0
+			}
+			pos = e + 1
+			var a [8]byte
+			binary.LittleEndian.PutUint64(a[:], w)
+			m.SecurityID = [6]byte(a[:6])
+		} else {
+			switch d.dict.s2SecurityIDState {
+			case slotAssigned:
+				m.SecurityID = d.dict.s2SecurityID
+			case slotUndefined:
+				return 0 // D5
+			default:
+				return 0 // D6
+			}
+		}
+		// uInt32 OrderTime, optional, copy
+		if pm&(1<<59) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0x100000000 {
+					return 0
+				}
+			}
+			pos = e + 1
+			ok := x != 0
+			x -= b2u(ok)
+			if ok {
+				if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
+					return 0
+				}
+				m.OrderTime = Time(uint32(x))
+			} else {
+				m.OrderTime = 0
+			}
+			m.HasOrderTime = ok
+		} else {
+			switch d.dict.s7OrderTimeState {
+			case slotAssigned:
+				if t := Time(d.dict.s7OrderTime); uint32(t) != d.dict.s7OrderTime || t < 0 {
+					return 0
+				}
+				m.OrderTime = Time(d.dict.s7OrderTime)
+				m.HasOrderTime = true
+			case slotUndefined:
+				m.OrderTime, m.HasOrderTime = 0, false
+			default:
+				m.OrderTime, m.HasOrderTime = 0, false
+			}
+		}
+		// string OrderType, mandatory, copy
+		if pm&(1<<58) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			c := win[pos&(windowStops-1)]
+			if e != pos || c == 0x80 {
+				return 0
+			}
+			pos++
+			m.OrderType = c & 0x7f
+		} else {
+			switch d.dict.s8OrderTypeState {
+			case slotAssigned:
+				m.OrderType = d.dict.s8OrderType
+			case slotUndefined:
+				return 0 // D5
+			default:
+				return 0 // D6
+			}
+		}
+		// uInt64 OrderNO, mandatory
+		{
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 {
+					return 0
+				}
+			}
+			pos = e + 1
+			m.OrderNO = x
+		}
+		// uInt32 OrderPrice, optional, default, decimalPlaces="3"
+		if pm&(1<<57) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0x100000000 {
+					return 0
+				}
+			}
+			pos = e + 1
+			ok := x != 0
+			x -= b2u(ok)
+			if t := Price(uint32(x)); uint32(t) != uint32(x) || t < 0 {
+				return 0
+			}
+			m.OrderPrice = Price(uint32(x))
+			m.HasOrderPrice = ok
+		} else {
+			m.OrderPrice, m.HasOrderPrice = 0, false
+		}
+		// uInt64 Balance, optional, default, decimalPlaces="3"
+		if pm&(1<<56) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 {
+					return 0
+				}
+			}
+			pos = e + 1
+			ok := x != 0
+			x -= b2u(ok)
+			if t := Qty(x); uint64(t) != x || t < 0 {
+				return 0
+			}
+			m.Balance = Qty(x)
+			m.HasBalance = ok
+		} else {
+			m.Balance, m.HasBalance = 0, false
+		}
+		// string OrderBSFlag, mandatory, copy
+		if pm&(1<<55) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			c := win[pos&(windowStops-1)]
+			if e != pos || c == 0x80 {
+				return 0
+			}
+			pos++
+			m.OrderBSFlag = c & 0x7f
+		} else {
+			switch d.dict.s9OrderBSFlagState {
+			case slotAssigned:
+				m.OrderBSFlag = d.dict.s9OrderBSFlag
+			case slotUndefined:
+				return 0 // D5
+			default:
+				return 0 // D6
+			}
+		}
+		// uInt64 BizIndex, mandatory, increment
+		if pm&(1<<54) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 {
+					return 0
+				}
+			}
+			pos = e + 1
+			m.BizIndex = x
+		} else {
+			switch d.dict.s4BizIndexState {
+			case slotAssigned:
+				m.BizIndex = d.dict.s4BizIndex + 1
+			case slotUndefined:
+				return 0 // D5
+			default:
+				return 0 // D6
+			}
+		}
+		if pos > windowStops {
+			return 0
+		}
+		d.dict.s5OrderIndex, d.dict.s5OrderIndexState = m.OrderIndex, slotAssigned
+		d.dict.s6OrderChannel, d.dict.s6OrderChannelState = m.OrderChannel, slotEmpty-uint8(b2u(m.HasOrderChannel))
+		d.dict.s2SecurityID, d.dict.s2SecurityIDState = m.SecurityID, slotAssigned
+		d.dict.s7OrderTime, d.dict.s7OrderTimeState = uint32(m.OrderTime), slotEmpty-uint8(b2u(m.HasOrderTime))
+		d.dict.s8OrderType, d.dict.s8OrderTypeState = m.OrderType, slotAssigned
+		d.dict.s9OrderBSFlag, d.dict.s9OrderBSFlagState = m.OrderBSFlag, slotAssigned
+		d.dict.s4BizIndex, d.dict.s4BizIndexState = m.BizIndex, slotAssigned
+		d.dict.tid, d.dict.tidState = tid, slotAssigned
+		d.nOrder++
+		h.OnOrder(m)
+	default:
+		return 0
+	}
+	return pos
 }
 
 func (d *Decoder) decodeTrade(b []byte, start, off int, pm, pmLo uint64, m *Trade) (int, error) {
@@ -356,7 +941,7 @@ func (d *Decoder) decodeTrade(b []byte, start, off int, pm, pmLo uint64, m *Trad
 		}
 	}
 	if d.dict.s3TradeTimeState == slotAssigned {
-		if x := Time(d.dict.s3TradeTime); uint32(x) != d.dict.s3TradeTime || (x < 0) != (d.dict.s3TradeTime < 0) {
+		if x := Time(d.dict.s3TradeTime); uint32(x) != d.dict.s3TradeTime || x < 0 {
 			return start, d.fail(fast.ErrRange, TradeTemplateID, "TradeTime", off)
 		}
 		m.TradeTime = Time(d.dict.s3TradeTime)
@@ -375,7 +960,7 @@ func (d *Decoder) decodeTrade(b []byte, start, off int, pm, pmLo uint64, m *Trad
 		} else if v, ok, off, err = fast.ReadNullableInt32(b, off); err != nil {
 			return start, d.fail(err, TradeTemplateID, "TradePrice", off)
 		}
-		if x := Price(v); int32(x) != v || (x < 0) != (v < 0) {
+		if x := Price(v); int32(x) != v || ^Price(0) > 0 && v < 0 {
 			return start, d.fail(fast.ErrRange, TradeTemplateID, "TradePrice", off)
 		}
 		m.TradePrice = Price(v)
@@ -394,7 +979,7 @@ func (d *Decoder) decodeTrade(b []byte, start, off int, pm, pmLo uint64, m *Trad
 		} else if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
 			return start, d.fail(err, TradeTemplateID, "TradeQty", off)
 		}
-		if x := Qty(v); int64(x) != v || (x < 0) != (v < 0) {
+		if x := Qty(v); int64(x) != v || ^Qty(0) > 0 && v < 0 {
 			return start, d.fail(fast.ErrRange, TradeTemplateID, "TradeQty", off)
 		}
 		m.TradeQty = Qty(v)
@@ -413,7 +998,7 @@ func (d *Decoder) decodeTrade(b []byte, start, off int, pm, pmLo uint64, m *Trad
 		} else if v, ok, off, err = fast.ReadNullableInt64(b, off); err != nil {
 			return start, d.fail(err, TradeTemplateID, "TradeMoney", off)
 		}
-		if x := Money(v); int64(x) != v || (x < 0) != (v < 0) {
+		if x := Money(v); int64(x) != v || ^Money(0) > 0 && v < 0 {
 			return start, d.fail(fast.ErrRange, TradeTemplateID, "TradeMoney", off)
 		}
 		m.TradeMoney = Money(v)
@@ -594,7 +1179,7 @@ func (d *Decoder) decodeOrder(b []byte, start, off int, pm, pmLo uint64, m *Orde
 		}
 	}
 	if d.dict.s7OrderTimeState == slotAssigned {
-		if x := Time(d.dict.s7OrderTime); uint32(x) != d.dict.s7OrderTime || (x < 0) != (d.dict.s7OrderTime < 0) {
+		if x := Time(d.dict.s7OrderTime); uint32(x) != d.dict.s7OrderTime || x < 0 {
 			return start, d.fail(fast.ErrRange, OrderTemplateID, "OrderTime", off)
 		}
 		m.OrderTime = Time(d.dict.s7OrderTime)
@@ -645,7 +1230,7 @@ func (d *Decoder) decodeOrder(b []byte, start, off int, pm, pmLo uint64, m *Orde
 		} else if v, ok, off, err = fast.ReadNullableUint32(b, off); err != nil {
 			return start, d.fail(err, OrderTemplateID, "OrderPrice", off)
 		}
-		if x := Price(v); uint32(x) != v || (x < 0) != (v < 0) {
+		if x := Price(v); uint32(x) != v || x < 0 {
 			return start, d.fail(fast.ErrRange, OrderTemplateID, "OrderPrice", off)
 		}
 		m.OrderPrice = Price(v)
@@ -664,7 +1249,7 @@ func (d *Decoder) decodeOrder(b []byte, start, off int, pm, pmLo uint64, m *Orde
 		} else if v, ok, off, err = fast.ReadNullableUint64(b, off); err != nil {
 			return start, d.fail(err, OrderTemplateID, "Balance", off)
 		}
-		if x := Qty(v); uint64(x) != v || (x < 0) != (v < 0) {
+		if x := Qty(v); uint64(x) != v || x < 0 {
 			return start, d.fail(fast.ErrRange, OrderTemplateID, "Balance", off)
 		}
 		m.Balance = Qty(v)
@@ -1270,6 +1855,83 @@ func ascii8(b []byte, off int) (w uint64, n int) {
 	n = bits.TrailingZeros64(w&0x8080808080808080)>>3 + 1
 	sh := (64 - 8*uint(n)) & 63
 	return w << sh >> sh & 0x7f7f7f7f7f7f7f7f, n
+}
+
+// windowStops is the span of a record the window path decodes: the stop
+// bits of that many bytes are gathered into one bitmap. It is a power of two
+// (offsets into the window are masked with windowStops-1).
+const windowStops = 32
+
+// window holds the bytes a window decoder reads: windowStops bytes in which
+// the record must end, and 8 more so that an 8-byte load at any offset
+// stays in the array.
+type window [windowStops + 8]byte
+
+// windowAt returns the window at b[off]: b's own bytes when enough remain,
+// else a zero-padded copy in pad (a zero byte has no stop bit, so a record
+// cut by the end of b never ends in the window).
+func windowAt(b []byte, off int, pad *window) *window {
+	if off >= 0 && len(b)-off >= len(window{}) {
+		return (*window)(b[off:])
+	}
+	*pad = window{}
+	if off >= 0 && off < len(b) {
+		copy(pad[:windowStops], b[off:])
+	}
+	return pad
+}
+
+// stopBits returns the stop bits of the first windowStops bytes of win as a
+// bitmap, bit i for win[i]: the multiplication moves the top bit of every
+// byte of a word into the word's top byte, without carries. Its trailing
+// zero count is windowStops when no bit is left.
+func stopBits(win *window) uint32 {
+	const top, gather = 0x8080808080808080, 0x0002040810204081
+	return uint32(binary.LittleEndian.Uint64(win[0:])&top*gather>>56 |
+		binary.LittleEndian.Uint64(win[8:])&top*gather>>56<<8 |
+		binary.LittleEndian.Uint64(win[16:])&top*gather>>56<<16 |
+		binary.LittleEndian.Uint64(win[24:])&top*gather>>56<<24)
+}
+
+// pack4 decodes the stop-bit integer of k+1 bytes at win[pos], k < 8:
+// the bytes are shifted to the top of the word and reversed so that the
+// stop byte is lowest, and their 7-bit groups are joined by pairs and by
+// quads, each step subtracting the gap between groups. An integer of up to
+// 4 bytes is then whole; a longer one needs pack8.
+func pack4(win *window, pos, k int) uint64 {
+	w := binary.LittleEndian.Uint64(win[pos&(windowStops-1):])
+	x := bits.ReverseBytes64(w<<(uint(7-k)*8&63)) &^ 0x80
+	x -= x >> 1 & 0x3f803f803f803f80
+	return x - x>>2&0x0fffc0000fffc000*3
+}
+
+// pack8 finishes pack4's work on an integer of 5 to 8 bytes: its two
+// 28-bit halves are joined.
+func pack8(x uint64) uint64 {
+	return x - x>>4&0x00fffffff0000000*15
+}
+
+// signed7 sign-extends the packed value of a k+1-byte integer from its
+// 7(k+1) bits.
+func signed7(x uint64, k int) int64 {
+	sh := uint(57-7*k) & 63
+	return int64(x<<sh) >> sh
+}
+
+// text returns the ASCII string in win[pos:e+1], of at most 8 bytes, in the
+// low bytes of w, stop bit cleared, the bytes after it zero.
+func text(win *window, pos, e int) uint64 {
+	sh := uint(pos-e+7) * 8 & 63
+	w := binary.LittleEndian.Uint64(win[pos&(windowStops-1):])
+	return w << sh >> sh & 0x7f7f7f7f7f7f7f7f
+}
+
+// b2u is 1 for true, 0 for false.
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // asciiByte returns the single character of s, a string in wire form, or

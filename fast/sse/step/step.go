@@ -443,24 +443,29 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // Checksum returns the STEP/FIX checksum of b: the sum of its bytes modulo 256.
 func Checksum(b []byte) int {
-	// Eight bytes at a time, four words in flight, each byte lane summed
-	// modulo 256 on its own (see addLanes).
-	var a0, a1, a2, a3 uint64
-	for len(b) >= 32 {
-		a0 = addLanes(a0, binary.LittleEndian.Uint64(b))
-		a1 = addLanes(a1, binary.LittleEndian.Uint64(b[8:]))
-		a2 = addLanes(a2, binary.LittleEndian.Uint64(b[16:]))
-		a3 = addLanes(a3, binary.LittleEndian.Uint64(b[24:]))
-		b = b[32:]
-	}
-	for len(b) >= 8 {
-		a0 = addLanes(a0, binary.LittleEndian.Uint64(b))
-		b = b[8:]
-	}
-	acc := addLanes(addLanes(a0, a1), addLanes(a2, a3))
+	// Eight bytes at a time: the even and the odd bytes of each word are
+	// added into four 16-bit lanes, which cannot carry into each other
+	// within a block of checksumBlock words; the low bytes of each block's
+	// lanes (all that counts modulo 256) are then added up with one
+	// multiplication.
+	const even = 0x00ff00ff00ff00ff
 	var sum uint64
-	for i := range 8 {
-		sum += acc >> (8 * i) & 0xff
+	for len(b) >= 8 {
+		blk := b[:min(len(b), checksumBlock*8)&^7]
+		b = b[len(blk):]
+		var a0, a1 uint64
+		for len(blk) >= 16 {
+			w0 := binary.LittleEndian.Uint64(blk)
+			w1 := binary.LittleEndian.Uint64(blk[8:])
+			a0 += w0&even + w0>>8&even
+			a1 += w1&even + w1>>8&even
+			blk = blk[16:]
+		}
+		if len(blk) == 8 {
+			w := binary.LittleEndian.Uint64(blk)
+			a0 += w&even + w>>8&even
+		}
+		sum += (a0 + a1) & even * 0x0001000100010001 >> 48
 	}
 	for _, c := range b {
 		sum += uint64(c)
@@ -468,13 +473,10 @@ func Checksum(b []byte) int {
 	return int(sum & 0xff)
 }
 
-// addLanes adds the eight bytes of x and y lane by lane, modulo 256: the low
-// seven bits of every lane are added (no carry can leave a lane), then the
-// top bits are fixed with an exclusive or.
-func addLanes(x, y uint64) uint64 {
-	const low7, top = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
-	return ((x & low7) + (y & low7)) ^ ((x ^ y) & top)
-}
+// checksumBlock bounds the words Checksum adds into 16-bit lanes before
+// folding them: each word adds at most 2*255 to a lane of one of two
+// accumulators, which are added together: 128*2*255 < 1<<16.
+const checksumBlock = 128
 
 // finish parses the fields of a framed, checksummed message.
 func (p *Parser) finish(raw []byte, off int64) (*Message, error) {

@@ -301,12 +301,18 @@ func BenchmarkParse(b *testing.B) {
 
 func TestChecksum(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
+	sizes := make([]int, 0, 320)
 	for n := range 300 {
+		sizes = append(sizes, n)
+	}
+	// Around the lane-folding block (1024 bytes) and past several blocks.
+	sizes = append(sizes, 1016, 1023, 1024, 1025, 1031, 2048, 4099, 70001)
+	for _, n := range sizes {
 		b := make([]byte, n)
 		for i := range b {
 			b[i] = byte(r.IntN(256))
 		}
-		if n%7 == 0 {
+		if n%7 == 0 || n > 300 {
 			for i := range b {
 				b[i] = 0xff // every lane carries
 			}

@@ -10,6 +10,13 @@
 // template, and Decoder.DecodeRecord dispatches on the template id
 // (Decoder.DecodeRecords does so for every record of a payload in one call).
 //
+// A record is first tried by the window path (window.go): the stop bits of
+// the 32 bytes at the record are gathered into one bitmap, which gives the
+// end of every field at once, and each value is decoded from an 8-byte load
+// without bounds checks; the dictionary is set only once the whole record is
+// known to fit the path. Any other record (longer, values over 8 bytes,
+// special encodings, errors) goes to the careful code described next.
+//
 // The generated decoder is straight-line code per template: the presence map
 // is read into two words whose bits are tested with constant masks (one- and
 // two-byte maps inline), and every integer or fixed-length string of up to 8
@@ -404,6 +411,7 @@ func (g *generator) emit() {
 	g.emitTypes()
 	g.emitDictionary()
 	g.emitDecoder()
+	g.emitWindowDispatch()
 	for _, t := range g.templates {
 		g.emitDecode(t)
 	}
@@ -530,6 +538,7 @@ func (g *generator) emitDecoder() {
 	g.p("MaxPMapBytes int")
 	g.p("dict dictionary")
 	g.p("err error")
+	g.p("pad window // the window near the end of a buffer")
 	for _, t := range g.templates {
 		g.p("rec%s %s", t.goName, t.goName)
 	}
@@ -580,6 +589,13 @@ func (g *generator) emitDecoder() {
 	g.p("}")
 	g.p("var err error")
 	g.p("for {")
+	g.p("if n := d.decodeWindow(b, off, h); n > 0 {")
+	g.p("off += n")
+	g.p("if !all || off >= len(b) {")
+	g.p("return off, nil")
+	g.p("}")
+	g.p("continue")
+	g.p("}")
 	g.p("start := off")
 	g.p("var pm, pmLo uint64")
 	g.p("if len(b)-off >= 2 && b[off]&0x80 != 0 {")
@@ -741,6 +757,18 @@ func conv(f *field, expr string) string {
 	return expr
 }
 
+// goTypeMisfit returns the Go condition under which wire value v, converted
+// to the field's Go type as t, does not hold the same number. It is written
+// so that the compiler folds it to false when the Go type holds every value
+// of the wire type (^T(0) > 0 is a constant: whether T is unsigned).
+func goTypeMisfit(f *field, t, v string) string {
+	switch f.f.Kind {
+	case fast.KindInt32, fast.KindInt64:
+		return fmt.Sprintf("%s(%s) != %s || ^%s(0) > 0 && %s < 0", f.valType, t, v, f.goType, v)
+	}
+	return fmt.Sprintf("%s(%s) != %s || %s < 0", f.valType, t, v, t)
+}
+
 // emitDecode emits the method decoding a record's fields into m. The
 // presence map comes in two words; each field tests its own bit with a
 // constant mask. On error it returns start, the record's offset.
@@ -760,7 +788,7 @@ func (g *generator) emitDecode(t *template) {
 		set := func(expr string) {
 			if f.goType != f.valType && !f.isASCII() {
 				// The Go type may be narrower or of another sign.
-				g.p("if x := %s; %s(x) != %s || (x < 0) != (%s < 0) {", conv(f, expr), f.valType, expr, expr)
+				g.p("if x := %s; %s {", conv(f, expr), goTypeMisfit(f, "x", expr))
 				g.p(`return start, d.fail(fast.ErrRange, %sTemplateID, %q, off)`, t.goName, f.f.Name)
 				g.p("}")
 			}
@@ -1052,6 +1080,7 @@ func (g *generator) emitHelpers() {
 	g.p("}")
 	g.p("")
 	g.p("%s", decodeHelpers)
+	g.p("%s", windowHelpers)
 	g.p("// asciiByte returns the single character of s, a string in wire form, or")
 	g.p("// 0 for the empty string.")
 	g.p("func asciiByte(s []byte) byte {")

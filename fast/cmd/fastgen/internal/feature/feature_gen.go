@@ -178,6 +178,7 @@ type Decoder struct {
 	MaxPMapBytes int
 	dict         dictionary
 	err          error
+	pad          window // the window near the end of a buffer
 	recInts      Ints
 	recStrings   Strings
 	nInts        uint64 // records passed to OnInts, never reset
@@ -226,6 +227,13 @@ func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 	}
 	var err error
 	for {
+		if n := d.decodeWindow(b, off, h); n > 0 {
+			off += n
+			if !all || off >= len(b) {
+				return off, nil
+			}
+			continue
+		}
 		start := off
 		var pm, pmLo uint64
 		if len(b)-off >= 2 && b[off]&0x80 != 0 {
@@ -269,6 +277,729 @@ func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 			return off, nil
 		}
 	}
+}
+
+// decodeWindow decodes the record at b[off] by the window path, calls the
+// handler and returns the record's length; it returns 0, having changed
+// nothing, when the careful path must decode the record.
+func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
+	win := windowAt(b, off, &d.pad)
+	s := stopBits(win)
+	e := bits.TrailingZeros32(s) // the presence map's last byte
+	if e > 1 || e == 1 && d.MaxPMapBytes == 1 {
+		return 0
+	}
+	s &= s - 1
+	w := binary.LittleEndian.Uint64(win[:])
+	pm := w<<57 | w>>8&0x7f<<50&-uint64(e)
+	pos := e + 1
+	tid := d.dict.tid
+	if pm&(1<<63) != 0 {
+		e = bits.TrailingZeros32(s)
+		s &= s - 1
+		x := pack4(win, pos, e-pos)
+		if e-pos > 3 {
+			if x = pack8(x); e-pos > 7 || x > 0xffffffff {
+				return 0
+			}
+		}
+		tid, pos = uint32(x), e+1
+	} else if d.dict.tidState != slotAssigned {
+		return 0
+	}
+	switch tid {
+	case IntsTemplateID:
+		m := &d.recInts
+		// uInt32 U32None, mandatory
+		{
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0xffffffff {
+					return 0
+				}
+			}
+			pos = e + 1
+			m.U32None = uint32(x)
+		}
+		// int32 I32OptNone, optional
+		{
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
+					return 0
+				}
+			}
+			pos = e + 1
+			y := signed7(x, k)
+			ok := y != 0
+			y -= int64(uint64(-y) >> 63) // one down when positive
+			m.I32OptNone = int32(y)
+			m.HasI32OptNone = ok
+		}
+		// uInt64 U64OptNone, optional
+		{
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 {
+					return 0
+				}
+			}
+			pos = e + 1
+			ok := x != 0
+			x -= b2u(ok)
+			m.U64OptNone = x
+			m.HasU64OptNone = ok
+		}
+		// int64 I64None, mandatory
+		{
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 {
+					return 0
+				}
+			}
+			pos = e + 1
+			y := signed7(x, k)
+			m.I64None = y
+		}
+		// uInt64 U64Const, mandatory, constant "18446744073709551615"
+		// int64 I64OptConst, optional, constant "-5"
+		m.HasI64OptConst = pm&(1<<62) != 0
+		// uInt32 U32Default, mandatory, default "7"
+		if pm&(1<<61) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0xffffffff {
+					return 0
+				}
+			}
+			pos = e + 1
+			m.U32Default = uint32(x)
+		} else {
+			m.U32Default = 7
+		}
+		// int32 I32OptDefaultInit, optional, default "-3"
+		if pm&(1<<60) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
+					return 0
+				}
+			}
+			pos = e + 1
+			y := signed7(x, k)
+			ok := y != 0
+			y -= int64(uint64(-y) >> 63) // one down when positive
+			m.I32OptDefaultInit = int32(y)
+			m.HasI32OptDefaultInit = ok
+		} else {
+			m.I32OptDefaultInit = -3
+			m.HasI32OptDefaultInit = true
+		}
+		// int64 I64OptDefault, optional, default
+		if pm&(1<<59) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 {
+					return 0
+				}
+			}
+			pos = e + 1
+			y := signed7(x, k)
+			ok := y != 0
+			y -= int64(uint64(-y) >> 63) // one down when positive
+			m.I64OptDefault = y
+			m.HasI64OptDefault = ok
+		} else {
+			m.I64OptDefault, m.HasI64OptDefault = 0, false
+		}
+		// uInt32 U32Copy, mandatory, copy
+		if pm&(1<<58) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0xffffffff {
+					return 0
+				}
+			}
+			pos = e + 1
+			m.U32Copy = uint32(x)
+		} else {
+			switch d.dict.s0U32CopyState {
+			case slotAssigned:
+				m.U32Copy = d.dict.s0U32Copy
+			case slotUndefined:
+				return 0 // D5
+			default:
+				return 0 // D6
+			}
+		}
+		// uInt32 U32CopyInit, mandatory, copy "100"
+		if pm&(1<<57) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0xffffffff {
+					return 0
+				}
+			}
+			pos = e + 1
+			m.U32CopyInit = uint32(x)
+		} else {
+			switch d.dict.s1U32CopyInitState {
+			case slotAssigned:
+				m.U32CopyInit = d.dict.s1U32CopyInit
+			case slotUndefined:
+				m.U32CopyInit = 100
+			default:
+				return 0 // D6
+			}
+		}
+		// int32 I32OptCopy, optional, copy
+		if pm&(1<<56) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
+					return 0
+				}
+			}
+			pos = e + 1
+			y := signed7(x, k)
+			ok := y != 0
+			y -= int64(uint64(-y) >> 63) // one down when positive
+			if ok {
+				m.I32OptCopy = int32(y)
+			} else {
+				m.I32OptCopy = 0
+			}
+			m.HasI32OptCopy = ok
+		} else {
+			switch d.dict.s2I32OptCopyState {
+			case slotAssigned:
+				m.I32OptCopy = d.dict.s2I32OptCopy
+				m.HasI32OptCopy = true
+			case slotUndefined:
+				m.I32OptCopy, m.HasI32OptCopy = 0, false
+			default:
+				m.I32OptCopy, m.HasI32OptCopy = 0, false
+			}
+		}
+		// int64 I64OptCopyInit, optional, copy "-9"
+		if pm&(1<<55) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 {
+					return 0
+				}
+			}
+			pos = e + 1
+			y := signed7(x, k)
+			ok := y != 0
+			y -= int64(uint64(-y) >> 63) // one down when positive
+			if ok {
+				m.I64OptCopyInit = y
+			} else {
+				m.I64OptCopyInit = 0
+			}
+			m.HasI64OptCopyInit = ok
+		} else {
+			switch d.dict.s3I64OptCopyInitState {
+			case slotAssigned:
+				m.I64OptCopyInit = d.dict.s3I64OptCopyInit
+				m.HasI64OptCopyInit = true
+			case slotUndefined:
+				m.I64OptCopyInit = -9
+				m.HasI64OptCopyInit = true
+			default:
+				m.I64OptCopyInit, m.HasI64OptCopyInit = 0, false
+			}
+		}
+		// uInt64 U64Incr, mandatory, increment
+		if pm&(1<<54) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 {
+					return 0
+				}
+			}
+			pos = e + 1
+			m.U64Incr = x
+		} else {
+			switch d.dict.s4U64IncrState {
+			case slotAssigned:
+				m.U64Incr = d.dict.s4U64Incr + 1
+			case slotUndefined:
+				return 0 // D5
+			default:
+				return 0 // D6
+			}
+		}
+		// int32 I32OptIncr, optional, increment
+		if pm&(1<<53) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
+					return 0
+				}
+			}
+			pos = e + 1
+			y := signed7(x, k)
+			ok := y != 0
+			y -= int64(uint64(-y) >> 63) // one down when positive
+			if ok {
+				m.I32OptIncr = int32(y)
+			} else {
+				m.I32OptIncr = 0
+			}
+			m.HasI32OptIncr = ok
+		} else {
+			switch d.dict.s5I32OptIncrState {
+			case slotAssigned:
+				m.I32OptIncr = d.dict.s5I32OptIncr + 1
+				m.HasI32OptIncr = true
+			case slotUndefined:
+				m.I32OptIncr, m.HasI32OptIncr = 0, false
+			default:
+				m.I32OptIncr, m.HasI32OptIncr = 0, false
+			}
+		}
+		// uInt32 U32IncrInit, mandatory, increment "4294967295"
+		if pm&(1<<52) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0xffffffff {
+					return 0
+				}
+			}
+			pos = e + 1
+			m.U32IncrInit = uint32(x)
+		} else {
+			switch d.dict.s6U32IncrInitState {
+			case slotAssigned:
+				m.U32IncrInit = d.dict.s6U32IncrInit + 1
+			case slotUndefined:
+				m.U32IncrInit = 4294967295
+			default:
+				return 0 // D6
+			}
+		}
+		// int64 I64OptIncrInit, optional, increment "9223372036854775807"
+		if pm&(1<<51) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 {
+					return 0
+				}
+			}
+			pos = e + 1
+			y := signed7(x, k)
+			ok := y != 0
+			y -= int64(uint64(-y) >> 63) // one down when positive
+			if ok {
+				m.I64OptIncrInit = y
+			} else {
+				m.I64OptIncrInit = 0
+			}
+			m.HasI64OptIncrInit = ok
+		} else {
+			switch d.dict.s7I64OptIncrInitState {
+			case slotAssigned:
+				m.I64OptIncrInit = d.dict.s7I64OptIncrInit + 1
+				m.HasI64OptIncrInit = true
+			case slotUndefined:
+				m.I64OptIncrInit = 9223372036854775807
+				m.HasI64OptIncrInit = true
+			default:
+				m.I64OptIncrInit, m.HasI64OptIncrInit = 0, false
+			}
+		}
+		// uInt32 PerTemplate, mandatory, copy
+		if pm&(1<<50) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0xffffffff {
+					return 0
+				}
+			}
+			pos = e + 1
+			m.PerTemplate = uint32(x)
+		} else {
+			switch d.dict.s8KState {
+			case slotAssigned:
+				m.PerTemplate = d.dict.s8K
+			case slotUndefined:
+				return 0 // D5
+			default:
+				return 0 // D6
+			}
+		}
+		// uInt32 NamedA, mandatory, copy
+		if pm&(1<<49) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0xffffffff {
+					return 0
+				}
+			}
+			pos = e + 1
+			m.NamedA = uint32(x)
+		} else {
+			switch d.dict.s9XState {
+			case slotAssigned:
+				m.NamedA = d.dict.s9X
+			case slotUndefined:
+				return 0 // D5
+			default:
+				return 0 // D6
+			}
+		}
+		// int64 Wide, optional, copy
+		if pm&(1<<48) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 {
+					return 0
+				}
+			}
+			pos = e + 1
+			y := signed7(x, k)
+			ok := y != 0
+			y -= int64(uint64(-y) >> 63) // one down when positive
+			if ok {
+				if t := Narrow(y); int64(t) != y || ^Narrow(0) > 0 && y < 0 {
+					return 0
+				}
+				m.Wide = Narrow(y)
+			} else {
+				m.Wide = 0
+			}
+			m.HasWide = ok
+		} else {
+			switch d.dict.s10WideState {
+			case slotAssigned:
+				if t := Narrow(d.dict.s10Wide); int64(t) != d.dict.s10Wide || ^Narrow(0) > 0 && d.dict.s10Wide < 0 {
+					return 0
+				}
+				m.Wide = Narrow(d.dict.s10Wide)
+				m.HasWide = true
+			case slotUndefined:
+				m.Wide, m.HasWide = 0, false
+			default:
+				m.Wide, m.HasWide = 0, false
+			}
+		}
+		if pos > windowStops {
+			return 0
+		}
+		d.dict.s0U32Copy, d.dict.s0U32CopyState = m.U32Copy, slotAssigned
+		d.dict.s1U32CopyInit, d.dict.s1U32CopyInitState = m.U32CopyInit, slotAssigned
+		d.dict.s2I32OptCopy, d.dict.s2I32OptCopyState = m.I32OptCopy, slotEmpty-uint8(b2u(m.HasI32OptCopy))
+		d.dict.s3I64OptCopyInit, d.dict.s3I64OptCopyInitState = m.I64OptCopyInit, slotEmpty-uint8(b2u(m.HasI64OptCopyInit))
+		d.dict.s4U64Incr, d.dict.s4U64IncrState = m.U64Incr, slotAssigned
+		d.dict.s5I32OptIncr, d.dict.s5I32OptIncrState = m.I32OptIncr, slotEmpty-uint8(b2u(m.HasI32OptIncr))
+		d.dict.s6U32IncrInit, d.dict.s6U32IncrInitState = m.U32IncrInit, slotAssigned
+		d.dict.s7I64OptIncrInit, d.dict.s7I64OptIncrInitState = m.I64OptIncrInit, slotEmpty-uint8(b2u(m.HasI64OptIncrInit))
+		d.dict.s8K, d.dict.s8KState = m.PerTemplate, slotAssigned
+		d.dict.s9X, d.dict.s9XState = m.NamedA, slotAssigned
+		d.dict.s10Wide, d.dict.s10WideState = int64(m.Wide), slotEmpty-uint8(b2u(m.HasWide))
+		d.dict.tid, d.dict.tidState = tid, slotAssigned
+		d.nInts++
+		h.OnInts(m)
+	case StringsTemplateID:
+		m := &d.recStrings
+		// string S4, mandatory
+		{
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			w := text(win, pos, e)
+			if e-pos >= 4 || w&0xff == 0 {
+				return 0
+			}
+			pos = e + 1
+			var a [8]byte
+			binary.LittleEndian.PutUint64(a[:], w)
+			m.S4 = [4]byte(a[:4])
+		}
+		// string S4Opt, optional
+		{
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			w := text(win, pos, e)
+			if e-pos >= 4 || w&0xff == 0 {
+				return 0
+			}
+			pos = e + 1
+			var a [8]byte
+			binary.LittleEndian.PutUint64(a[:], w)
+			ok := true
+			m.S4Opt = [4]byte(a[:4])
+			m.HasS4Opt = ok
+		}
+		// string SConst, mandatory, constant "XY"
+		// string SOptConst, optional, constant "Z"
+		m.HasSOptConst = pm&(1<<62) != 0
+		// string S1Default, mandatory, default "A"
+		if pm&(1<<61) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			c := win[pos&(windowStops-1)]
+			if e != pos || c == 0x80 {
+				return 0
+			}
+			pos++
+			m.S1Default = c & 0x7f
+		} else {
+			m.S1Default = 'A'
+		}
+		// string S3OptDefault, optional, default "abc"
+		if pm&(1<<60) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			w := text(win, pos, e)
+			if e-pos >= 3 || w&0xff == 0 {
+				return 0
+			}
+			pos = e + 1
+			var a [8]byte
+			binary.LittleEndian.PutUint64(a[:], w)
+			ok := true
+			m.S3OptDefault = [3]byte(a[:3])
+			m.HasS3OptDefault = ok
+		} else {
+			m.S3OptDefault = [3]byte{'a', 'b', 'c'}
+			m.HasS3OptDefault = true
+		}
+		// string S1OptDefault, optional, default
+		if pm&(1<<59) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			c := win[pos&(windowStops-1)]
+			if e != pos || c == 0x80 {
+				return 0
+			}
+			pos++
+			ok := true
+			m.S1OptDefault = c & 0x7f
+			m.HasS1OptDefault = ok
+		} else {
+			m.S1OptDefault, m.HasS1OptDefault = 0, false
+		}
+		// string S2Copy, mandatory, copy
+		if pm&(1<<58) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			w := text(win, pos, e)
+			if e-pos >= 2 || w&0xff == 0 {
+				return 0
+			}
+			pos = e + 1
+			var a [8]byte
+			binary.LittleEndian.PutUint64(a[:], w)
+			m.S2Copy = [2]byte(a[:2])
+		} else {
+			switch d.dict.s11S2CopyState {
+			case slotAssigned:
+				m.S2Copy = d.dict.s11S2Copy
+			case slotUndefined:
+				return 0 // D5
+			default:
+				return 0 // D6
+			}
+		}
+		// string S2OptCopyInit, optional, copy "zz"
+		if pm&(1<<57) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			w := text(win, pos, e)
+			if e-pos >= 2 || w&0xff == 0 {
+				return 0
+			}
+			pos = e + 1
+			var a [8]byte
+			binary.LittleEndian.PutUint64(a[:], w)
+			ok := true
+			if ok {
+				m.S2OptCopyInit = [2]byte(a[:2])
+			} else {
+				m.S2OptCopyInit = [2]byte{}
+			}
+			m.HasS2OptCopyInit = ok
+		} else {
+			switch d.dict.s12S2OptCopyInitState {
+			case slotAssigned:
+				m.S2OptCopyInit = d.dict.s12S2OptCopyInit
+				m.HasS2OptCopyInit = true
+			case slotUndefined:
+				m.S2OptCopyInit = [2]byte{'z', 'z'}
+				m.HasS2OptCopyInit = true
+			default:
+				m.S2OptCopyInit, m.HasS2OptCopyInit = [2]byte{}, false
+			}
+		}
+		// string S1OptCopy, optional, copy
+		if pm&(1<<56) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			c := win[pos&(windowStops-1)]
+			if e != pos || c == 0x80 {
+				return 0
+			}
+			pos++
+			ok := true
+			if ok {
+				m.S1OptCopy = c & 0x7f
+			} else {
+				m.S1OptCopy = 0
+			}
+			m.HasS1OptCopy = ok
+		} else {
+			switch d.dict.s13S1OptCopyState {
+			case slotAssigned:
+				m.S1OptCopy = d.dict.s13S1OptCopy
+				m.HasS1OptCopy = true
+			case slotUndefined:
+				m.S1OptCopy, m.HasS1OptCopy = 0, false
+			default:
+				m.S1OptCopy, m.HasS1OptCopy = 0, false
+			}
+		}
+		// uInt32 PerTemplate, mandatory, copy
+		if pm&(1<<55) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0xffffffff {
+					return 0
+				}
+			}
+			pos = e + 1
+			m.PerTemplate = uint32(x)
+		} else {
+			switch d.dict.s14KState {
+			case slotAssigned:
+				m.PerTemplate = d.dict.s14K
+			case slotUndefined:
+				return 0 // D5
+			default:
+				return 0 // D6
+			}
+		}
+		// uInt32 NamedB, mandatory, copy
+		if pm&(1<<54) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0xffffffff {
+					return 0
+				}
+			}
+			pos = e + 1
+			m.NamedB = uint32(x)
+		} else {
+			switch d.dict.s9XState {
+			case slotAssigned:
+				m.NamedB = d.dict.s9X
+			case slotUndefined:
+				return 0 // D5
+			default:
+				return 0 // D6
+			}
+		}
+		// uInt32 U32Copy, mandatory, copy
+		if pm&(1<<53) != 0 {
+			e := bits.TrailingZeros32(s)
+			s &= s - 1
+			k := e - pos
+			x := pack4(win, pos, k)
+			if k > 3 {
+				if x = pack8(x); k > 7 || x > 0xffffffff {
+					return 0
+				}
+			}
+			pos = e + 1
+			m.U32Copy = uint32(x)
+		} else {
+			switch d.dict.s0U32CopyState {
+			case slotAssigned:
+				m.U32Copy = d.dict.s0U32Copy
+			case slotUndefined:
+				return 0 // D5
+			default:
+				return 0 // D6
+			}
+		}
+		if pos > windowStops {
+			return 0
+		}
+		d.dict.s11S2Copy, d.dict.s11S2CopyState = m.S2Copy, slotAssigned
+		d.dict.s12S2OptCopyInit, d.dict.s12S2OptCopyInitState = m.S2OptCopyInit, slotEmpty-uint8(b2u(m.HasS2OptCopyInit))
+		d.dict.s13S1OptCopy, d.dict.s13S1OptCopyState = m.S1OptCopy, slotEmpty-uint8(b2u(m.HasS1OptCopy))
+		d.dict.s14K, d.dict.s14KState = m.PerTemplate, slotAssigned
+		d.dict.s9X, d.dict.s9XState = m.NamedB, slotAssigned
+		d.dict.s0U32Copy, d.dict.s0U32CopyState = m.U32Copy, slotAssigned
+		d.dict.tid, d.dict.tidState = tid, slotAssigned
+		d.nStrings++
+		h.OnStrings(m)
+	default:
+		return 0
+	}
+	return pos
 }
 
 func (d *Decoder) decodeInts(b []byte, start, off int, pm, pmLo uint64, m *Ints) (int, error) {
@@ -622,7 +1353,7 @@ func (d *Decoder) decodeInts(b []byte, start, off int, pm, pmLo uint64, m *Ints)
 		}
 	}
 	if d.dict.s10WideState == slotAssigned {
-		if x := Narrow(d.dict.s10Wide); int64(x) != d.dict.s10Wide || (x < 0) != (d.dict.s10Wide < 0) {
+		if x := Narrow(d.dict.s10Wide); int64(x) != d.dict.s10Wide || ^Narrow(0) > 0 && d.dict.s10Wide < 0 {
 			return start, d.fail(fast.ErrRange, IntsTemplateID, "Wide", off)
 		}
 		m.Wide = Narrow(d.dict.s10Wide)
@@ -1535,6 +2266,83 @@ func ascii8(b []byte, off int) (w uint64, n int) {
 	n = bits.TrailingZeros64(w&0x8080808080808080)>>3 + 1
 	sh := (64 - 8*uint(n)) & 63
 	return w << sh >> sh & 0x7f7f7f7f7f7f7f7f, n
+}
+
+// windowStops is the span of a record the window path decodes: the stop
+// bits of that many bytes are gathered into one bitmap. It is a power of two
+// (offsets into the window are masked with windowStops-1).
+const windowStops = 32
+
+// window holds the bytes a window decoder reads: windowStops bytes in which
+// the record must end, and 8 more so that an 8-byte load at any offset
+// stays in the array.
+type window [windowStops + 8]byte
+
+// windowAt returns the window at b[off]: b's own bytes when enough remain,
+// else a zero-padded copy in pad (a zero byte has no stop bit, so a record
+// cut by the end of b never ends in the window).
+func windowAt(b []byte, off int, pad *window) *window {
+	if off >= 0 && len(b)-off >= len(window{}) {
+		return (*window)(b[off:])
+	}
+	*pad = window{}
+	if off >= 0 && off < len(b) {
+		copy(pad[:windowStops], b[off:])
+	}
+	return pad
+}
+
+// stopBits returns the stop bits of the first windowStops bytes of win as a
+// bitmap, bit i for win[i]: the multiplication moves the top bit of every
+// byte of a word into the word's top byte, without carries. Its trailing
+// zero count is windowStops when no bit is left.
+func stopBits(win *window) uint32 {
+	const top, gather = 0x8080808080808080, 0x0002040810204081
+	return uint32(binary.LittleEndian.Uint64(win[0:])&top*gather>>56 |
+		binary.LittleEndian.Uint64(win[8:])&top*gather>>56<<8 |
+		binary.LittleEndian.Uint64(win[16:])&top*gather>>56<<16 |
+		binary.LittleEndian.Uint64(win[24:])&top*gather>>56<<24)
+}
+
+// pack4 decodes the stop-bit integer of k+1 bytes at win[pos], k < 8:
+// the bytes are shifted to the top of the word and reversed so that the
+// stop byte is lowest, and their 7-bit groups are joined by pairs and by
+// quads, each step subtracting the gap between groups. An integer of up to
+// 4 bytes is then whole; a longer one needs pack8.
+func pack4(win *window, pos, k int) uint64 {
+	w := binary.LittleEndian.Uint64(win[pos&(windowStops-1):])
+	x := bits.ReverseBytes64(w<<(uint(7-k)*8&63)) &^ 0x80
+	x -= x >> 1 & 0x3f803f803f803f80
+	return x - x>>2&0x0fffc0000fffc000*3
+}
+
+// pack8 finishes pack4's work on an integer of 5 to 8 bytes: its two
+// 28-bit halves are joined.
+func pack8(x uint64) uint64 {
+	return x - x>>4&0x00fffffff0000000*15
+}
+
+// signed7 sign-extends the packed value of a k+1-byte integer from its
+// 7(k+1) bits.
+func signed7(x uint64, k int) int64 {
+	sh := uint(57-7*k) & 63
+	return int64(x<<sh) >> sh
+}
+
+// text returns the ASCII string in win[pos:e+1], of at most 8 bytes, in the
+// low bytes of w, stop bit cleared, the bytes after it zero.
+func text(win *window, pos, e int) uint64 {
+	sh := uint(pos-e+7) * 8 & 63
+	w := binary.LittleEndian.Uint64(win[pos&(windowStops-1):])
+	return w << sh >> sh & 0x7f7f7f7f7f7f7f7f
+}
+
+// b2u is 1 for true, 0 for false.
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // asciiByte returns the single character of s, a string in wire form, or

@@ -1,0 +1,389 @@
+package gen
+
+import (
+	"fmt"
+
+	"github.com/tickwire/tickwire/fast"
+)
+
+// The window path. Most records of a feed are short (an SSE 3201 record is
+// about 22 bytes) and every value in them fits 8 bytes. For those the
+// generated decoder does not walk the record byte after byte: it takes the
+// next fastWindow bytes as an array (padded with zeros near the end of the
+// buffer), gathers the stop bits of all of them into one bitmap with four
+// multiplications, and then finds where every field ends with a
+// trailing-zero count and a clear-lowest-bit on that bitmap. The fields'
+// values are then independent 8-byte loads at offsets masked into the
+// array: no bounds checks, no byte loops, and no chain of load -> stop bit ->
+// next load from one field to the next.
+//
+// The window path never reports an error. It reads the dictionary into
+// locals, checks every condition it relies on (record inside the window,
+// values of at most 8 bytes and in range, presence map of at most 2 bytes,
+// no special string encoding, no D5/D6 case) and only then commits the
+// dictionary; when one fails it returns 0 and the record is decoded again by
+// the careful path, which decides everything exactly as before.
+
+// windowSupported reports whether every field of t has a window path.
+// A template with two fields on one dictionary slot has none: its window
+// decoder sets the slots from the record's fields at the end.
+func windowSupported(t *template) bool {
+	slots := map[*slot]bool{}
+	for _, f := range t.fields {
+		if f.isASCII() && f.f.Op.Kind != fast.OpConstant && f.fixedLen > 8 {
+			return false
+		}
+		if f.slot != nil {
+			if slots[f.slot] {
+				return false
+			}
+			slots[f.slot] = true
+		}
+	}
+	return true
+}
+
+// emitWindowDispatch emits Decoder.decodeWindow, which reads the presence
+// map and template id of the record at b[off] and decodes the record's
+// fields by the window path of its template.
+func (g *generator) emitWindowDispatch() {
+	g.p("// decodeWindow decodes the record at b[off] by the window path, calls the")
+	g.p("// handler and returns the record's length; it returns 0, having changed")
+	g.p("// nothing, when the careful path must decode the record.")
+	g.p("func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {")
+	g.p("win := windowAt(b, off, &d.pad)")
+	g.p("s := stopBits(win)")
+	g.p("e := bits.TrailingZeros32(s) // the presence map's last byte")
+	g.p("if e > 1 || e == 1 && d.MaxPMapBytes == 1 {")
+	g.p("return 0")
+	g.p("}")
+	g.p("s &= s - 1")
+	g.p("w := binary.LittleEndian.Uint64(win[:])")
+	g.p("pm := w<<57 | w>>8&0x7f<<50&-uint64(e)")
+	g.p("pos := e + 1")
+	g.p("tid := d.dict.tid")
+	g.p("if %s {", pmBit(0))
+	g.p("e = bits.TrailingZeros32(s)")
+	g.p("s &= s - 1")
+	g.p("x := pack4(win, pos, e-pos)")
+	g.p("if e-pos > 3 {")
+	g.p("if x = pack8(x); e-pos > 7 || x > 0xffffffff {")
+	g.p("return 0")
+	g.p("}")
+	g.p("}")
+	g.p("tid, pos = uint32(x), e+1")
+	g.p("} else if d.dict.tidState != slotAssigned {")
+	g.p("return 0")
+	g.p("}")
+	g.p("switch tid {")
+	for _, t := range g.templates {
+		if !windowSupported(t) {
+			continue
+		}
+		g.p("case %sTemplateID:", t.goName)
+		g.emitWindowDecode(t)
+		g.p("d.dict.tid, d.dict.tidState = tid, slotAssigned")
+		g.p("d.n%s++", t.goName)
+		g.p("h.On%s(m)", t.goName)
+	}
+	g.p("default:")
+	g.p("return 0")
+	g.p("}")
+	g.p("return pos")
+	g.p("}")
+	g.p("")
+}
+
+// emitWindowDecode emits the window path of t, a case of decodeWindow: the
+// record's fields after the template id, the stop bitmap s holding the ends
+// of the fields still to read, pos the offset of the next one. It returns 0
+// when the careful path must decide. Fields go straight into m (the careful
+// path rewrites every one of them); the dictionary is only read until the
+// record is known good, then its copy and increment slots are set from m.
+func (g *generator) emitWindowDecode(t *template) {
+	g.p("m := &d.rec%s", t.goName)
+	bit := 0
+	next := func() string {
+		bit++
+		return pmBit(bit)
+	}
+	for _, f := range t.fields {
+		g.p("// %s", fieldDoc(f.f))
+		op := f.f.Op
+		set := func(expr string) {
+			if f.goType != f.valType && !f.isASCII() {
+				g.p("if t := %s; %s {", conv(f, expr), goTypeMisfit(f, "t", expr))
+				g.p("return 0")
+				g.p("}")
+			}
+			g.p("m.%s = %s", f.goName, conv(f, expr))
+		}
+		present := func(expr string) {
+			if f.f.Optional {
+				g.p("m.Has%s = %s", f.goName, expr)
+			}
+		}
+		absent := func() {
+			zero := "0"
+			if f.isASCII() && f.fixedLen > 1 {
+				zero = f.valType + "{}"
+			}
+			g.p("m.%s, m.Has%s = %s, false", f.goName, f.goName, zero)
+		}
+		switch op.Kind {
+		case fast.OpConstant:
+			if f.f.Optional {
+				g.p("m.Has%s = %s", f.goName, next())
+			}
+		case fast.OpNone:
+			g.p("{")
+			set(g.windowRead(f))
+			present("ok")
+			g.p("}")
+		case fast.OpDefault:
+			g.p("if %s {", next())
+			set(g.windowRead(f))
+			present("ok")
+			g.p("} else {")
+			if f.init != "" {
+				set(f.init)
+				present("true")
+			} else {
+				absent()
+			}
+			g.p("}")
+		case fast.OpCopy, fast.OpIncrement:
+			sl := "d.dict." + f.slot.name
+			g.p("if %s {", next())
+			v := g.windowRead(f)
+			if f.f.Optional {
+				g.p("if ok {")
+				set(v)
+				g.p("} else {")
+				zero := "0"
+				if f.isASCII() && f.fixedLen > 1 {
+					zero = f.valType + "{}"
+				}
+				g.p("m.%s = %s", f.goName, zero)
+				g.p("}")
+				present("ok")
+			} else {
+				set(v)
+			}
+			g.p("} else {")
+			g.p("switch %sState {", sl)
+			g.p("case slotAssigned:")
+			if op.Kind == fast.OpIncrement {
+				set(sl + "+1")
+			} else {
+				set(sl)
+			}
+			present("true")
+			g.p("case slotUndefined:")
+			switch {
+			case f.init != "":
+				set(f.init)
+				present("true")
+			case f.f.Optional:
+				absent()
+			default:
+				g.p("return 0 // D5")
+			}
+			g.p("default:")
+			if f.f.Optional {
+				absent()
+			} else {
+				g.p("return 0 // D6")
+			}
+			g.p("}")
+			g.p("}")
+		}
+	}
+	// A value not ending in the window has e == windowStops (no stop bit
+	// left): pos is then past windowStops.
+	g.p("if pos > windowStops {")
+	g.p("return 0")
+	g.p("}")
+	for _, f := range t.fields {
+		if f.slot == nil {
+			continue
+		}
+		sl := "d.dict." + f.slot.name
+		val := "m." + f.goName
+		if f.goType != f.valType {
+			val = f.valType + "(" + val + ")"
+		}
+		if f.f.Optional {
+			g.p("%s, %sState = %s, slotEmpty-uint8(b2u(m.Has%s))", sl, sl, val, f.goName)
+		} else {
+			g.p("%s, %sState = %s, slotAssigned", sl, sl, val)
+		}
+	}
+}
+
+// windowRead emits the read of the field ending at the next stop bit and
+// returns the expression of its wire value; ok is set for an optional field.
+// It returns 0 from the window decoder on what the window path does not
+// handle: a value of more than 8 bytes (or one not ending in the window: e
+// is then 64), out of range, or a special string encoding.
+func (g *generator) windowRead(f *field) string {
+	g.p("e := bits.TrailingZeros32(s)")
+	g.p("s &= s - 1")
+	opt := f.f.Optional
+	okDecl := "ok := true"
+	if !opt {
+		okDecl = ""
+	}
+	if f.isASCII() {
+		if f.fixedLen == 1 {
+			// One character with its stop bit, not NUL (0x80 is "" or
+			// absent).
+			g.p("c := win[pos&(windowStops-1)]")
+			g.p("if e != pos || c == 0x80 {")
+			g.p("return 0")
+			g.p("}")
+			g.p("pos++")
+			if okDecl != "" {
+				g.p("%s", okDecl)
+			}
+			return "c & 0x7f"
+		}
+		// At most fixedLen characters, the first neither NUL nor the
+		// stop bit alone (the spec's special encodings, 10.6.3).
+		g.p("w := text(win, pos, e)")
+		g.p("if e-pos >= %d || w&0xff == 0 {", f.fixedLen)
+		g.p("return 0")
+		g.p("}")
+		g.p("pos = e + 1")
+		g.p("var a [8]byte")
+		g.p("binary.LittleEndian.PutUint64(a[:], w)")
+		if okDecl != "" {
+			g.p("%s", okDecl)
+		}
+		return fmt.Sprintf("%s(a[:%d])", f.valType, f.fixedLen)
+	}
+	// Up to 4 bytes (28 bits) no integer type can overflow: the longer
+	// values' checks are in the branch that finishes their packing.
+	g.p("k := e - pos")
+	g.p("x := pack4(win, pos, k)")
+	check := ""
+	switch f.f.Kind {
+	case fast.KindUint32:
+		check = " || x > 0xffffffff"
+		if opt {
+			check = " || x > 0x100000000" // nullable: one up
+		}
+	case fast.KindInt32:
+		check = " || uint64(signed7(x, k)+0x80000000) > 0xffffffff"
+		if opt {
+			check = " || uint64(signed7(x, k)+0x80000000) > 0x100000000"
+		}
+	}
+	g.p("if k > 3 {")
+	g.p("if x = pack8(x); k > 7%s {", check)
+	g.p("return 0")
+	g.p("}")
+	g.p("}")
+	g.p("pos = e + 1")
+	switch f.f.Kind {
+	case fast.KindUint64, fast.KindUint32:
+		if opt {
+			// Nullable: 0 is absent, other values are one up (10.6.1).
+			g.p("ok := x != 0")
+			g.p("x -= b2u(ok)")
+		}
+		if f.f.Kind == fast.KindUint64 {
+			return "x"
+		}
+		return "uint32(x)"
+	}
+	g.p("y := signed7(x, k)")
+	if opt {
+		g.p("ok := y != 0")
+		g.p("y -= int64(uint64(-y) >> 63) // one down when positive")
+	}
+	if f.f.Kind == fast.KindInt32 {
+		return "int32(y)"
+	}
+	return "y"
+}
+
+// windowHelpers are the generated window path's types and inlinable helpers.
+const windowHelpers = `// windowStops is the span of a record the window path decodes: the stop
+// bits of that many bytes are gathered into one bitmap. It is a power of two
+// (offsets into the window are masked with windowStops-1).
+const windowStops = 32
+
+// window holds the bytes a window decoder reads: windowStops bytes in which
+// the record must end, and 8 more so that an 8-byte load at any offset
+// stays in the array.
+type window [windowStops + 8]byte
+
+// windowAt returns the window at b[off]: b's own bytes when enough remain,
+// else a zero-padded copy in pad (a zero byte has no stop bit, so a record
+// cut by the end of b never ends in the window).
+func windowAt(b []byte, off int, pad *window) *window {
+	if off >= 0 && len(b)-off >= len(window{}) {
+		return (*window)(b[off:])
+	}
+	*pad = window{}
+	if off >= 0 && off < len(b) {
+		copy(pad[:windowStops], b[off:])
+	}
+	return pad
+}
+
+// stopBits returns the stop bits of the first windowStops bytes of win as a
+// bitmap, bit i for win[i]: the multiplication moves the top bit of every
+// byte of a word into the word's top byte, without carries. Its trailing
+// zero count is windowStops when no bit is left.
+func stopBits(win *window) uint32 {
+	const top, gather = 0x8080808080808080, 0x0002040810204081
+	return uint32(binary.LittleEndian.Uint64(win[0:])&top*gather>>56 |
+		binary.LittleEndian.Uint64(win[8:])&top*gather>>56<<8 |
+		binary.LittleEndian.Uint64(win[16:])&top*gather>>56<<16 |
+		binary.LittleEndian.Uint64(win[24:])&top*gather>>56<<24)
+}
+
+// pack4 decodes the stop-bit integer of k+1 bytes at win[pos], k < 8:
+// the bytes are shifted to the top of the word and reversed so that the
+// stop byte is lowest, and their 7-bit groups are joined by pairs and by
+// quads, each step subtracting the gap between groups. An integer of up to
+// 4 bytes is then whole; a longer one needs pack8.
+func pack4(win *window, pos, k int) uint64 {
+	w := binary.LittleEndian.Uint64(win[pos&(windowStops-1):])
+	x := bits.ReverseBytes64(w<<(uint(7-k)*8&63)) &^ 0x80
+	x -= x >> 1 & 0x3f803f803f803f80
+	return x - x>>2&0x0fffc0000fffc000*3
+}
+
+// pack8 finishes pack4's work on an integer of 5 to 8 bytes: its two
+// 28-bit halves are joined.
+func pack8(x uint64) uint64 {
+	return x - x>>4&0x00fffffff0000000*15
+}
+
+// signed7 sign-extends the packed value of a k+1-byte integer from its
+// 7(k+1) bits.
+func signed7(x uint64, k int) int64 {
+	sh := uint(57-7*k) & 63
+	return int64(x<<sh) >> sh
+}
+
+// text returns the ASCII string in win[pos:e+1], of at most 8 bytes, in the
+// low bytes of w, stop bit cleared, the bytes after it zero.
+func text(win *window, pos, e int) uint64 {
+	sh := uint(pos-e+7) * 8 & 63
+	w := binary.LittleEndian.Uint64(win[pos&(windowStops-1):])
+	return w << sh >> sh & 0x7f7f7f7f7f7f7f7f
+}
+
+// b2u is 1 for true, 0 for false.
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+`
