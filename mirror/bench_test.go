@@ -193,6 +193,15 @@ func BenchmarkMirrorInOrderColdNoChecksum(b *testing.B) {
 
 // gopacket side: the same frames through DecodingLayerParser (the
 // allocation-free decoder) and reassembly.Assembler.
+//
+// The two comparisons, side by side:
+//   - matched work, no checksums: BenchmarkMirror*NoChecksum
+//     (ChecksumIgnore) against BenchmarkGopacket* (reassembly.Assembler
+//     verifies no checksum);
+//   - checksums verified: BenchmarkMirror* (the default mode) against
+//     BenchmarkGopacketVerify*, which adds gopacket's own IPv4.VerifyChecksum
+//     and TCP.VerifyChecksum for every frame and assembles only the frames
+//     whose checksums are both valid, as the default mode does.
 
 type gpFactory struct{ bytes *int }
 
@@ -218,7 +227,7 @@ type gpContext struct{ ci gopacket.CaptureInfo }
 
 func (c *gpContext) GetCaptureInfo() gopacket.CaptureInfo { return c.ci }
 
-func benchGopacket(b *testing.B, reorder float64, flows, frames int) {
+func benchGopacket(b *testing.B, reorder float64, flows, frames int, verify bool) {
 	feed := newBenchFeed(reorder, flows, frames)
 	var bytes int
 	asm := reassembly.NewAssembler(reassembly.NewStreamPool(&gpFactory{bytes: &bytes}))
@@ -227,11 +236,22 @@ func benchGopacket(b *testing.B, reorder float64, flows, frames int) {
 	var tcp layers.TCP
 	parser := gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet, &eth, &ip, &tcp)
 	parser.IgnoreUnsupported = true
+	if err := tcp.SetNetworkLayerForChecksum(&ip); err != nil {
+		b.Fatal(err)
+	}
 	decoded := make([]gopacket.LayerType, 0, 4)
 	ctx := &gpContext{}
 	handle := func(fr []byte, ts int64) {
 		if err := parser.DecodeLayers(fr, &decoded); err != nil {
 			b.Fatal(err)
+		}
+		if verify {
+			if err, r := ip.VerifyChecksum(); err != nil || !r.Valid {
+				b.Fatalf("IPv4 checksum: %v %+v", err, r)
+			}
+			if err, r := tcp.VerifyChecksum(); err != nil || !r.Valid {
+				b.Fatalf("TCP checksum: %v %+v", err, r)
+			}
 		}
 		ctx.ci.Timestamp = time.Unix(0, ts)
 		asm.AssembleWithContext(ip.NetworkFlow(), &tcp, ctx)
@@ -253,11 +273,24 @@ func benchGopacket(b *testing.B, reorder float64, flows, frames int) {
 	reportRates(b, b.N)
 }
 
-func BenchmarkGopacketInOrder(b *testing.B)        { benchGopacket(b, 0, 1, benchFrames) }
-func BenchmarkGopacketReorder10(b *testing.B)      { benchGopacket(b, 0.10, 1, benchFrames) }
-func BenchmarkGopacketInOrder16Flows(b *testing.B) { benchGopacket(b, 0, 16, benchFrames) }
-func BenchmarkGopacketInOrderCold(b *testing.B)    { benchGopacket(b, 0, 1, benchFramesCold) }
-func BenchmarkGopacketReorder10Cold(b *testing.B)  { benchGopacket(b, 0.10, 1, benchFramesCold) }
+func BenchmarkGopacketInOrder(b *testing.B)        { benchGopacket(b, 0, 1, benchFrames, false) }
+func BenchmarkGopacketReorder10(b *testing.B)      { benchGopacket(b, 0.10, 1, benchFrames, false) }
+func BenchmarkGopacketInOrder16Flows(b *testing.B) { benchGopacket(b, 0, 16, benchFrames, false) }
+func BenchmarkGopacketInOrderCold(b *testing.B)    { benchGopacket(b, 0, 1, benchFramesCold, false) }
+func BenchmarkGopacketReorder10Cold(b *testing.B)  { benchGopacket(b, 0.10, 1, benchFramesCold, false) }
+
+// Checksums verified with gopacket's own functions: the counterparts of the
+// default-mode BenchmarkMirror* above.
+func BenchmarkGopacketVerifyInOrder(b *testing.B) { benchGopacket(b, 0, 1, benchFrames, true) }
+func BenchmarkGopacketVerifyReorder10(b *testing.B) {
+	benchGopacket(b, 0.10, 1, benchFrames, true)
+}
+func BenchmarkGopacketVerifyInOrder16Flows(b *testing.B) {
+	benchGopacket(b, 0, 16, benchFrames, true)
+}
+func BenchmarkGopacketVerifyInOrderCold(b *testing.B) {
+	benchGopacket(b, 0, 1, benchFramesCold, true)
+}
 
 // BenchmarkHarnessOnly measures the benchmarks' own per-frame cost: moving a
 // frame's sequence number forward and reading its header, without a
