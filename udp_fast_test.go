@@ -185,6 +185,9 @@ func TestUDPRouteCacheDoesNotAllocate(t *testing.T) {
 	if allocs := testing.AllocsPerRun(1000, round); allocs != 0 {
 		t.Errorf("%.2f allocations per round of 4 peers, want 0", allocs)
 	}
+	for deadline := time.Now().Add(5 * time.Second); p.b.Stats().UDPTxPackets-before < 4*1001 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond) // frames queued in the pipe behind another delivery
+	}
 	if sent := p.b.Stats().UDPTxPackets - before; sent != 4*1001 {
 		t.Errorf("B answered %d datagrams, want %d", sent, 4*1001)
 	}
@@ -279,6 +282,11 @@ func TestUDPReceiveQueueFull(t *testing.T) {
 	c := dialUDP(t, p, 9002)
 	for i := range 10 {
 		c.Write([]byte{byte(i)})
+	}
+	// Over link/pipe the datagrams usually arrive inline; they wait when
+	// another goroutine is delivering in the same direction.
+	for deadline := time.Now().Add(5 * time.Second); p.b.Stats().UDPRxPackets < 10 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
 	if st := p.b.Stats(); st.DropUDPBufferFull != 6 {
 		t.Errorf("DropUDPBufferFull = %d, want 6", st.DropUDPBufferFull)
@@ -522,6 +530,12 @@ func TestUDPClose(t *testing.T) {
 	c := dialUDP(t, p, 9009)
 	c.Write([]byte("1"))
 	c.Write([]byte("2"))
+	// The first datagram may wait for the handler's goroutine (it drains
+	// the socket once at OnReceive).
+	for deadline := time.Now().Add(5 * time.Second); calls.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(10 * time.Millisecond)
 	if n := calls.Load(); n != 1 {
 		t.Errorf("handler called %d times, want 1 (it closed the socket)", n)
 	}
@@ -561,5 +575,41 @@ func TestUDPWriteErrors(t *testing.T) {
 	u.SetWriteDeadline(time.Now().Add(-time.Second))
 	if _, err := u.WriteToUDPAddrPort([]byte("x"), addrPort(addrA, 9)); !isTimeout(err) {
 		t.Errorf("write past the deadline: %v", err)
+	}
+}
+
+// TestUDPAfterStackClose checks a socket left open across the Stack's
+// Close: reads and writes fail, Close succeeds, and nothing leaks (TestMain
+// checks references).
+func TestUDPAfterStackClose(t *testing.T) {
+	p := newPair(t, nil)
+	p.resolve(t)
+	pc, err := p.a.ListenUDP(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := pc.(*tickwire.UDPConn)
+	if _, err := u.WriteToUDPAddrPort([]byte("x"), addrPort(addrB, 9)); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, _, err := u.ReadFromUDPAddrPort(make([]byte, 10))
+		errc <- err
+	}()
+	p.a.Close()
+	select {
+	case err := <-errc:
+		if err == nil {
+			t.Fatal("a read blocked across the Stack's Close returned no error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the Stack's Close did not wake the reader")
+	}
+	if _, err := u.WriteToUDPAddrPort([]byte("x"), addrPort(addrB, 9)); err == nil {
+		t.Error("a write after the Stack's Close succeeded")
+	}
+	if err := u.Close(); err != nil {
+		t.Errorf("Close after the Stack's Close: %v", err)
 	}
 }

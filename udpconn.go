@@ -150,20 +150,19 @@ func (c *UDPConn) opError(op string, addr net.Addr, err error) error {
 }
 
 // receive hands a datagram from the fast path to the socket: to its handler
-// when it has one and nobody is running it (else to the ring, for the
-// handler's goroutine, so that order is kept and the delivering goroutine
-// never waits), or to the ring. It reports false when the ring was full.
+// when it has one and nobody is running it, after the datagrams waiting in
+// the ring (else to the ring, for whoever runs the handler next, so that
+// order is kept and the delivering goroutine never waits), or to the ring.
+// It reports false when the ring was full.
 // +checklocksignore: TryLock, which checklocks cannot follow.
 func (c *UDPConn) receive(payload []byte, from netip.AddrPort) bool {
 	if c.recv.set.Load() && c.recv.mu.TryLock() {
-		if c.ring.empty() {
-			if !c.closed.Load() {
-				c.recv.handler(c, payload, from)
-			}
-			c.recv.mu.Unlock()
-			return true
+		c.drainRingLocked() // what waits there came first
+		if !c.closed.Load() {
+			c.recv.handler(c, payload, from)
 		}
 		c.recv.mu.Unlock()
+		return true
 	}
 	if !c.ring.push(payload, from) {
 		return false
@@ -206,6 +205,9 @@ func (c *UDPConn) OnReceive(handler UDPHandler) error {
 	if c.recv.set.Load() {
 		return c.opError("receive", nil, ErrHandlerSet)
 	}
+	c.recv.mu.Lock()
+	c.recv.buf = make([]byte, maxUDPPayload)
+	c.recv.mu.Unlock()
 	c.recv.handler = handler
 	c.recv.set.Store(true)
 	c.s.goroutines.Add(1)
@@ -251,15 +253,10 @@ func (c *UDPConn) drain() bool {
 	r := &c.recv
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.buf == nil {
-		r.buf = make([]byte, maxUDPPayload)
-	}
 	got := false
 	for !c.closed.Load() {
-		if n, from, ok := c.ring.pop(r.buf); ok {
-			r.handler(c, r.buf[:n], from)
+		if c.drainRingLocked() {
 			got = true
-			continue
 		}
 		r.w = r.buf
 		res, err := c.ep.Read(&r.w, tcpip.ReadOptions{NeedRemoteAddr: true})
@@ -268,6 +265,24 @@ func (c *UDPConn) drain() bool {
 			return got // would block, or closed: the loop's select sees Close
 		}
 		r.handler(c, r.buf[:res.Count], netip.AddrPortFrom(netip.AddrFrom4(res.RemoteAddr.Addr.As4()), res.RemoteAddr.Port))
+		got = true
+	}
+	return got
+}
+
+// drainRingLocked calls the handler for every datagram in the ring,
+// reporting whether there was any.
+//
+// +checklocks:c.recv.mu
+func (c *UDPConn) drainRingLocked() bool {
+	r := &c.recv
+	got := false
+	for !c.closed.Load() {
+		n, from, ok := c.ring.pop(r.buf)
+		if !ok {
+			break
+		}
+		r.handler(c, r.buf[:n], from)
 		got = true
 	}
 	return got

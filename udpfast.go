@@ -228,6 +228,9 @@ func (t *udpTable) deliver(pkt *gstack.PacketBuffer) bool {
 	if c.connected && (d.src != c.remote || d.srcPort != c.remotePort) {
 		return false // netstack's connected endpoint refuses it, as before
 	}
+	if len(d.payload) > c.ring.slotSize && !c.recv.set.Load() {
+		return false // larger than the link's MTU said: netstack's endpoint holds it
+	}
 	t.stats.PacketsReceived.Increment()
 	from := netip.AddrPortFrom(netip.AddrFrom4(d.src.As4()), d.srcPort)
 	if !c.receive(d.payload, from) {
@@ -279,13 +282,6 @@ func (r *udpRing) push(payload []byte, from netip.AddrPort) bool {
 	s.from = from
 	r.n++
 	return true
-}
-
-// empty reports whether the ring holds no datagram.
-func (r *udpRing) empty() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.n == 0
 }
 
 // pop copies the oldest datagram into b, truncating it to len(b), and
@@ -349,7 +345,7 @@ func (c *UDPConn) route(to tcpip.Address) *udpRoute {
 		}
 	}
 	c.routeMu.Lock()
-	if c.closed.Load() {
+	if c.closed.Load() || c.s.closed.Load() { // a route cached now would never be released
 		c.routeMu.Unlock()
 		return nil
 	}
