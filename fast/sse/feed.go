@@ -67,6 +67,7 @@ type FeedDecoder struct {
 	parser *step.Parser
 	dec    Decoder
 	h      FeedHandler
+	rh     Handler     // h as a Handler, converted once rather than per message
 	sh     StepHandler // h as a StepHandler, or nil
 	stats  FeedStats
 }
@@ -74,7 +75,7 @@ type FeedDecoder struct {
 // NewFeedDecoder returns a decoder calling h. It allocates its STEP buffer
 // (cfg.STEP.MaxMessageSize bytes) once.
 func NewFeedDecoder(cfg FeedConfig, h FeedHandler) *FeedDecoder {
-	f := &FeedDecoder{parser: step.NewParser(cfg.STEP), h: h}
+	f := &FeedDecoder{parser: step.NewParser(cfg.STEP), h: h, rh: h}
 	f.sh, _ = h.(StepHandler)
 	f.dec.MaxPMapBytes = cfg.MaxPMapBytes
 	return f
@@ -115,7 +116,7 @@ func (f *FeedDecoder) Feed(chunk []byte) error {
 // counts the records).
 func (f *FeedDecoder) decodePayload(m *step.Message) error {
 	f.dec.Reset()
-	if _, err := f.dec.DecodeRecords(m.Payload, f.h); err != nil {
+	if _, err := f.dec.DecodeRecords(m.Payload, f.rh); err != nil {
 		if errors.Is(err, fast.ErrUnknownTemplate) {
 			f.stats.UnknownTemplate++
 			return nil

@@ -147,7 +147,7 @@ type Decoder struct {
 	MaxPMapBytes int
 	dict         dictionary
 	err          error
-	pad          window // the window near the end of a buffer
+	tail         tail // windows near the end of a buffer
 	recTrade     Trade
 	recOrder     Order
 	nTrade       uint64 // records passed to OnTrade, never reset
@@ -195,8 +195,11 @@ func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 		maxPMap = DefaultMaxPMapBytes
 	}
 	var err error
+	d.tail.start = -1
 	for {
-		if n := d.decodeWindow(b, off, h); n > 0 {
+		if off < 0 || off >= len(b) {
+			// Nothing to decode: the careful path reports it.
+		} else if n := d.decodeWindow(windowAt(b, off, &d.tail), h); n > 0 {
 			off += n
 			if !all || off >= len(b) {
 				return off, nil
@@ -248,13 +251,12 @@ func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 	}
 }
 
-// decodeWindow decodes the record at b[off] by the window path, calls the
-// handler and returns the record's length; it returns 0, having changed
-// nothing, when the careful path must decode the record.
-func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
-	win := windowAt(b, off, &d.pad)
+// decodeWindow decodes the record at the start of win by the window path,
+// calls the handler and returns the record's length; it returns 0, having
+// changed nothing, when the careful path must decode the record.
+func (d *Decoder) decodeWindow(win *window, h Handler) int {
 	s := stopBits(win)
-	e := bits.TrailingZeros32(s) // the presence map's last byte
+	e := bits.TrailingZeros64(s | 1<<windowStops) // the presence map's last byte
 	if e > 1 || e == 1 && d.MaxPMapBytes == 1 {
 		return 0
 	}
@@ -264,7 +266,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 	pos := e + 1
 	tid := d.dict.tid
 	if pm&(1<<63) != 0 {
-		e = bits.TrailingZeros32(s)
+		e = bits.TrailingZeros64(s | 1<<windowStops)
 		s &= s - 1
 		x := pack4(win, pos, e-pos)
 		if e-pos > 3 {
@@ -282,7 +284,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		// string MessageType, id 35, mandatory, constant "UA3201"
 		// int32 DataStatus, id 10121, optional, default
 		if pm&(1<<62) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -302,7 +304,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// uInt32 TradeIndex, id 10011, mandatory, increment
 		if pm&(1<<61) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -325,7 +327,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// uInt32 TradeChannel, id 10115, optional, copy
 		if pm&(1<<60) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -356,7 +358,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// string SecurityID, id 48, mandatory, copy
 		if pm&(1<<59) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			w := text(win, pos, e)
 			if e-pos >= 6 || w&0xff == 0 {
@@ -378,7 +380,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// uInt32 TradeTime, id 10013, optional, copy
 		if pm&(1<<58) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -415,7 +417,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// int32 TradePrice, id 10014, optional, default, decimalPlaces="3"
 		if pm&(1<<57) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -438,7 +440,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// int64 TradeQty, id 10015, optional, default, decimalPlaces="3"
 		if pm&(1<<56) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -461,7 +463,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// int64 TradeMoney, id 10016, optional, default, decimalPlaces="5"
 		if pm&(1<<55) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -484,7 +486,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// uInt64 TradeBuyNo, optional, default
 		if pm&(1<<54) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -503,7 +505,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// uInt64 TradeSellNo, optional, default
 		if pm&(1<<53) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -522,9 +524,9 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// string TradeBSFlag, optional, default
 		if pm&(1<<52) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
-			c := win[pos&(windowStops-1)]
+			c := win[pos&(windowLoads-1)]
 			if e != pos || c == 0x80 {
 				return 0
 			}
@@ -537,7 +539,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// uInt64 BizIndex, mandatory, increment
 		if pm&(1<<51) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -574,7 +576,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		// string MessageType, id 35, mandatory, constant "UA5801"
 		// uInt32 OrderIndex, mandatory, increment
 		if pm&(1<<62) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -597,7 +599,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// uInt32 OrderChannel, optional, copy
 		if pm&(1<<61) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -628,7 +630,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// string SecurityID, id 48, mandatory, copy
 		if pm&(1<<60) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			w := text(win, pos, e)
 			if e-pos >= 6 || w&0xff == 0 {
@@ -650,7 +652,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// uInt32 OrderTime, optional, copy
 		if pm&(1<<59) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -687,9 +689,9 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// string OrderType, mandatory, copy
 		if pm&(1<<58) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
-			c := win[pos&(windowStops-1)]
+			c := win[pos&(windowLoads-1)]
 			if e != pos || c == 0x80 {
 				return 0
 			}
@@ -707,7 +709,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// uInt64 OrderNO, mandatory
 		{
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -721,7 +723,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// uInt32 OrderPrice, optional, default, decimalPlaces="3"
 		if pm&(1<<57) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -743,7 +745,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// uInt64 Balance, optional, default, decimalPlaces="3"
 		if pm&(1<<56) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -765,9 +767,9 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// string OrderBSFlag, mandatory, copy
 		if pm&(1<<55) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
-			c := win[pos&(windowStops-1)]
+			c := win[pos&(windowLoads-1)]
 			if e != pos || c == 0x80 {
 				return 0
 			}
@@ -785,7 +787,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {
 		}
 		// uInt64 BizIndex, mandatory, increment
 		if pm&(1<<54) != 0 {
-			e := bits.TrailingZeros32(s)
+			e := bits.TrailingZeros64(s | 1<<windowStops)
 			s &= s - 1
 			k := e - pos
 			x := pack4(win, pos, k)
@@ -1858,39 +1860,55 @@ func ascii8(b []byte, off int) (w uint64, n int) {
 }
 
 // windowStops is the span of a record the window path decodes: the stop
-// bits of that many bytes are gathered into one bitmap. It is a power of two
-// (offsets into the window are masked with windowStops-1).
-const windowStops = 32
+// bits of that many bytes (a multiple of 8) are gathered into one bitmap.
+const windowStops = 48
+
+// windowLoads bounds the offsets of the window path's loads: a power of two
+// above windowStops, with which offsets are masked so that the compiler
+// needs no bounds check.
+const windowLoads = 64
 
 // window holds the bytes a window decoder reads: windowStops bytes in which
-// the record must end, and 8 more so that an 8-byte load at any offset
+// the record must end, and more so that an 8-byte load at any masked offset
 // stays in the array.
-type window [windowStops + 8]byte
+type window [windowLoads + 8]byte
+
+// tail holds a zero-padded copy of the last bytes of a buffer, too few for
+// a window of their own, and of zeros after them (a zero byte has no stop
+// bit, so a record cut by the end of the buffer never ends in a window).
+// It is filled once for the last records of a buffer.
+type tail struct {
+	start int // offset in the buffer of buf[0]; -1 when buf is not filled
+	buf   [2 * len(window{})]byte
+}
 
 // windowAt returns the window at b[off]: b's own bytes when enough remain,
-// else a zero-padded copy in pad (a zero byte has no stop bit, so a record
-// cut by the end of b never ends in the window).
-func windowAt(b []byte, off int, pad *window) *window {
-	if off >= 0 && len(b)-off >= len(window{}) {
+// else a window into t, which it fills if needed. off must be in b.
+func windowAt(b []byte, off int, t *tail) *window {
+	if len(b)-off >= len(window{}) {
 		return (*window)(b[off:])
 	}
-	*pad = window{}
-	if off >= 0 && off < len(b) {
-		copy(pad[:windowStops], b[off:])
+	if t.start < 0 || off < t.start || off-t.start > len(window{}) {
+		t.start = off
+		t.buf = [len(t.buf)]byte{}
+		copy(t.buf[:], b[off:])
 	}
-	return pad
+	return (*window)(t.buf[off-t.start:])
 }
 
 // stopBits returns the stop bits of the first windowStops bytes of win as a
 // bitmap, bit i for win[i]: the multiplication moves the top bit of every
-// byte of a word into the word's top byte, without carries. Its trailing
-// zero count is windowStops when no bit is left.
-func stopBits(win *window) uint32 {
+// byte of a word into the word's top byte, without carries. The decoders
+// count trailing zeros of the bitmap with bit windowStops set, which gives
+// windowStops when no stop bit is left.
+func stopBits(win *window) uint64 {
 	const top, gather = 0x8080808080808080, 0x0002040810204081
-	return uint32(binary.LittleEndian.Uint64(win[0:])&top*gather>>56 |
+	return binary.LittleEndian.Uint64(win[0:])&top*gather>>56 |
 		binary.LittleEndian.Uint64(win[8:])&top*gather>>56<<8 |
 		binary.LittleEndian.Uint64(win[16:])&top*gather>>56<<16 |
-		binary.LittleEndian.Uint64(win[24:])&top*gather>>56<<24)
+		binary.LittleEndian.Uint64(win[24:])&top*gather>>56<<24 |
+		binary.LittleEndian.Uint64(win[32:])&top*gather>>56<<32 |
+		binary.LittleEndian.Uint64(win[40:])&top*gather>>56<<40
 }
 
 // pack4 decodes the stop-bit integer of k+1 bytes at win[pos], k < 8:
@@ -1899,7 +1917,7 @@ func stopBits(win *window) uint32 {
 // quads, each step subtracting the gap between groups. An integer of up to
 // 4 bytes is then whole; a longer one needs pack8.
 func pack4(win *window, pos, k int) uint64 {
-	w := binary.LittleEndian.Uint64(win[pos&(windowStops-1):])
+	w := binary.LittleEndian.Uint64(win[pos&(windowLoads-1):])
 	x := bits.ReverseBytes64(w<<(uint(7-k)*8&63)) &^ 0x80
 	x -= x >> 1 & 0x3f803f803f803f80
 	return x - x>>2&0x0fffc0000fffc000*3
@@ -1922,7 +1940,7 @@ func signed7(x uint64, k int) int64 {
 // low bytes of w, stop bit cleared, the bytes after it zero.
 func text(win *window, pos, e int) uint64 {
 	sh := uint(pos-e+7) * 8 & 63
-	w := binary.LittleEndian.Uint64(win[pos&(windowStops-1):])
+	w := binary.LittleEndian.Uint64(win[pos&(windowLoads-1):])
 	return w << sh >> sh & 0x7f7f7f7f7f7f7f7f
 }
 

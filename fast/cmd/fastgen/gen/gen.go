@@ -11,7 +11,7 @@
 // (Decoder.DecodeRecords does so for every record of a payload in one call).
 //
 // A record is first tried by the window path (window.go): the stop bits of
-// the 32 bytes at the record are gathered into one bitmap, which gives the
+// the 48 bytes at the record are gathered into one bitmap, which gives the
 // end of every field at once, and each value is decoded from an 8-byte load
 // without bounds checks; the dictionary is set only once the whole record is
 // known to fit the path. Any other record (longer, values over 8 bytes,
@@ -538,7 +538,7 @@ func (g *generator) emitDecoder() {
 	g.p("MaxPMapBytes int")
 	g.p("dict dictionary")
 	g.p("err error")
-	g.p("pad window // the window near the end of a buffer")
+	g.p("tail tail // windows near the end of a buffer")
 	for _, t := range g.templates {
 		g.p("rec%s %s", t.goName, t.goName)
 	}
@@ -588,8 +588,11 @@ func (g *generator) emitDecoder() {
 	g.p("maxPMap = DefaultMaxPMapBytes")
 	g.p("}")
 	g.p("var err error")
+	g.p("d.tail.start = -1")
 	g.p("for {")
-	g.p("if n := d.decodeWindow(b, off, h); n > 0 {")
+	g.p("if off < 0 || off >= len(b) {")
+	g.p("// Nothing to decode: the careful path reports it.")
+	g.p("} else if n := d.decodeWindow(windowAt(b, off, &d.tail), h); n > 0 {")
 	g.p("off += n")
 	g.p("if !all || off >= len(b) {")
 	g.p("return off, nil")

@@ -9,8 +9,8 @@ import (
 // The window path. Most records of a feed are short (an SSE 3201 record is
 // about 22 bytes) and every value in them fits 8 bytes. For those the
 // generated decoder does not walk the record byte after byte: it takes the
-// next fastWindow bytes as an array (padded with zeros near the end of the
-// buffer), gathers the stop bits of all of them into one bitmap with four
+// next windowStops bytes as an array (a zero-padded copy near the end of
+// the buffer), gathers the stop bits of all of them into one bitmap with four
 // multiplications, and then finds where every field ends with a
 // trailing-zero count and a clear-lowest-bit on that bitmap. The fields'
 // values are then independent 8-byte loads at offsets masked into the
@@ -47,13 +47,12 @@ func windowSupported(t *template) bool {
 // map and template id of the record at b[off] and decodes the record's
 // fields by the window path of its template.
 func (g *generator) emitWindowDispatch() {
-	g.p("// decodeWindow decodes the record at b[off] by the window path, calls the")
-	g.p("// handler and returns the record's length; it returns 0, having changed")
-	g.p("// nothing, when the careful path must decode the record.")
-	g.p("func (d *Decoder) decodeWindow(b []byte, off int, h Handler) int {")
-	g.p("win := windowAt(b, off, &d.pad)")
+	g.p("// decodeWindow decodes the record at the start of win by the window path,")
+	g.p("// calls the handler and returns the record's length; it returns 0, having")
+	g.p("// changed nothing, when the careful path must decode the record.")
+	g.p("func (d *Decoder) decodeWindow(win *window, h Handler) int {")
 	g.p("s := stopBits(win)")
-	g.p("e := bits.TrailingZeros32(s) // the presence map's last byte")
+	g.p("e := bits.TrailingZeros64(s | 1<<windowStops) // the presence map's last byte")
 	g.p("if e > 1 || e == 1 && d.MaxPMapBytes == 1 {")
 	g.p("return 0")
 	g.p("}")
@@ -63,7 +62,7 @@ func (g *generator) emitWindowDispatch() {
 	g.p("pos := e + 1")
 	g.p("tid := d.dict.tid")
 	g.p("if %s {", pmBit(0))
-	g.p("e = bits.TrailingZeros32(s)")
+	g.p("e = bits.TrailingZeros64(s | 1<<windowStops)")
 	g.p("s &= s - 1")
 	g.p("x := pack4(win, pos, e-pos)")
 	g.p("if e-pos > 3 {")
@@ -227,7 +226,7 @@ func (g *generator) emitWindowDecode(t *template) {
 // handle: a value of more than 8 bytes (or one not ending in the window: e
 // is then 64), out of range, or a special string encoding.
 func (g *generator) windowRead(f *field) string {
-	g.p("e := bits.TrailingZeros32(s)")
+	g.p("e := bits.TrailingZeros64(s | 1<<windowStops)")
 	g.p("s &= s - 1")
 	opt := f.f.Optional
 	okDecl := "ok := true"
@@ -238,7 +237,7 @@ func (g *generator) windowRead(f *field) string {
 		if f.fixedLen == 1 {
 			// One character with its stop bit, not NUL (0x80 is "" or
 			// absent).
-			g.p("c := win[pos&(windowStops-1)]")
+			g.p("c := win[pos&(windowLoads-1)]")
 			g.p("if e != pos || c == 0x80 {")
 			g.p("return 0")
 			g.p("}")
@@ -310,39 +309,55 @@ func (g *generator) windowRead(f *field) string {
 
 // windowHelpers are the generated window path's types and inlinable helpers.
 const windowHelpers = `// windowStops is the span of a record the window path decodes: the stop
-// bits of that many bytes are gathered into one bitmap. It is a power of two
-// (offsets into the window are masked with windowStops-1).
-const windowStops = 32
+// bits of that many bytes (a multiple of 8) are gathered into one bitmap.
+const windowStops = 48
+
+// windowLoads bounds the offsets of the window path's loads: a power of two
+// above windowStops, with which offsets are masked so that the compiler
+// needs no bounds check.
+const windowLoads = 64
 
 // window holds the bytes a window decoder reads: windowStops bytes in which
-// the record must end, and 8 more so that an 8-byte load at any offset
+// the record must end, and more so that an 8-byte load at any masked offset
 // stays in the array.
-type window [windowStops + 8]byte
+type window [windowLoads + 8]byte
+
+// tail holds a zero-padded copy of the last bytes of a buffer, too few for
+// a window of their own, and of zeros after them (a zero byte has no stop
+// bit, so a record cut by the end of the buffer never ends in a window).
+// It is filled once for the last records of a buffer.
+type tail struct {
+	start int // offset in the buffer of buf[0]; -1 when buf is not filled
+	buf   [2 * len(window{})]byte
+}
 
 // windowAt returns the window at b[off]: b's own bytes when enough remain,
-// else a zero-padded copy in pad (a zero byte has no stop bit, so a record
-// cut by the end of b never ends in the window).
-func windowAt(b []byte, off int, pad *window) *window {
-	if off >= 0 && len(b)-off >= len(window{}) {
+// else a window into t, which it fills if needed. off must be in b.
+func windowAt(b []byte, off int, t *tail) *window {
+	if len(b)-off >= len(window{}) {
 		return (*window)(b[off:])
 	}
-	*pad = window{}
-	if off >= 0 && off < len(b) {
-		copy(pad[:windowStops], b[off:])
+	if t.start < 0 || off < t.start || off-t.start > len(window{}) {
+		t.start = off
+		t.buf = [len(t.buf)]byte{}
+		copy(t.buf[:], b[off:])
 	}
-	return pad
+	return (*window)(t.buf[off-t.start:])
 }
 
 // stopBits returns the stop bits of the first windowStops bytes of win as a
 // bitmap, bit i for win[i]: the multiplication moves the top bit of every
-// byte of a word into the word's top byte, without carries. Its trailing
-// zero count is windowStops when no bit is left.
-func stopBits(win *window) uint32 {
+// byte of a word into the word's top byte, without carries. The decoders
+// count trailing zeros of the bitmap with bit windowStops set, which gives
+// windowStops when no stop bit is left.
+func stopBits(win *window) uint64 {
 	const top, gather = 0x8080808080808080, 0x0002040810204081
-	return uint32(binary.LittleEndian.Uint64(win[0:])&top*gather>>56 |
+	return binary.LittleEndian.Uint64(win[0:])&top*gather>>56 |
 		binary.LittleEndian.Uint64(win[8:])&top*gather>>56<<8 |
 		binary.LittleEndian.Uint64(win[16:])&top*gather>>56<<16 |
-		binary.LittleEndian.Uint64(win[24:])&top*gather>>56<<24)
+		binary.LittleEndian.Uint64(win[24:])&top*gather>>56<<24 |
+		binary.LittleEndian.Uint64(win[32:])&top*gather>>56<<32 |
+		binary.LittleEndian.Uint64(win[40:])&top*gather>>56<<40
 }
 
 // pack4 decodes the stop-bit integer of k+1 bytes at win[pos], k < 8:
@@ -351,7 +366,7 @@ func stopBits(win *window) uint32 {
 // quads, each step subtracting the gap between groups. An integer of up to
 // 4 bytes is then whole; a longer one needs pack8.
 func pack4(win *window, pos, k int) uint64 {
-	w := binary.LittleEndian.Uint64(win[pos&(windowStops-1):])
+	w := binary.LittleEndian.Uint64(win[pos&(windowLoads-1):])
 	x := bits.ReverseBytes64(w<<(uint(7-k)*8&63)) &^ 0x80
 	x -= x >> 1 & 0x3f803f803f803f80
 	return x - x>>2&0x0fffc0000fffc000*3
@@ -374,7 +389,7 @@ func signed7(x uint64, k int) int64 {
 // low bytes of w, stop bit cleared, the bytes after it zero.
 func text(win *window, pos, e int) uint64 {
 	sh := uint(pos-e+7) * 8 & 63
-	w := binary.LittleEndian.Uint64(win[pos&(windowStops-1):])
+	w := binary.LittleEndian.Uint64(win[pos&(windowLoads-1):])
 	return w << sh >> sh & 0x7f7f7f7f7f7f7f7f
 }
 
