@@ -197,14 +197,10 @@ func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 	var err error
 	d.tail.start = -1
 	for {
-		if off < 0 || off >= len(b) {
-			// Nothing to decode: the careful path reports it.
-		} else if n := d.decodeWindow(windowAt(b, off, &d.tail), h); n > 0 {
-			off += n
-			if !all || off >= len(b) {
+		if next := d.decodeWindow(b, off, h, all); next != off {
+			if off = next; !all || off >= len(b) {
 				return off, nil
 			}
-			continue
 		}
 		start := off
 		var pm, pmLo uint64
@@ -251,580 +247,588 @@ func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 	}
 }
 
-// decodeWindow decodes the record at the start of win by the window path,
-// calls the handler and returns the record's length; it returns 0, having
-// changed nothing, when the careful path must decode the record.
-func (d *Decoder) decodeWindow(win *window, h Handler) int {
-	s := stopBits(win)
-	e := bits.TrailingZeros64(s | 1<<windowStops) // the presence map's last byte
-	if e > 1 || e == 1 && d.MaxPMapBytes == 1 {
-		return 0
-	}
-	s &= s - 1
-	w := binary.LittleEndian.Uint64(win[:])
-	pm := w<<57 | w>>8&0x7f<<50&-uint64(e)
-	pos := e + 1
-	tid := d.dict.tid
-	if pm&(1<<63) != 0 {
-		e = bits.TrailingZeros64(s | 1<<windowStops)
+// decodeWindow decodes the records from b[off] on by the window path, calls
+// the handler for each and returns the offset reached: the end of b, the
+// end of the first record when all is false, or the start of a record the
+// careful path must decode (the window path changed nothing for it).
+func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
+	for off >= 0 && off < len(b) {
+		win := windowAt(b, off, &d.tail)
+		s := stopBits(win)
+		e := bits.TrailingZeros64(s | 1<<windowStops) // the presence map's last byte
+		if e > 1 || e == 1 && d.MaxPMapBytes == 1 {
+			return off
+		}
 		s &= s - 1
-		x := pack4(win, pos, e-pos)
-		if e-pos > 3 {
-			if x = pack8(x); e-pos > 7 || x > 0xffffffff {
-				return 0
+		w := binary.LittleEndian.Uint64(win[:])
+		pm := w<<57 | w>>8&0x7f<<50&-uint64(e)
+		pos := e + 1
+		tid := d.dict.tid
+		if pm&(1<<63) != 0 {
+			e = bits.TrailingZeros64(s | 1<<windowStops)
+			s &= s - 1
+			x := pack4(win, pos, e-pos)
+			if e-pos > 3 {
+				if x = pack8(x); e-pos > 7 || x > 0xffffffff {
+					return off
+				}
 			}
+			tid, pos = uint32(x), e+1
+		} else if d.dict.tidState != slotAssigned {
+			return off
 		}
-		tid, pos = uint32(x), e+1
-	} else if d.dict.tidState != slotAssigned {
-		return 0
+		switch tid {
+		case TradeTemplateID:
+			m := &d.recTrade
+			// string MessageType, id 35, mandatory, constant "UA3201"
+			// int32 DataStatus, id 10121, optional, default
+			if pm&(1<<62) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
+						return off
+					}
+				}
+				pos = e + 1
+				y := signed7(x, k)
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				m.DataStatus = int32(y)
+				m.HasDataStatus = ok
+			} else {
+				m.DataStatus, m.HasDataStatus = 0, false
+			}
+			// uInt32 TradeIndex, id 10011, mandatory, increment
+			if pm&(1<<61) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0xffffffff {
+						return off
+					}
+				}
+				pos = e + 1
+				m.TradeIndex = uint32(x)
+			} else {
+				switch d.dict.s0TradeIndexState {
+				case slotAssigned:
+					m.TradeIndex = d.dict.s0TradeIndex + 1
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt32 TradeChannel, id 10115, optional, copy
+			if pm&(1<<60) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0x100000000 {
+						return off
+					}
+				}
+				pos = e + 1
+				ok := x != 0
+				x -= b2u(ok)
+				if ok {
+					m.TradeChannel = uint32(x)
+				} else {
+					m.TradeChannel = 0
+				}
+				m.HasTradeChannel = ok
+			} else {
+				switch d.dict.s1TradeChannelState {
+				case slotAssigned:
+					m.TradeChannel = d.dict.s1TradeChannel
+					m.HasTradeChannel = true
+				case slotUndefined:
+					m.TradeChannel, m.HasTradeChannel = 0, false
+				default:
+					m.TradeChannel, m.HasTradeChannel = 0, false
+				}
+			}
+			// string SecurityID, id 48, mandatory, copy
+			if pm&(1<<59) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				w := text(win, pos, e)
+				if e-pos >= 6 || w&0xff == 0 {
+					return off
+				}
+				pos = e + 1
+				var a [8]byte
+				binary.LittleEndian.PutUint64(a[:], w)
+				m.SecurityID = [6]byte(a[:6])
+			} else {
+				switch d.dict.s2SecurityIDState {
+				case slotAssigned:
+					m.SecurityID = d.dict.s2SecurityID
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt32 TradeTime, id 10013, optional, copy
+			if pm&(1<<58) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0x100000000 {
+						return off
+					}
+				}
+				pos = e + 1
+				ok := x != 0
+				x -= b2u(ok)
+				if ok {
+					if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
+						return off
+					}
+					m.TradeTime = Time(uint32(x))
+				} else {
+					m.TradeTime = 0
+				}
+				m.HasTradeTime = ok
+			} else {
+				switch d.dict.s3TradeTimeState {
+				case slotAssigned:
+					if t := Time(d.dict.s3TradeTime); uint32(t) != d.dict.s3TradeTime || t < 0 {
+						return off
+					}
+					m.TradeTime = Time(d.dict.s3TradeTime)
+					m.HasTradeTime = true
+				case slotUndefined:
+					m.TradeTime, m.HasTradeTime = 0, false
+				default:
+					m.TradeTime, m.HasTradeTime = 0, false
+				}
+			}
+			// int32 TradePrice, id 10014, optional, default, decimalPlaces="3"
+			if pm&(1<<57) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
+						return off
+					}
+				}
+				pos = e + 1
+				y := signed7(x, k)
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				if t := Price(int32(y)); int32(t) != int32(y) || ^Price(0) > 0 && int32(y) < 0 {
+					return off
+				}
+				m.TradePrice = Price(int32(y))
+				m.HasTradePrice = ok
+			} else {
+				m.TradePrice, m.HasTradePrice = 0, false
+			}
+			// int64 TradeQty, id 10015, optional, default, decimalPlaces="3"
+			if pm&(1<<56) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 {
+						return off
+					}
+				}
+				pos = e + 1
+				y := signed7(x, k)
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				if t := Qty(y); int64(t) != y || ^Qty(0) > 0 && y < 0 {
+					return off
+				}
+				m.TradeQty = Qty(y)
+				m.HasTradeQty = ok
+			} else {
+				m.TradeQty, m.HasTradeQty = 0, false
+			}
+			// int64 TradeMoney, id 10016, optional, default, decimalPlaces="5"
+			if pm&(1<<55) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 {
+						return off
+					}
+				}
+				pos = e + 1
+				y := signed7(x, k)
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				if t := Money(y); int64(t) != y || ^Money(0) > 0 && y < 0 {
+					return off
+				}
+				m.TradeMoney = Money(y)
+				m.HasTradeMoney = ok
+			} else {
+				m.TradeMoney, m.HasTradeMoney = 0, false
+			}
+			// uInt64 TradeBuyNo, optional, default
+			if pm&(1<<54) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 {
+						return off
+					}
+				}
+				pos = e + 1
+				ok := x != 0
+				x -= b2u(ok)
+				m.TradeBuyNo = x
+				m.HasTradeBuyNo = ok
+			} else {
+				m.TradeBuyNo, m.HasTradeBuyNo = 0, false
+			}
+			// uInt64 TradeSellNo, optional, default
+			if pm&(1<<53) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 {
+						return off
+					}
+				}
+				pos = e + 1
+				ok := x != 0
+				x -= b2u(ok)
+				m.TradeSellNo = x
+				m.HasTradeSellNo = ok
+			} else {
+				m.TradeSellNo, m.HasTradeSellNo = 0, false
+			}
+			// string TradeBSFlag, optional, default
+			if pm&(1<<52) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				c := win[pos&(windowLoads-1)]
+				if e != pos || c == 0x80 {
+					return off
+				}
+				pos++
+				ok := true
+				m.TradeBSFlag = c & 0x7f
+				m.HasTradeBSFlag = ok
+			} else {
+				m.TradeBSFlag, m.HasTradeBSFlag = 0, false
+			}
+			// uInt64 BizIndex, mandatory, increment
+			if pm&(1<<51) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 {
+						return off
+					}
+				}
+				pos = e + 1
+				m.BizIndex = x
+			} else {
+				switch d.dict.s4BizIndexState {
+				case slotAssigned:
+					m.BizIndex = d.dict.s4BizIndex + 1
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			if pos > windowStops {
+				return off
+			}
+			d.dict.s0TradeIndex, d.dict.s0TradeIndexState = m.TradeIndex, slotAssigned
+			d.dict.s1TradeChannel, d.dict.s1TradeChannelState = m.TradeChannel, slotEmpty-uint8(b2u(m.HasTradeChannel))
+			d.dict.s2SecurityID, d.dict.s2SecurityIDState = m.SecurityID, slotAssigned
+			d.dict.s3TradeTime, d.dict.s3TradeTimeState = uint32(m.TradeTime), slotEmpty-uint8(b2u(m.HasTradeTime))
+			d.dict.s4BizIndex, d.dict.s4BizIndexState = m.BizIndex, slotAssigned
+			d.dict.tid, d.dict.tidState = tid, slotAssigned
+			d.nTrade++
+			h.OnTrade(m)
+		case OrderTemplateID:
+			m := &d.recOrder
+			// string MessageType, id 35, mandatory, constant "UA5801"
+			// uInt32 OrderIndex, mandatory, increment
+			if pm&(1<<62) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0xffffffff {
+						return off
+					}
+				}
+				pos = e + 1
+				m.OrderIndex = uint32(x)
+			} else {
+				switch d.dict.s5OrderIndexState {
+				case slotAssigned:
+					m.OrderIndex = d.dict.s5OrderIndex + 1
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt32 OrderChannel, optional, copy
+			if pm&(1<<61) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0x100000000 {
+						return off
+					}
+				}
+				pos = e + 1
+				ok := x != 0
+				x -= b2u(ok)
+				if ok {
+					m.OrderChannel = uint32(x)
+				} else {
+					m.OrderChannel = 0
+				}
+				m.HasOrderChannel = ok
+			} else {
+				switch d.dict.s6OrderChannelState {
+				case slotAssigned:
+					m.OrderChannel = d.dict.s6OrderChannel
+					m.HasOrderChannel = true
+				case slotUndefined:
+					m.OrderChannel, m.HasOrderChannel = 0, false
+				default:
+					m.OrderChannel, m.HasOrderChannel = 0, false
+				}
+			}
+			// string SecurityID, id 48, mandatory, copy
+			if pm&(1<<60) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				w := text(win, pos, e)
+				if e-pos >= 6 || w&0xff == 0 {
+					return off
+				}
+				pos = e + 1
+				var a [8]byte
+				binary.LittleEndian.PutUint64(a[:], w)
+				m.SecurityID = [6]byte(a[:6])
+			} else {
+				switch d.dict.s2SecurityIDState {
+				case slotAssigned:
+					m.SecurityID = d.dict.s2SecurityID
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt32 OrderTime, optional, copy
+			if pm&(1<<59) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0x100000000 {
+						return off
+					}
+				}
+				pos = e + 1
+				ok := x != 0
+				x -= b2u(ok)
+				if ok {
+					if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
+						return off
+					}
+					m.OrderTime = Time(uint32(x))
+				} else {
+					m.OrderTime = 0
+				}
+				m.HasOrderTime = ok
+			} else {
+				switch d.dict.s7OrderTimeState {
+				case slotAssigned:
+					if t := Time(d.dict.s7OrderTime); uint32(t) != d.dict.s7OrderTime || t < 0 {
+						return off
+					}
+					m.OrderTime = Time(d.dict.s7OrderTime)
+					m.HasOrderTime = true
+				case slotUndefined:
+					m.OrderTime, m.HasOrderTime = 0, false
+				default:
+					m.OrderTime, m.HasOrderTime = 0, false
+				}
+			}
+			// string OrderType, mandatory, copy
+			if pm&(1<<58) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				c := win[pos&(windowLoads-1)]
+				if e != pos || c == 0x80 {
+					return off
+				}
+				pos++
+				m.OrderType = c & 0x7f
+			} else {
+				switch d.dict.s8OrderTypeState {
+				case slotAssigned:
+					m.OrderType = d.dict.s8OrderType
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt64 OrderNO, mandatory
+			{
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 {
+						return off
+					}
+				}
+				pos = e + 1
+				m.OrderNO = x
+			}
+			// uInt32 OrderPrice, optional, default, decimalPlaces="3"
+			if pm&(1<<57) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0x100000000 {
+						return off
+					}
+				}
+				pos = e + 1
+				ok := x != 0
+				x -= b2u(ok)
+				if t := Price(uint32(x)); uint32(t) != uint32(x) || t < 0 {
+					return off
+				}
+				m.OrderPrice = Price(uint32(x))
+				m.HasOrderPrice = ok
+			} else {
+				m.OrderPrice, m.HasOrderPrice = 0, false
+			}
+			// uInt64 Balance, optional, default, decimalPlaces="3"
+			if pm&(1<<56) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 {
+						return off
+					}
+				}
+				pos = e + 1
+				ok := x != 0
+				x -= b2u(ok)
+				if t := Qty(x); uint64(t) != x || t < 0 {
+					return off
+				}
+				m.Balance = Qty(x)
+				m.HasBalance = ok
+			} else {
+				m.Balance, m.HasBalance = 0, false
+			}
+			// string OrderBSFlag, mandatory, copy
+			if pm&(1<<55) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				c := win[pos&(windowLoads-1)]
+				if e != pos || c == 0x80 {
+					return off
+				}
+				pos++
+				m.OrderBSFlag = c & 0x7f
+			} else {
+				switch d.dict.s9OrderBSFlagState {
+				case slotAssigned:
+					m.OrderBSFlag = d.dict.s9OrderBSFlag
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt64 BizIndex, mandatory, increment
+			if pm&(1<<54) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 {
+						return off
+					}
+				}
+				pos = e + 1
+				m.BizIndex = x
+			} else {
+				switch d.dict.s4BizIndexState {
+				case slotAssigned:
+					m.BizIndex = d.dict.s4BizIndex + 1
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			if pos > windowStops {
+				return off
+			}
+			d.dict.s5OrderIndex, d.dict.s5OrderIndexState = m.OrderIndex, slotAssigned
+			d.dict.s6OrderChannel, d.dict.s6OrderChannelState = m.OrderChannel, slotEmpty-uint8(b2u(m.HasOrderChannel))
+			d.dict.s2SecurityID, d.dict.s2SecurityIDState = m.SecurityID, slotAssigned
+			d.dict.s7OrderTime, d.dict.s7OrderTimeState = uint32(m.OrderTime), slotEmpty-uint8(b2u(m.HasOrderTime))
+			d.dict.s8OrderType, d.dict.s8OrderTypeState = m.OrderType, slotAssigned
+			d.dict.s9OrderBSFlag, d.dict.s9OrderBSFlagState = m.OrderBSFlag, slotAssigned
+			d.dict.s4BizIndex, d.dict.s4BizIndexState = m.BizIndex, slotAssigned
+			d.dict.tid, d.dict.tidState = tid, slotAssigned
+			d.nOrder++
+			h.OnOrder(m)
+		default:
+			return off
+		}
+		off += pos
+		if !all {
+			break
+		}
 	}
-	switch tid {
-	case TradeTemplateID:
-		m := &d.recTrade
-		// string MessageType, id 35, mandatory, constant "UA3201"
-		// int32 DataStatus, id 10121, optional, default
-		if pm&(1<<62) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
-					return 0
-				}
-			}
-			pos = e + 1
-			y := signed7(x, k)
-			ok := y != 0
-			y -= int64(uint64(-y) >> 63) // one down when positive
-			m.DataStatus = int32(y)
-			m.HasDataStatus = ok
-		} else {
-			m.DataStatus, m.HasDataStatus = 0, false
-		}
-		// uInt32 TradeIndex, id 10011, mandatory, increment
-		if pm&(1<<61) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0xffffffff {
-					return 0
-				}
-			}
-			pos = e + 1
-			m.TradeIndex = uint32(x)
-		} else {
-			switch d.dict.s0TradeIndexState {
-			case slotAssigned:
-				m.TradeIndex = d.dict.s0TradeIndex + 1
-			case slotUndefined:
-				return 0 // D5
-			default:
-				return 0 // D6
-			}
-		}
-		// uInt32 TradeChannel, id 10115, optional, copy
-		if pm&(1<<60) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0x100000000 {
-					return 0
-				}
-			}
-			pos = e + 1
-			ok := x != 0
-			x -= b2u(ok)
-			if ok {
-				m.TradeChannel = uint32(x)
-			} else {
-				m.TradeChannel = 0
-			}
-			m.HasTradeChannel = ok
-		} else {
-			switch d.dict.s1TradeChannelState {
-			case slotAssigned:
-				m.TradeChannel = d.dict.s1TradeChannel
-				m.HasTradeChannel = true
-			case slotUndefined:
-				m.TradeChannel, m.HasTradeChannel = 0, false
-			default:
-				m.TradeChannel, m.HasTradeChannel = 0, false
-			}
-		}
-		// string SecurityID, id 48, mandatory, copy
-		if pm&(1<<59) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			w := text(win, pos, e)
-			if e-pos >= 6 || w&0xff == 0 {
-				return 0
-			}
-			pos = e + 1
-			var a [8]byte
-			binary.LittleEndian.PutUint64(a[:], w)
-			m.SecurityID = [6]byte(a[:6])
-		} else {
-			switch d.dict.s2SecurityIDState {
-			case slotAssigned:
-				m.SecurityID = d.dict.s2SecurityID
-			case slotUndefined:
-				return 0 // D5
-			default:
-				return 0 // D6
-			}
-		}
-		// uInt32 TradeTime, id 10013, optional, copy
-		if pm&(1<<58) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0x100000000 {
-					return 0
-				}
-			}
-			pos = e + 1
-			ok := x != 0
-			x -= b2u(ok)
-			if ok {
-				if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
-					return 0
-				}
-				m.TradeTime = Time(uint32(x))
-			} else {
-				m.TradeTime = 0
-			}
-			m.HasTradeTime = ok
-		} else {
-			switch d.dict.s3TradeTimeState {
-			case slotAssigned:
-				if t := Time(d.dict.s3TradeTime); uint32(t) != d.dict.s3TradeTime || t < 0 {
-					return 0
-				}
-				m.TradeTime = Time(d.dict.s3TradeTime)
-				m.HasTradeTime = true
-			case slotUndefined:
-				m.TradeTime, m.HasTradeTime = 0, false
-			default:
-				m.TradeTime, m.HasTradeTime = 0, false
-			}
-		}
-		// int32 TradePrice, id 10014, optional, default, decimalPlaces="3"
-		if pm&(1<<57) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
-					return 0
-				}
-			}
-			pos = e + 1
-			y := signed7(x, k)
-			ok := y != 0
-			y -= int64(uint64(-y) >> 63) // one down when positive
-			if t := Price(int32(y)); int32(t) != int32(y) || ^Price(0) > 0 && int32(y) < 0 {
-				return 0
-			}
-			m.TradePrice = Price(int32(y))
-			m.HasTradePrice = ok
-		} else {
-			m.TradePrice, m.HasTradePrice = 0, false
-		}
-		// int64 TradeQty, id 10015, optional, default, decimalPlaces="3"
-		if pm&(1<<56) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 {
-					return 0
-				}
-			}
-			pos = e + 1
-			y := signed7(x, k)
-			ok := y != 0
-			y -= int64(uint64(-y) >> 63) // one down when positive
-			if t := Qty(y); int64(t) != y || ^Qty(0) > 0 && y < 0 {
-				return 0
-			}
-			m.TradeQty = Qty(y)
-			m.HasTradeQty = ok
-		} else {
-			m.TradeQty, m.HasTradeQty = 0, false
-		}
-		// int64 TradeMoney, id 10016, optional, default, decimalPlaces="5"
-		if pm&(1<<55) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 {
-					return 0
-				}
-			}
-			pos = e + 1
-			y := signed7(x, k)
-			ok := y != 0
-			y -= int64(uint64(-y) >> 63) // one down when positive
-			if t := Money(y); int64(t) != y || ^Money(0) > 0 && y < 0 {
-				return 0
-			}
-			m.TradeMoney = Money(y)
-			m.HasTradeMoney = ok
-		} else {
-			m.TradeMoney, m.HasTradeMoney = 0, false
-		}
-		// uInt64 TradeBuyNo, optional, default
-		if pm&(1<<54) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 {
-					return 0
-				}
-			}
-			pos = e + 1
-			ok := x != 0
-			x -= b2u(ok)
-			m.TradeBuyNo = x
-			m.HasTradeBuyNo = ok
-		} else {
-			m.TradeBuyNo, m.HasTradeBuyNo = 0, false
-		}
-		// uInt64 TradeSellNo, optional, default
-		if pm&(1<<53) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 {
-					return 0
-				}
-			}
-			pos = e + 1
-			ok := x != 0
-			x -= b2u(ok)
-			m.TradeSellNo = x
-			m.HasTradeSellNo = ok
-		} else {
-			m.TradeSellNo, m.HasTradeSellNo = 0, false
-		}
-		// string TradeBSFlag, optional, default
-		if pm&(1<<52) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			c := win[pos&(windowLoads-1)]
-			if e != pos || c == 0x80 {
-				return 0
-			}
-			pos++
-			ok := true
-			m.TradeBSFlag = c & 0x7f
-			m.HasTradeBSFlag = ok
-		} else {
-			m.TradeBSFlag, m.HasTradeBSFlag = 0, false
-		}
-		// uInt64 BizIndex, mandatory, increment
-		if pm&(1<<51) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 {
-					return 0
-				}
-			}
-			pos = e + 1
-			m.BizIndex = x
-		} else {
-			switch d.dict.s4BizIndexState {
-			case slotAssigned:
-				m.BizIndex = d.dict.s4BizIndex + 1
-			case slotUndefined:
-				return 0 // D5
-			default:
-				return 0 // D6
-			}
-		}
-		if pos > windowStops {
-			return 0
-		}
-		d.dict.s0TradeIndex, d.dict.s0TradeIndexState = m.TradeIndex, slotAssigned
-		d.dict.s1TradeChannel, d.dict.s1TradeChannelState = m.TradeChannel, slotEmpty-uint8(b2u(m.HasTradeChannel))
-		d.dict.s2SecurityID, d.dict.s2SecurityIDState = m.SecurityID, slotAssigned
-		d.dict.s3TradeTime, d.dict.s3TradeTimeState = uint32(m.TradeTime), slotEmpty-uint8(b2u(m.HasTradeTime))
-		d.dict.s4BizIndex, d.dict.s4BizIndexState = m.BizIndex, slotAssigned
-		d.dict.tid, d.dict.tidState = tid, slotAssigned
-		d.nTrade++
-		h.OnTrade(m)
-	case OrderTemplateID:
-		m := &d.recOrder
-		// string MessageType, id 35, mandatory, constant "UA5801"
-		// uInt32 OrderIndex, mandatory, increment
-		if pm&(1<<62) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0xffffffff {
-					return 0
-				}
-			}
-			pos = e + 1
-			m.OrderIndex = uint32(x)
-		} else {
-			switch d.dict.s5OrderIndexState {
-			case slotAssigned:
-				m.OrderIndex = d.dict.s5OrderIndex + 1
-			case slotUndefined:
-				return 0 // D5
-			default:
-				return 0 // D6
-			}
-		}
-		// uInt32 OrderChannel, optional, copy
-		if pm&(1<<61) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0x100000000 {
-					return 0
-				}
-			}
-			pos = e + 1
-			ok := x != 0
-			x -= b2u(ok)
-			if ok {
-				m.OrderChannel = uint32(x)
-			} else {
-				m.OrderChannel = 0
-			}
-			m.HasOrderChannel = ok
-		} else {
-			switch d.dict.s6OrderChannelState {
-			case slotAssigned:
-				m.OrderChannel = d.dict.s6OrderChannel
-				m.HasOrderChannel = true
-			case slotUndefined:
-				m.OrderChannel, m.HasOrderChannel = 0, false
-			default:
-				m.OrderChannel, m.HasOrderChannel = 0, false
-			}
-		}
-		// string SecurityID, id 48, mandatory, copy
-		if pm&(1<<60) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			w := text(win, pos, e)
-			if e-pos >= 6 || w&0xff == 0 {
-				return 0
-			}
-			pos = e + 1
-			var a [8]byte
-			binary.LittleEndian.PutUint64(a[:], w)
-			m.SecurityID = [6]byte(a[:6])
-		} else {
-			switch d.dict.s2SecurityIDState {
-			case slotAssigned:
-				m.SecurityID = d.dict.s2SecurityID
-			case slotUndefined:
-				return 0 // D5
-			default:
-				return 0 // D6
-			}
-		}
-		// uInt32 OrderTime, optional, copy
-		if pm&(1<<59) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0x100000000 {
-					return 0
-				}
-			}
-			pos = e + 1
-			ok := x != 0
-			x -= b2u(ok)
-			if ok {
-				if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
-					return 0
-				}
-				m.OrderTime = Time(uint32(x))
-			} else {
-				m.OrderTime = 0
-			}
-			m.HasOrderTime = ok
-		} else {
-			switch d.dict.s7OrderTimeState {
-			case slotAssigned:
-				if t := Time(d.dict.s7OrderTime); uint32(t) != d.dict.s7OrderTime || t < 0 {
-					return 0
-				}
-				m.OrderTime = Time(d.dict.s7OrderTime)
-				m.HasOrderTime = true
-			case slotUndefined:
-				m.OrderTime, m.HasOrderTime = 0, false
-			default:
-				m.OrderTime, m.HasOrderTime = 0, false
-			}
-		}
-		// string OrderType, mandatory, copy
-		if pm&(1<<58) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			c := win[pos&(windowLoads-1)]
-			if e != pos || c == 0x80 {
-				return 0
-			}
-			pos++
-			m.OrderType = c & 0x7f
-		} else {
-			switch d.dict.s8OrderTypeState {
-			case slotAssigned:
-				m.OrderType = d.dict.s8OrderType
-			case slotUndefined:
-				return 0 // D5
-			default:
-				return 0 // D6
-			}
-		}
-		// uInt64 OrderNO, mandatory
-		{
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 {
-					return 0
-				}
-			}
-			pos = e + 1
-			m.OrderNO = x
-		}
-		// uInt32 OrderPrice, optional, default, decimalPlaces="3"
-		if pm&(1<<57) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0x100000000 {
-					return 0
-				}
-			}
-			pos = e + 1
-			ok := x != 0
-			x -= b2u(ok)
-			if t := Price(uint32(x)); uint32(t) != uint32(x) || t < 0 {
-				return 0
-			}
-			m.OrderPrice = Price(uint32(x))
-			m.HasOrderPrice = ok
-		} else {
-			m.OrderPrice, m.HasOrderPrice = 0, false
-		}
-		// uInt64 Balance, optional, default, decimalPlaces="3"
-		if pm&(1<<56) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 {
-					return 0
-				}
-			}
-			pos = e + 1
-			ok := x != 0
-			x -= b2u(ok)
-			if t := Qty(x); uint64(t) != x || t < 0 {
-				return 0
-			}
-			m.Balance = Qty(x)
-			m.HasBalance = ok
-		} else {
-			m.Balance, m.HasBalance = 0, false
-		}
-		// string OrderBSFlag, mandatory, copy
-		if pm&(1<<55) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			c := win[pos&(windowLoads-1)]
-			if e != pos || c == 0x80 {
-				return 0
-			}
-			pos++
-			m.OrderBSFlag = c & 0x7f
-		} else {
-			switch d.dict.s9OrderBSFlagState {
-			case slotAssigned:
-				m.OrderBSFlag = d.dict.s9OrderBSFlag
-			case slotUndefined:
-				return 0 // D5
-			default:
-				return 0 // D6
-			}
-		}
-		// uInt64 BizIndex, mandatory, increment
-		if pm&(1<<54) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 {
-					return 0
-				}
-			}
-			pos = e + 1
-			m.BizIndex = x
-		} else {
-			switch d.dict.s4BizIndexState {
-			case slotAssigned:
-				m.BizIndex = d.dict.s4BizIndex + 1
-			case slotUndefined:
-				return 0 // D5
-			default:
-				return 0 // D6
-			}
-		}
-		if pos > windowStops {
-			return 0
-		}
-		d.dict.s5OrderIndex, d.dict.s5OrderIndexState = m.OrderIndex, slotAssigned
-		d.dict.s6OrderChannel, d.dict.s6OrderChannelState = m.OrderChannel, slotEmpty-uint8(b2u(m.HasOrderChannel))
-		d.dict.s2SecurityID, d.dict.s2SecurityIDState = m.SecurityID, slotAssigned
-		d.dict.s7OrderTime, d.dict.s7OrderTimeState = uint32(m.OrderTime), slotEmpty-uint8(b2u(m.HasOrderTime))
-		d.dict.s8OrderType, d.dict.s8OrderTypeState = m.OrderType, slotAssigned
-		d.dict.s9OrderBSFlag, d.dict.s9OrderBSFlagState = m.OrderBSFlag, slotAssigned
-		d.dict.s4BizIndex, d.dict.s4BizIndexState = m.BizIndex, slotAssigned
-		d.dict.tid, d.dict.tidState = tid, slotAssigned
-		d.nOrder++
-		h.OnOrder(m)
-	default:
-		return 0
-	}
-	return pos
+	return off
 }
 
 func (d *Decoder) decodeTrade(b []byte, start, off int, pm, pmLo uint64, m *Trade) (int, error) {

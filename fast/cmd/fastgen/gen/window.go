@@ -43,18 +43,21 @@ func windowSupported(t *template) bool {
 	return true
 }
 
-// emitWindowDispatch emits Decoder.decodeWindow, which reads the presence
-// map and template id of the record at b[off] and decodes the record's
-// fields by the window path of its template.
+// emitWindowDispatch emits Decoder.decodeWindow, which decodes records from
+// b[off] on by the window path: for each, it reads the presence map and the
+// template id and decodes the fields by the window path of the template.
 func (g *generator) emitWindowDispatch() {
-	g.p("// decodeWindow decodes the record at the start of win by the window path,")
-	g.p("// calls the handler and returns the record's length; it returns 0, having")
-	g.p("// changed nothing, when the careful path must decode the record.")
-	g.p("func (d *Decoder) decodeWindow(win *window, h Handler) int {")
+	g.p("// decodeWindow decodes the records from b[off] on by the window path, calls")
+	g.p("// the handler for each and returns the offset reached: the end of b, the")
+	g.p("// end of the first record when all is false, or the start of a record the")
+	g.p("// careful path must decode (the window path changed nothing for it).")
+	g.p("func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {")
+	g.p("for off >= 0 && off < len(b) {")
+	g.p("win := windowAt(b, off, &d.tail)")
 	g.p("s := stopBits(win)")
 	g.p("e := bits.TrailingZeros64(s | 1<<windowStops) // the presence map's last byte")
 	g.p("if e > 1 || e == 1 && d.MaxPMapBytes == 1 {")
-	g.p("return 0")
+	g.p("return off")
 	g.p("}")
 	g.p("s &= s - 1")
 	g.p("w := binary.LittleEndian.Uint64(win[:])")
@@ -67,12 +70,12 @@ func (g *generator) emitWindowDispatch() {
 	g.p("x := pack4(win, pos, e-pos)")
 	g.p("if e-pos > 3 {")
 	g.p("if x = pack8(x); e-pos > 7 || x > 0xffffffff {")
-	g.p("return 0")
+	g.p("return off")
 	g.p("}")
 	g.p("}")
 	g.p("tid, pos = uint32(x), e+1")
 	g.p("} else if d.dict.tidState != slotAssigned {")
-	g.p("return 0")
+	g.p("return off")
 	g.p("}")
 	g.p("switch tid {")
 	for _, t := range g.templates {
@@ -86,17 +89,22 @@ func (g *generator) emitWindowDispatch() {
 		g.p("h.On%s(m)", t.goName)
 	}
 	g.p("default:")
-	g.p("return 0")
+	g.p("return off")
 	g.p("}")
-	g.p("return pos")
+	g.p("off += pos")
+	g.p("if !all {")
+	g.p("break")
+	g.p("}")
+	g.p("}")
+	g.p("return off")
 	g.p("}")
 	g.p("")
 }
 
 // emitWindowDecode emits the window path of t, a case of decodeWindow: the
 // record's fields after the template id, the stop bitmap s holding the ends
-// of the fields still to read, pos the offset of the next one. It returns 0
-// when the careful path must decide. Fields go straight into m (the careful
+// of the fields still to read, pos the offset of the next one. It returns off
+// (the record's start) when the careful path must decide. Fields go straight into m (the careful
 // path rewrites every one of them); the dictionary is only read until the
 // record is known good, then its copy and increment slots are set from m.
 func (g *generator) emitWindowDecode(t *template) {
@@ -112,7 +120,7 @@ func (g *generator) emitWindowDecode(t *template) {
 		set := func(expr string) {
 			if f.goType != f.valType && !f.isASCII() {
 				g.p("if t := %s; %s {", conv(f, expr), goTypeMisfit(f, "t", expr))
-				g.p("return 0")
+				g.p("return off")
 				g.p("}")
 			}
 			g.p("m.%s = %s", f.goName, conv(f, expr))
@@ -186,13 +194,13 @@ func (g *generator) emitWindowDecode(t *template) {
 			case f.f.Optional:
 				absent()
 			default:
-				g.p("return 0 // D5")
+				g.p("return off // D5")
 			}
 			g.p("default:")
 			if f.f.Optional {
 				absent()
 			} else {
-				g.p("return 0 // D6")
+				g.p("return off // D6")
 			}
 			g.p("}")
 			g.p("}")
@@ -201,7 +209,7 @@ func (g *generator) emitWindowDecode(t *template) {
 	// A value not ending in the window has e == windowStops (no stop bit
 	// left): pos is then past windowStops.
 	g.p("if pos > windowStops {")
-	g.p("return 0")
+	g.p("return off")
 	g.p("}")
 	for _, f := range t.fields {
 		if f.slot == nil {
@@ -239,7 +247,7 @@ func (g *generator) windowRead(f *field) string {
 			// absent).
 			g.p("c := win[pos&(windowLoads-1)]")
 			g.p("if e != pos || c == 0x80 {")
-			g.p("return 0")
+			g.p("return off")
 			g.p("}")
 			g.p("pos++")
 			if okDecl != "" {
@@ -251,7 +259,7 @@ func (g *generator) windowRead(f *field) string {
 		// stop bit alone (the spec's special encodings, 10.6.3).
 		g.p("w := text(win, pos, e)")
 		g.p("if e-pos >= %d || w&0xff == 0 {", f.fixedLen)
-		g.p("return 0")
+		g.p("return off")
 		g.p("}")
 		g.p("pos = e + 1")
 		g.p("var a [8]byte")
@@ -280,7 +288,7 @@ func (g *generator) windowRead(f *field) string {
 	}
 	g.p("if k > 3 {")
 	g.p("if x = pack8(x); k > 7%s {", check)
-	g.p("return 0")
+	g.p("return off")
 	g.p("}")
 	g.p("}")
 	g.p("pos = e + 1")

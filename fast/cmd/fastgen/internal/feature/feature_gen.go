@@ -228,14 +228,10 @@ func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 	var err error
 	d.tail.start = -1
 	for {
-		if off < 0 || off >= len(b) {
-			// Nothing to decode: the careful path reports it.
-		} else if n := d.decodeWindow(windowAt(b, off, &d.tail), h); n > 0 {
-			off += n
-			if !all || off >= len(b) {
+		if next := d.decodeWindow(b, off, h, all); next != off {
+			if off = next; !all || off >= len(b) {
 				return off, nil
 			}
-			continue
 		}
 		start := off
 		var pm, pmLo uint64
@@ -282,726 +278,734 @@ func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 	}
 }
 
-// decodeWindow decodes the record at the start of win by the window path,
-// calls the handler and returns the record's length; it returns 0, having
-// changed nothing, when the careful path must decode the record.
-func (d *Decoder) decodeWindow(win *window, h Handler) int {
-	s := stopBits(win)
-	e := bits.TrailingZeros64(s | 1<<windowStops) // the presence map's last byte
-	if e > 1 || e == 1 && d.MaxPMapBytes == 1 {
-		return 0
-	}
-	s &= s - 1
-	w := binary.LittleEndian.Uint64(win[:])
-	pm := w<<57 | w>>8&0x7f<<50&-uint64(e)
-	pos := e + 1
-	tid := d.dict.tid
-	if pm&(1<<63) != 0 {
-		e = bits.TrailingZeros64(s | 1<<windowStops)
+// decodeWindow decodes the records from b[off] on by the window path, calls
+// the handler for each and returns the offset reached: the end of b, the
+// end of the first record when all is false, or the start of a record the
+// careful path must decode (the window path changed nothing for it).
+func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
+	for off >= 0 && off < len(b) {
+		win := windowAt(b, off, &d.tail)
+		s := stopBits(win)
+		e := bits.TrailingZeros64(s | 1<<windowStops) // the presence map's last byte
+		if e > 1 || e == 1 && d.MaxPMapBytes == 1 {
+			return off
+		}
 		s &= s - 1
-		x := pack4(win, pos, e-pos)
-		if e-pos > 3 {
-			if x = pack8(x); e-pos > 7 || x > 0xffffffff {
-				return 0
+		w := binary.LittleEndian.Uint64(win[:])
+		pm := w<<57 | w>>8&0x7f<<50&-uint64(e)
+		pos := e + 1
+		tid := d.dict.tid
+		if pm&(1<<63) != 0 {
+			e = bits.TrailingZeros64(s | 1<<windowStops)
+			s &= s - 1
+			x := pack4(win, pos, e-pos)
+			if e-pos > 3 {
+				if x = pack8(x); e-pos > 7 || x > 0xffffffff {
+					return off
+				}
 			}
+			tid, pos = uint32(x), e+1
+		} else if d.dict.tidState != slotAssigned {
+			return off
 		}
-		tid, pos = uint32(x), e+1
-	} else if d.dict.tidState != slotAssigned {
-		return 0
+		switch tid {
+		case IntsTemplateID:
+			m := &d.recInts
+			// uInt32 U32None, mandatory
+			{
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0xffffffff {
+						return off
+					}
+				}
+				pos = e + 1
+				m.U32None = uint32(x)
+			}
+			// int32 I32OptNone, optional
+			{
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
+						return off
+					}
+				}
+				pos = e + 1
+				y := signed7(x, k)
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				m.I32OptNone = int32(y)
+				m.HasI32OptNone = ok
+			}
+			// uInt64 U64OptNone, optional
+			{
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 {
+						return off
+					}
+				}
+				pos = e + 1
+				ok := x != 0
+				x -= b2u(ok)
+				m.U64OptNone = x
+				m.HasU64OptNone = ok
+			}
+			// int64 I64None, mandatory
+			{
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 {
+						return off
+					}
+				}
+				pos = e + 1
+				y := signed7(x, k)
+				m.I64None = y
+			}
+			// uInt64 U64Const, mandatory, constant "18446744073709551615"
+			// int64 I64OptConst, optional, constant "-5"
+			m.HasI64OptConst = pm&(1<<62) != 0
+			// uInt32 U32Default, mandatory, default "7"
+			if pm&(1<<61) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0xffffffff {
+						return off
+					}
+				}
+				pos = e + 1
+				m.U32Default = uint32(x)
+			} else {
+				m.U32Default = 7
+			}
+			// int32 I32OptDefaultInit, optional, default "-3"
+			if pm&(1<<60) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
+						return off
+					}
+				}
+				pos = e + 1
+				y := signed7(x, k)
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				m.I32OptDefaultInit = int32(y)
+				m.HasI32OptDefaultInit = ok
+			} else {
+				m.I32OptDefaultInit = -3
+				m.HasI32OptDefaultInit = true
+			}
+			// int64 I64OptDefault, optional, default
+			if pm&(1<<59) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 {
+						return off
+					}
+				}
+				pos = e + 1
+				y := signed7(x, k)
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				m.I64OptDefault = y
+				m.HasI64OptDefault = ok
+			} else {
+				m.I64OptDefault, m.HasI64OptDefault = 0, false
+			}
+			// uInt32 U32Copy, mandatory, copy
+			if pm&(1<<58) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0xffffffff {
+						return off
+					}
+				}
+				pos = e + 1
+				m.U32Copy = uint32(x)
+			} else {
+				switch d.dict.s0U32CopyState {
+				case slotAssigned:
+					m.U32Copy = d.dict.s0U32Copy
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt32 U32CopyInit, mandatory, copy "100"
+			if pm&(1<<57) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0xffffffff {
+						return off
+					}
+				}
+				pos = e + 1
+				m.U32CopyInit = uint32(x)
+			} else {
+				switch d.dict.s1U32CopyInitState {
+				case slotAssigned:
+					m.U32CopyInit = d.dict.s1U32CopyInit
+				case slotUndefined:
+					m.U32CopyInit = 100
+				default:
+					return off // D6
+				}
+			}
+			// int32 I32OptCopy, optional, copy
+			if pm&(1<<56) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
+						return off
+					}
+				}
+				pos = e + 1
+				y := signed7(x, k)
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				if ok {
+					m.I32OptCopy = int32(y)
+				} else {
+					m.I32OptCopy = 0
+				}
+				m.HasI32OptCopy = ok
+			} else {
+				switch d.dict.s2I32OptCopyState {
+				case slotAssigned:
+					m.I32OptCopy = d.dict.s2I32OptCopy
+					m.HasI32OptCopy = true
+				case slotUndefined:
+					m.I32OptCopy, m.HasI32OptCopy = 0, false
+				default:
+					m.I32OptCopy, m.HasI32OptCopy = 0, false
+				}
+			}
+			// int64 I64OptCopyInit, optional, copy "-9"
+			if pm&(1<<55) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 {
+						return off
+					}
+				}
+				pos = e + 1
+				y := signed7(x, k)
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				if ok {
+					m.I64OptCopyInit = y
+				} else {
+					m.I64OptCopyInit = 0
+				}
+				m.HasI64OptCopyInit = ok
+			} else {
+				switch d.dict.s3I64OptCopyInitState {
+				case slotAssigned:
+					m.I64OptCopyInit = d.dict.s3I64OptCopyInit
+					m.HasI64OptCopyInit = true
+				case slotUndefined:
+					m.I64OptCopyInit = -9
+					m.HasI64OptCopyInit = true
+				default:
+					m.I64OptCopyInit, m.HasI64OptCopyInit = 0, false
+				}
+			}
+			// uInt64 U64Incr, mandatory, increment
+			if pm&(1<<54) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 {
+						return off
+					}
+				}
+				pos = e + 1
+				m.U64Incr = x
+			} else {
+				switch d.dict.s4U64IncrState {
+				case slotAssigned:
+					m.U64Incr = d.dict.s4U64Incr + 1
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// int32 I32OptIncr, optional, increment
+			if pm&(1<<53) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
+						return off
+					}
+				}
+				pos = e + 1
+				y := signed7(x, k)
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				if ok {
+					m.I32OptIncr = int32(y)
+				} else {
+					m.I32OptIncr = 0
+				}
+				m.HasI32OptIncr = ok
+			} else {
+				switch d.dict.s5I32OptIncrState {
+				case slotAssigned:
+					m.I32OptIncr = d.dict.s5I32OptIncr + 1
+					m.HasI32OptIncr = true
+				case slotUndefined:
+					m.I32OptIncr, m.HasI32OptIncr = 0, false
+				default:
+					m.I32OptIncr, m.HasI32OptIncr = 0, false
+				}
+			}
+			// uInt32 U32IncrInit, mandatory, increment "4294967295"
+			if pm&(1<<52) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0xffffffff {
+						return off
+					}
+				}
+				pos = e + 1
+				m.U32IncrInit = uint32(x)
+			} else {
+				switch d.dict.s6U32IncrInitState {
+				case slotAssigned:
+					m.U32IncrInit = d.dict.s6U32IncrInit + 1
+				case slotUndefined:
+					m.U32IncrInit = 4294967295
+				default:
+					return off // D6
+				}
+			}
+			// int64 I64OptIncrInit, optional, increment "9223372036854775807"
+			if pm&(1<<51) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 {
+						return off
+					}
+				}
+				pos = e + 1
+				y := signed7(x, k)
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				if ok {
+					m.I64OptIncrInit = y
+				} else {
+					m.I64OptIncrInit = 0
+				}
+				m.HasI64OptIncrInit = ok
+			} else {
+				switch d.dict.s7I64OptIncrInitState {
+				case slotAssigned:
+					m.I64OptIncrInit = d.dict.s7I64OptIncrInit + 1
+					m.HasI64OptIncrInit = true
+				case slotUndefined:
+					m.I64OptIncrInit = 9223372036854775807
+					m.HasI64OptIncrInit = true
+				default:
+					m.I64OptIncrInit, m.HasI64OptIncrInit = 0, false
+				}
+			}
+			// uInt32 PerTemplate, mandatory, copy
+			if pm&(1<<50) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0xffffffff {
+						return off
+					}
+				}
+				pos = e + 1
+				m.PerTemplate = uint32(x)
+			} else {
+				switch d.dict.s8KState {
+				case slotAssigned:
+					m.PerTemplate = d.dict.s8K
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt32 NamedA, mandatory, copy
+			if pm&(1<<49) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0xffffffff {
+						return off
+					}
+				}
+				pos = e + 1
+				m.NamedA = uint32(x)
+			} else {
+				switch d.dict.s9XState {
+				case slotAssigned:
+					m.NamedA = d.dict.s9X
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// int64 Wide, optional, copy
+			if pm&(1<<48) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 {
+						return off
+					}
+				}
+				pos = e + 1
+				y := signed7(x, k)
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				if ok {
+					if t := Narrow(y); int64(t) != y || ^Narrow(0) > 0 && y < 0 {
+						return off
+					}
+					m.Wide = Narrow(y)
+				} else {
+					m.Wide = 0
+				}
+				m.HasWide = ok
+			} else {
+				switch d.dict.s10WideState {
+				case slotAssigned:
+					if t := Narrow(d.dict.s10Wide); int64(t) != d.dict.s10Wide || ^Narrow(0) > 0 && d.dict.s10Wide < 0 {
+						return off
+					}
+					m.Wide = Narrow(d.dict.s10Wide)
+					m.HasWide = true
+				case slotUndefined:
+					m.Wide, m.HasWide = 0, false
+				default:
+					m.Wide, m.HasWide = 0, false
+				}
+			}
+			if pos > windowStops {
+				return off
+			}
+			d.dict.s0U32Copy, d.dict.s0U32CopyState = m.U32Copy, slotAssigned
+			d.dict.s1U32CopyInit, d.dict.s1U32CopyInitState = m.U32CopyInit, slotAssigned
+			d.dict.s2I32OptCopy, d.dict.s2I32OptCopyState = m.I32OptCopy, slotEmpty-uint8(b2u(m.HasI32OptCopy))
+			d.dict.s3I64OptCopyInit, d.dict.s3I64OptCopyInitState = m.I64OptCopyInit, slotEmpty-uint8(b2u(m.HasI64OptCopyInit))
+			d.dict.s4U64Incr, d.dict.s4U64IncrState = m.U64Incr, slotAssigned
+			d.dict.s5I32OptIncr, d.dict.s5I32OptIncrState = m.I32OptIncr, slotEmpty-uint8(b2u(m.HasI32OptIncr))
+			d.dict.s6U32IncrInit, d.dict.s6U32IncrInitState = m.U32IncrInit, slotAssigned
+			d.dict.s7I64OptIncrInit, d.dict.s7I64OptIncrInitState = m.I64OptIncrInit, slotEmpty-uint8(b2u(m.HasI64OptIncrInit))
+			d.dict.s8K, d.dict.s8KState = m.PerTemplate, slotAssigned
+			d.dict.s9X, d.dict.s9XState = m.NamedA, slotAssigned
+			d.dict.s10Wide, d.dict.s10WideState = int64(m.Wide), slotEmpty-uint8(b2u(m.HasWide))
+			d.dict.tid, d.dict.tidState = tid, slotAssigned
+			d.nInts++
+			h.OnInts(m)
+		case StringsTemplateID:
+			m := &d.recStrings
+			// string S4, mandatory
+			{
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				w := text(win, pos, e)
+				if e-pos >= 4 || w&0xff == 0 {
+					return off
+				}
+				pos = e + 1
+				var a [8]byte
+				binary.LittleEndian.PutUint64(a[:], w)
+				m.S4 = [4]byte(a[:4])
+			}
+			// string S4Opt, optional
+			{
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				w := text(win, pos, e)
+				if e-pos >= 4 || w&0xff == 0 {
+					return off
+				}
+				pos = e + 1
+				var a [8]byte
+				binary.LittleEndian.PutUint64(a[:], w)
+				ok := true
+				m.S4Opt = [4]byte(a[:4])
+				m.HasS4Opt = ok
+			}
+			// string SConst, mandatory, constant "XY"
+			// string SOptConst, optional, constant "Z"
+			m.HasSOptConst = pm&(1<<62) != 0
+			// string S1Default, mandatory, default "A"
+			if pm&(1<<61) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				c := win[pos&(windowLoads-1)]
+				if e != pos || c == 0x80 {
+					return off
+				}
+				pos++
+				m.S1Default = c & 0x7f
+			} else {
+				m.S1Default = 'A'
+			}
+			// string S3OptDefault, optional, default "abc"
+			if pm&(1<<60) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				w := text(win, pos, e)
+				if e-pos >= 3 || w&0xff == 0 {
+					return off
+				}
+				pos = e + 1
+				var a [8]byte
+				binary.LittleEndian.PutUint64(a[:], w)
+				ok := true
+				m.S3OptDefault = [3]byte(a[:3])
+				m.HasS3OptDefault = ok
+			} else {
+				m.S3OptDefault = [3]byte{'a', 'b', 'c'}
+				m.HasS3OptDefault = true
+			}
+			// string S1OptDefault, optional, default
+			if pm&(1<<59) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				c := win[pos&(windowLoads-1)]
+				if e != pos || c == 0x80 {
+					return off
+				}
+				pos++
+				ok := true
+				m.S1OptDefault = c & 0x7f
+				m.HasS1OptDefault = ok
+			} else {
+				m.S1OptDefault, m.HasS1OptDefault = 0, false
+			}
+			// string S2Copy, mandatory, copy
+			if pm&(1<<58) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				w := text(win, pos, e)
+				if e-pos >= 2 || w&0xff == 0 {
+					return off
+				}
+				pos = e + 1
+				var a [8]byte
+				binary.LittleEndian.PutUint64(a[:], w)
+				m.S2Copy = [2]byte(a[:2])
+			} else {
+				switch d.dict.s11S2CopyState {
+				case slotAssigned:
+					m.S2Copy = d.dict.s11S2Copy
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// string S2OptCopyInit, optional, copy "zz"
+			if pm&(1<<57) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				w := text(win, pos, e)
+				if e-pos >= 2 || w&0xff == 0 {
+					return off
+				}
+				pos = e + 1
+				var a [8]byte
+				binary.LittleEndian.PutUint64(a[:], w)
+				ok := true
+				if ok {
+					m.S2OptCopyInit = [2]byte(a[:2])
+				} else {
+					m.S2OptCopyInit = [2]byte{}
+				}
+				m.HasS2OptCopyInit = ok
+			} else {
+				switch d.dict.s12S2OptCopyInitState {
+				case slotAssigned:
+					m.S2OptCopyInit = d.dict.s12S2OptCopyInit
+					m.HasS2OptCopyInit = true
+				case slotUndefined:
+					m.S2OptCopyInit = [2]byte{'z', 'z'}
+					m.HasS2OptCopyInit = true
+				default:
+					m.S2OptCopyInit, m.HasS2OptCopyInit = [2]byte{}, false
+				}
+			}
+			// string S1OptCopy, optional, copy
+			if pm&(1<<56) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				c := win[pos&(windowLoads-1)]
+				if e != pos || c == 0x80 {
+					return off
+				}
+				pos++
+				ok := true
+				if ok {
+					m.S1OptCopy = c & 0x7f
+				} else {
+					m.S1OptCopy = 0
+				}
+				m.HasS1OptCopy = ok
+			} else {
+				switch d.dict.s13S1OptCopyState {
+				case slotAssigned:
+					m.S1OptCopy = d.dict.s13S1OptCopy
+					m.HasS1OptCopy = true
+				case slotUndefined:
+					m.S1OptCopy, m.HasS1OptCopy = 0, false
+				default:
+					m.S1OptCopy, m.HasS1OptCopy = 0, false
+				}
+			}
+			// uInt32 PerTemplate, mandatory, copy
+			if pm&(1<<55) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0xffffffff {
+						return off
+					}
+				}
+				pos = e + 1
+				m.PerTemplate = uint32(x)
+			} else {
+				switch d.dict.s14KState {
+				case slotAssigned:
+					m.PerTemplate = d.dict.s14K
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt32 NamedB, mandatory, copy
+			if pm&(1<<54) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0xffffffff {
+						return off
+					}
+				}
+				pos = e + 1
+				m.NamedB = uint32(x)
+			} else {
+				switch d.dict.s9XState {
+				case slotAssigned:
+					m.NamedB = d.dict.s9X
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt32 U32Copy, mandatory, copy
+			if pm&(1<<53) != 0 {
+				e := bits.TrailingZeros64(s | 1<<windowStops)
+				s &= s - 1
+				k := e - pos
+				x := pack4(win, pos, k)
+				if k > 3 {
+					if x = pack8(x); k > 7 || x > 0xffffffff {
+						return off
+					}
+				}
+				pos = e + 1
+				m.U32Copy = uint32(x)
+			} else {
+				switch d.dict.s0U32CopyState {
+				case slotAssigned:
+					m.U32Copy = d.dict.s0U32Copy
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			if pos > windowStops {
+				return off
+			}
+			d.dict.s11S2Copy, d.dict.s11S2CopyState = m.S2Copy, slotAssigned
+			d.dict.s12S2OptCopyInit, d.dict.s12S2OptCopyInitState = m.S2OptCopyInit, slotEmpty-uint8(b2u(m.HasS2OptCopyInit))
+			d.dict.s13S1OptCopy, d.dict.s13S1OptCopyState = m.S1OptCopy, slotEmpty-uint8(b2u(m.HasS1OptCopy))
+			d.dict.s14K, d.dict.s14KState = m.PerTemplate, slotAssigned
+			d.dict.s9X, d.dict.s9XState = m.NamedB, slotAssigned
+			d.dict.s0U32Copy, d.dict.s0U32CopyState = m.U32Copy, slotAssigned
+			d.dict.tid, d.dict.tidState = tid, slotAssigned
+			d.nStrings++
+			h.OnStrings(m)
+		default:
+			return off
+		}
+		off += pos
+		if !all {
+			break
+		}
 	}
-	switch tid {
-	case IntsTemplateID:
-		m := &d.recInts
-		// uInt32 U32None, mandatory
-		{
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0xffffffff {
-					return 0
-				}
-			}
-			pos = e + 1
-			m.U32None = uint32(x)
-		}
-		// int32 I32OptNone, optional
-		{
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
-					return 0
-				}
-			}
-			pos = e + 1
-			y := signed7(x, k)
-			ok := y != 0
-			y -= int64(uint64(-y) >> 63) // one down when positive
-			m.I32OptNone = int32(y)
-			m.HasI32OptNone = ok
-		}
-		// uInt64 U64OptNone, optional
-		{
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 {
-					return 0
-				}
-			}
-			pos = e + 1
-			ok := x != 0
-			x -= b2u(ok)
-			m.U64OptNone = x
-			m.HasU64OptNone = ok
-		}
-		// int64 I64None, mandatory
-		{
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 {
-					return 0
-				}
-			}
-			pos = e + 1
-			y := signed7(x, k)
-			m.I64None = y
-		}
-		// uInt64 U64Const, mandatory, constant "18446744073709551615"
-		// int64 I64OptConst, optional, constant "-5"
-		m.HasI64OptConst = pm&(1<<62) != 0
-		// uInt32 U32Default, mandatory, default "7"
-		if pm&(1<<61) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0xffffffff {
-					return 0
-				}
-			}
-			pos = e + 1
-			m.U32Default = uint32(x)
-		} else {
-			m.U32Default = 7
-		}
-		// int32 I32OptDefaultInit, optional, default "-3"
-		if pm&(1<<60) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
-					return 0
-				}
-			}
-			pos = e + 1
-			y := signed7(x, k)
-			ok := y != 0
-			y -= int64(uint64(-y) >> 63) // one down when positive
-			m.I32OptDefaultInit = int32(y)
-			m.HasI32OptDefaultInit = ok
-		} else {
-			m.I32OptDefaultInit = -3
-			m.HasI32OptDefaultInit = true
-		}
-		// int64 I64OptDefault, optional, default
-		if pm&(1<<59) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 {
-					return 0
-				}
-			}
-			pos = e + 1
-			y := signed7(x, k)
-			ok := y != 0
-			y -= int64(uint64(-y) >> 63) // one down when positive
-			m.I64OptDefault = y
-			m.HasI64OptDefault = ok
-		} else {
-			m.I64OptDefault, m.HasI64OptDefault = 0, false
-		}
-		// uInt32 U32Copy, mandatory, copy
-		if pm&(1<<58) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0xffffffff {
-					return 0
-				}
-			}
-			pos = e + 1
-			m.U32Copy = uint32(x)
-		} else {
-			switch d.dict.s0U32CopyState {
-			case slotAssigned:
-				m.U32Copy = d.dict.s0U32Copy
-			case slotUndefined:
-				return 0 // D5
-			default:
-				return 0 // D6
-			}
-		}
-		// uInt32 U32CopyInit, mandatory, copy "100"
-		if pm&(1<<57) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0xffffffff {
-					return 0
-				}
-			}
-			pos = e + 1
-			m.U32CopyInit = uint32(x)
-		} else {
-			switch d.dict.s1U32CopyInitState {
-			case slotAssigned:
-				m.U32CopyInit = d.dict.s1U32CopyInit
-			case slotUndefined:
-				m.U32CopyInit = 100
-			default:
-				return 0 // D6
-			}
-		}
-		// int32 I32OptCopy, optional, copy
-		if pm&(1<<56) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
-					return 0
-				}
-			}
-			pos = e + 1
-			y := signed7(x, k)
-			ok := y != 0
-			y -= int64(uint64(-y) >> 63) // one down when positive
-			if ok {
-				m.I32OptCopy = int32(y)
-			} else {
-				m.I32OptCopy = 0
-			}
-			m.HasI32OptCopy = ok
-		} else {
-			switch d.dict.s2I32OptCopyState {
-			case slotAssigned:
-				m.I32OptCopy = d.dict.s2I32OptCopy
-				m.HasI32OptCopy = true
-			case slotUndefined:
-				m.I32OptCopy, m.HasI32OptCopy = 0, false
-			default:
-				m.I32OptCopy, m.HasI32OptCopy = 0, false
-			}
-		}
-		// int64 I64OptCopyInit, optional, copy "-9"
-		if pm&(1<<55) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 {
-					return 0
-				}
-			}
-			pos = e + 1
-			y := signed7(x, k)
-			ok := y != 0
-			y -= int64(uint64(-y) >> 63) // one down when positive
-			if ok {
-				m.I64OptCopyInit = y
-			} else {
-				m.I64OptCopyInit = 0
-			}
-			m.HasI64OptCopyInit = ok
-		} else {
-			switch d.dict.s3I64OptCopyInitState {
-			case slotAssigned:
-				m.I64OptCopyInit = d.dict.s3I64OptCopyInit
-				m.HasI64OptCopyInit = true
-			case slotUndefined:
-				m.I64OptCopyInit = -9
-				m.HasI64OptCopyInit = true
-			default:
-				m.I64OptCopyInit, m.HasI64OptCopyInit = 0, false
-			}
-		}
-		// uInt64 U64Incr, mandatory, increment
-		if pm&(1<<54) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 {
-					return 0
-				}
-			}
-			pos = e + 1
-			m.U64Incr = x
-		} else {
-			switch d.dict.s4U64IncrState {
-			case slotAssigned:
-				m.U64Incr = d.dict.s4U64Incr + 1
-			case slotUndefined:
-				return 0 // D5
-			default:
-				return 0 // D6
-			}
-		}
-		// int32 I32OptIncr, optional, increment
-		if pm&(1<<53) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || uint64(signed7(x, k)+0x80000000) > 0x100000000 {
-					return 0
-				}
-			}
-			pos = e + 1
-			y := signed7(x, k)
-			ok := y != 0
-			y -= int64(uint64(-y) >> 63) // one down when positive
-			if ok {
-				m.I32OptIncr = int32(y)
-			} else {
-				m.I32OptIncr = 0
-			}
-			m.HasI32OptIncr = ok
-		} else {
-			switch d.dict.s5I32OptIncrState {
-			case slotAssigned:
-				m.I32OptIncr = d.dict.s5I32OptIncr + 1
-				m.HasI32OptIncr = true
-			case slotUndefined:
-				m.I32OptIncr, m.HasI32OptIncr = 0, false
-			default:
-				m.I32OptIncr, m.HasI32OptIncr = 0, false
-			}
-		}
-		// uInt32 U32IncrInit, mandatory, increment "4294967295"
-		if pm&(1<<52) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0xffffffff {
-					return 0
-				}
-			}
-			pos = e + 1
-			m.U32IncrInit = uint32(x)
-		} else {
-			switch d.dict.s6U32IncrInitState {
-			case slotAssigned:
-				m.U32IncrInit = d.dict.s6U32IncrInit + 1
-			case slotUndefined:
-				m.U32IncrInit = 4294967295
-			default:
-				return 0 // D6
-			}
-		}
-		// int64 I64OptIncrInit, optional, increment "9223372036854775807"
-		if pm&(1<<51) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 {
-					return 0
-				}
-			}
-			pos = e + 1
-			y := signed7(x, k)
-			ok := y != 0
-			y -= int64(uint64(-y) >> 63) // one down when positive
-			if ok {
-				m.I64OptIncrInit = y
-			} else {
-				m.I64OptIncrInit = 0
-			}
-			m.HasI64OptIncrInit = ok
-		} else {
-			switch d.dict.s7I64OptIncrInitState {
-			case slotAssigned:
-				m.I64OptIncrInit = d.dict.s7I64OptIncrInit + 1
-				m.HasI64OptIncrInit = true
-			case slotUndefined:
-				m.I64OptIncrInit = 9223372036854775807
-				m.HasI64OptIncrInit = true
-			default:
-				m.I64OptIncrInit, m.HasI64OptIncrInit = 0, false
-			}
-		}
-		// uInt32 PerTemplate, mandatory, copy
-		if pm&(1<<50) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0xffffffff {
-					return 0
-				}
-			}
-			pos = e + 1
-			m.PerTemplate = uint32(x)
-		} else {
-			switch d.dict.s8KState {
-			case slotAssigned:
-				m.PerTemplate = d.dict.s8K
-			case slotUndefined:
-				return 0 // D5
-			default:
-				return 0 // D6
-			}
-		}
-		// uInt32 NamedA, mandatory, copy
-		if pm&(1<<49) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0xffffffff {
-					return 0
-				}
-			}
-			pos = e + 1
-			m.NamedA = uint32(x)
-		} else {
-			switch d.dict.s9XState {
-			case slotAssigned:
-				m.NamedA = d.dict.s9X
-			case slotUndefined:
-				return 0 // D5
-			default:
-				return 0 // D6
-			}
-		}
-		// int64 Wide, optional, copy
-		if pm&(1<<48) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 {
-					return 0
-				}
-			}
-			pos = e + 1
-			y := signed7(x, k)
-			ok := y != 0
-			y -= int64(uint64(-y) >> 63) // one down when positive
-			if ok {
-				if t := Narrow(y); int64(t) != y || ^Narrow(0) > 0 && y < 0 {
-					return 0
-				}
-				m.Wide = Narrow(y)
-			} else {
-				m.Wide = 0
-			}
-			m.HasWide = ok
-		} else {
-			switch d.dict.s10WideState {
-			case slotAssigned:
-				if t := Narrow(d.dict.s10Wide); int64(t) != d.dict.s10Wide || ^Narrow(0) > 0 && d.dict.s10Wide < 0 {
-					return 0
-				}
-				m.Wide = Narrow(d.dict.s10Wide)
-				m.HasWide = true
-			case slotUndefined:
-				m.Wide, m.HasWide = 0, false
-			default:
-				m.Wide, m.HasWide = 0, false
-			}
-		}
-		if pos > windowStops {
-			return 0
-		}
-		d.dict.s0U32Copy, d.dict.s0U32CopyState = m.U32Copy, slotAssigned
-		d.dict.s1U32CopyInit, d.dict.s1U32CopyInitState = m.U32CopyInit, slotAssigned
-		d.dict.s2I32OptCopy, d.dict.s2I32OptCopyState = m.I32OptCopy, slotEmpty-uint8(b2u(m.HasI32OptCopy))
-		d.dict.s3I64OptCopyInit, d.dict.s3I64OptCopyInitState = m.I64OptCopyInit, slotEmpty-uint8(b2u(m.HasI64OptCopyInit))
-		d.dict.s4U64Incr, d.dict.s4U64IncrState = m.U64Incr, slotAssigned
-		d.dict.s5I32OptIncr, d.dict.s5I32OptIncrState = m.I32OptIncr, slotEmpty-uint8(b2u(m.HasI32OptIncr))
-		d.dict.s6U32IncrInit, d.dict.s6U32IncrInitState = m.U32IncrInit, slotAssigned
-		d.dict.s7I64OptIncrInit, d.dict.s7I64OptIncrInitState = m.I64OptIncrInit, slotEmpty-uint8(b2u(m.HasI64OptIncrInit))
-		d.dict.s8K, d.dict.s8KState = m.PerTemplate, slotAssigned
-		d.dict.s9X, d.dict.s9XState = m.NamedA, slotAssigned
-		d.dict.s10Wide, d.dict.s10WideState = int64(m.Wide), slotEmpty-uint8(b2u(m.HasWide))
-		d.dict.tid, d.dict.tidState = tid, slotAssigned
-		d.nInts++
-		h.OnInts(m)
-	case StringsTemplateID:
-		m := &d.recStrings
-		// string S4, mandatory
-		{
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			w := text(win, pos, e)
-			if e-pos >= 4 || w&0xff == 0 {
-				return 0
-			}
-			pos = e + 1
-			var a [8]byte
-			binary.LittleEndian.PutUint64(a[:], w)
-			m.S4 = [4]byte(a[:4])
-		}
-		// string S4Opt, optional
-		{
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			w := text(win, pos, e)
-			if e-pos >= 4 || w&0xff == 0 {
-				return 0
-			}
-			pos = e + 1
-			var a [8]byte
-			binary.LittleEndian.PutUint64(a[:], w)
-			ok := true
-			m.S4Opt = [4]byte(a[:4])
-			m.HasS4Opt = ok
-		}
-		// string SConst, mandatory, constant "XY"
-		// string SOptConst, optional, constant "Z"
-		m.HasSOptConst = pm&(1<<62) != 0
-		// string S1Default, mandatory, default "A"
-		if pm&(1<<61) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			c := win[pos&(windowLoads-1)]
-			if e != pos || c == 0x80 {
-				return 0
-			}
-			pos++
-			m.S1Default = c & 0x7f
-		} else {
-			m.S1Default = 'A'
-		}
-		// string S3OptDefault, optional, default "abc"
-		if pm&(1<<60) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			w := text(win, pos, e)
-			if e-pos >= 3 || w&0xff == 0 {
-				return 0
-			}
-			pos = e + 1
-			var a [8]byte
-			binary.LittleEndian.PutUint64(a[:], w)
-			ok := true
-			m.S3OptDefault = [3]byte(a[:3])
-			m.HasS3OptDefault = ok
-		} else {
-			m.S3OptDefault = [3]byte{'a', 'b', 'c'}
-			m.HasS3OptDefault = true
-		}
-		// string S1OptDefault, optional, default
-		if pm&(1<<59) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			c := win[pos&(windowLoads-1)]
-			if e != pos || c == 0x80 {
-				return 0
-			}
-			pos++
-			ok := true
-			m.S1OptDefault = c & 0x7f
-			m.HasS1OptDefault = ok
-		} else {
-			m.S1OptDefault, m.HasS1OptDefault = 0, false
-		}
-		// string S2Copy, mandatory, copy
-		if pm&(1<<58) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			w := text(win, pos, e)
-			if e-pos >= 2 || w&0xff == 0 {
-				return 0
-			}
-			pos = e + 1
-			var a [8]byte
-			binary.LittleEndian.PutUint64(a[:], w)
-			m.S2Copy = [2]byte(a[:2])
-		} else {
-			switch d.dict.s11S2CopyState {
-			case slotAssigned:
-				m.S2Copy = d.dict.s11S2Copy
-			case slotUndefined:
-				return 0 // D5
-			default:
-				return 0 // D6
-			}
-		}
-		// string S2OptCopyInit, optional, copy "zz"
-		if pm&(1<<57) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			w := text(win, pos, e)
-			if e-pos >= 2 || w&0xff == 0 {
-				return 0
-			}
-			pos = e + 1
-			var a [8]byte
-			binary.LittleEndian.PutUint64(a[:], w)
-			ok := true
-			if ok {
-				m.S2OptCopyInit = [2]byte(a[:2])
-			} else {
-				m.S2OptCopyInit = [2]byte{}
-			}
-			m.HasS2OptCopyInit = ok
-		} else {
-			switch d.dict.s12S2OptCopyInitState {
-			case slotAssigned:
-				m.S2OptCopyInit = d.dict.s12S2OptCopyInit
-				m.HasS2OptCopyInit = true
-			case slotUndefined:
-				m.S2OptCopyInit = [2]byte{'z', 'z'}
-				m.HasS2OptCopyInit = true
-			default:
-				m.S2OptCopyInit, m.HasS2OptCopyInit = [2]byte{}, false
-			}
-		}
-		// string S1OptCopy, optional, copy
-		if pm&(1<<56) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			c := win[pos&(windowLoads-1)]
-			if e != pos || c == 0x80 {
-				return 0
-			}
-			pos++
-			ok := true
-			if ok {
-				m.S1OptCopy = c & 0x7f
-			} else {
-				m.S1OptCopy = 0
-			}
-			m.HasS1OptCopy = ok
-		} else {
-			switch d.dict.s13S1OptCopyState {
-			case slotAssigned:
-				m.S1OptCopy = d.dict.s13S1OptCopy
-				m.HasS1OptCopy = true
-			case slotUndefined:
-				m.S1OptCopy, m.HasS1OptCopy = 0, false
-			default:
-				m.S1OptCopy, m.HasS1OptCopy = 0, false
-			}
-		}
-		// uInt32 PerTemplate, mandatory, copy
-		if pm&(1<<55) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0xffffffff {
-					return 0
-				}
-			}
-			pos = e + 1
-			m.PerTemplate = uint32(x)
-		} else {
-			switch d.dict.s14KState {
-			case slotAssigned:
-				m.PerTemplate = d.dict.s14K
-			case slotUndefined:
-				return 0 // D5
-			default:
-				return 0 // D6
-			}
-		}
-		// uInt32 NamedB, mandatory, copy
-		if pm&(1<<54) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0xffffffff {
-					return 0
-				}
-			}
-			pos = e + 1
-			m.NamedB = uint32(x)
-		} else {
-			switch d.dict.s9XState {
-			case slotAssigned:
-				m.NamedB = d.dict.s9X
-			case slotUndefined:
-				return 0 // D5
-			default:
-				return 0 // D6
-			}
-		}
-		// uInt32 U32Copy, mandatory, copy
-		if pm&(1<<53) != 0 {
-			e := bits.TrailingZeros64(s | 1<<windowStops)
-			s &= s - 1
-			k := e - pos
-			x := pack4(win, pos, k)
-			if k > 3 {
-				if x = pack8(x); k > 7 || x > 0xffffffff {
-					return 0
-				}
-			}
-			pos = e + 1
-			m.U32Copy = uint32(x)
-		} else {
-			switch d.dict.s0U32CopyState {
-			case slotAssigned:
-				m.U32Copy = d.dict.s0U32Copy
-			case slotUndefined:
-				return 0 // D5
-			default:
-				return 0 // D6
-			}
-		}
-		if pos > windowStops {
-			return 0
-		}
-		d.dict.s11S2Copy, d.dict.s11S2CopyState = m.S2Copy, slotAssigned
-		d.dict.s12S2OptCopyInit, d.dict.s12S2OptCopyInitState = m.S2OptCopyInit, slotEmpty-uint8(b2u(m.HasS2OptCopyInit))
-		d.dict.s13S1OptCopy, d.dict.s13S1OptCopyState = m.S1OptCopy, slotEmpty-uint8(b2u(m.HasS1OptCopy))
-		d.dict.s14K, d.dict.s14KState = m.PerTemplate, slotAssigned
-		d.dict.s9X, d.dict.s9XState = m.NamedB, slotAssigned
-		d.dict.s0U32Copy, d.dict.s0U32CopyState = m.U32Copy, slotAssigned
-		d.dict.tid, d.dict.tidState = tid, slotAssigned
-		d.nStrings++
-		h.OnStrings(m)
-	default:
-		return 0
-	}
-	return pos
+	return off
 }
 
 func (d *Decoder) decodeInts(b []byte, start, off int, pm, pmLo uint64, m *Ints) (int, error) {
