@@ -129,6 +129,12 @@ type Config struct {
 	//     finds the connection held);
 	//   - handlers set with TCPConn.OnReceive run right after the
 	//     processing, on the same goroutine, without waking a reader;
+	//   - pure ACKs are delayed, as by a TCP with delayed ACKs, for at
+	//     most 1 ms, and dropped when the connection's next segment (the
+	//     handler's answer, the next request) carries the acknowledgement:
+	//     a request/reply exchange costs two segments instead of three;
+	//     duplicate ACKs and window updates are never delayed, and a bulk
+	//     sender still gets an ACK for every other segment;
 	//   - with BusyPoll > 0, a Read or Write that would block spins for up
 	//     to BusyPoll before it sleeps, and so does the link's reader when
 	//     the link has a SetBusyPoll(time.Duration) method (link/tap).

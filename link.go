@@ -2,13 +2,11 @@ package tickwire
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/link/nested"
-	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
@@ -38,7 +36,7 @@ var (
 func newWire(child gstack.LinkEndpoint, mtu, mss int, addr tcpip.Address, arp *arpTable, sy *syncer) *wire {
 	w := &wire{mtu: uint32(mtu), mss: uint16(mss), addr: addr, arp: arp, sy: sy}
 	if sy != nil {
-		w.out = new(outbox)
+		w.out = newOutbox(w, mss)
 		sy.wire = w
 	}
 	w.Endpoint.Init(child, w)
@@ -188,169 +186,6 @@ func (w *wire) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 		}
 	}
 	return w.send(pkts)
-}
-
-// maxOutbox bounds the frames an outbox holds; beyond it frames go out at
-// once (Stats.LatencyOutboxFull).
-const maxOutbox = 1024
-
-// outbox holds, in latency mode, the frames written while tickwire is inside
-// a netstack call that holds a TCP endpoint (a Read, a Write, synchronous
-// processing and the handler run after it), and sends them when the call
-// has returned. Over link/pipe the answer to a frame arrives on the sending
-// goroutine before the send returns; sent from inside the call, it would
-// find the endpoint held, be queued, and cost a processor wake-up when the
-// call let go. Frames keep their order: while frames wait or a flush runs,
-// every frame waits.
-//
-// Holding also lets a reply carry the acknowledgement: netstack sends a pure
-// ACK for every data segment at once; when the handler's answer on the same
-// connection is queued behind it, acknowledging as much or more, the pure
-// ACK is dropped (ACKs are cumulative), as a delayed ACK would have been
-// piggybacked (Stats.LatencyACKsMerged).
-//
-// Lock order:
-//
-//	outbox.mu
-type outbox struct {
-	mu sync.Mutex
-	// +checklocks:mu
-	holds int // calls in progress
-	// +checklocks:mu
-	flushing bool // a goroutine is sending the held frames
-	// +checklocks:mu
-	q []*gstack.PacketBuffer // held frames, each with its own reference
-	// spare and sending are the flusher's (only the goroutine that set
-	// flushing touches them).
-	spare   []*gstack.PacketBuffer
-	sending gstack.PacketBufferList
-	full    atomic.Uint64
-	merged  atomic.Uint64
-}
-
-// send passes pkts to the link now, or holds them (see outbox).
-func (w *wire) send(pkts gstack.PacketBufferList) (int, tcpip.Error) {
-	o := w.out
-	if o == nil {
-		return w.Endpoint.WritePackets(pkts)
-	}
-	o.mu.Lock()
-	if o.holds == 0 && !o.flushing && len(o.q) == 0 {
-		o.mu.Unlock()
-		return w.Endpoint.WritePackets(pkts)
-	}
-	if len(o.q)+pkts.Len() > maxOutbox {
-		o.mu.Unlock()
-		o.full.Add(1)
-		return w.Endpoint.WritePackets(pkts)
-	}
-	for _, pkt := range pkts.AsSlice() {
-		o.mergeACKLocked(pkt)
-		o.q = append(o.q, pkt.IncRef())
-	}
-	o.mu.Unlock()
-	return pkts.Len(), nil
-}
-
-// mergeACKLocked drops the held pure ACK that pkt, a TCP segment with data
-// on the same connection acknowledging at least as much, makes redundant.
-// Only the connection's latest held segment is looked at, among the last 8.
-//
-// +checklocks:o.mu
-func (o *outbox) mergeACKLocked(pkt *gstack.PacketBuffer) {
-	if pkt.TransportProtocolNumber != header.TCPProtocolNumber || pkt.Data().Size() == 0 {
-		return
-	}
-	ip, tcp := header.IPv4(pkt.NetworkHeader().Slice()), header.TCP(pkt.TransportHeader().Slice())
-	if len(ip) < header.IPv4MinimumSize || len(tcp) < header.TCPMinimumSize || tcp.Flags()&header.TCPFlagAck == 0 {
-		return
-	}
-	for i := len(o.q) - 1; i >= 0 && i >= len(o.q)-8; i-- {
-		p := o.q[i]
-		if p.TransportProtocolNumber != header.TCPProtocolNumber {
-			continue
-		}
-		pip, ptcp := header.IPv4(p.NetworkHeader().Slice()), header.TCP(p.TransportHeader().Slice())
-		if len(pip) < header.IPv4MinimumSize || len(ptcp) < header.TCPMinimumSize ||
-			pip.SourceAddress() != ip.SourceAddress() || pip.DestinationAddress() != ip.DestinationAddress() ||
-			ptcp.SourcePort() != tcp.SourcePort() || ptcp.DestinationPort() != tcp.DestinationPort() {
-			continue
-		}
-		if ptcp.Flags() == header.TCPFlagAck && p.Data().Size() == 0 &&
-			!seqnum.Value(tcp.AckNumber()).LessThan(seqnum.Value(ptcp.AckNumber())) {
-			p.DecRef()
-			copy(o.q[i:], o.q[i+1:])
-			o.q[len(o.q)-1] = nil
-			o.q = o.q[:len(o.q)-1]
-			o.merged.Add(1)
-		}
-		return
-	}
-}
-
-// hold marks the start of a netstack call whose frames must wait.
-func (w *wire) hold() {
-	if o := w.out; o != nil {
-		o.mu.Lock()
-		o.holds++
-		o.mu.Unlock()
-	}
-}
-
-// unhold marks the end of a call nested in another hold, which flushes.
-func (w *wire) unhold() {
-	if o := w.out; o != nil {
-		o.mu.Lock()
-		o.holds--
-		o.mu.Unlock()
-	}
-}
-
-// release marks the end of such a call and sends the held frames, unless
-// another goroutine is already sending them (it sends these too).
-func (w *wire) release() {
-	o := w.out
-	if o == nil {
-		return
-	}
-	o.mu.Lock()
-	o.holds--
-	if o.flushing || len(o.q) == 0 {
-		o.mu.Unlock()
-		return
-	}
-	o.flushing = true
-	for {
-		batch := o.q
-		o.q = o.spare[:0]
-		o.mu.Unlock()
-		for _, pkt := range batch {
-			o.sending.PushBack(pkt) // the list takes over the held reference
-		}
-		clear(batch)
-		o.spare = batch[:0]
-		w.Endpoint.WritePackets(o.sending) // drops nothing on error: links count their own drops
-		o.sending.Reset()                  // drops the held references
-		o.mu.Lock()
-		if len(o.q) == 0 {
-			o.flushing = false
-			o.mu.Unlock()
-			return
-		}
-	}
-}
-
-// discard drops the held frames (at Close).
-func (w *wire) discard() {
-	if o := w.out; o != nil {
-		o.mu.Lock()
-		for i, pkt := range o.q {
-			pkt.DecRef()
-			o.q[i] = nil
-		}
-		o.q = o.q[:0]
-		o.mu.Unlock()
-	}
 }
 
 // passThrough is the NIC's queueing discipline: like netstack's default it

@@ -72,11 +72,14 @@ type Stats struct {
 	ConnsFailed   uint64 // dials that failed (refused, unreachable, timed out, cancelled)
 
 	// Latency mode (zero when it is off).
-	LatencySyncRuns   uint64 // TCP processing runs on a delivering or calling goroutine instead of a netstack processor
-	LatencyFallbacks  uint64 // segments of established connections left to a netstack processor because the pending list (64 endpoints) was full
-	LatencyInlineRuns uint64 // OnReceive handler runs on the delivering goroutine, right after the processing
-	LatencyOutboxFull uint64 // frames sent at once because 1024 frames were already waiting for netstack calls to return
-	LatencyACKsMerged uint64 // pure ACKs dropped because a handler's answer on the same connection carried the acknowledgement
+	LatencySyncRuns     uint64 // TCP processing runs on a delivering or calling goroutine instead of a netstack processor
+	LatencyFallbacks    uint64 // segments of established connections left to a netstack processor because the pending list (64 endpoints) was full
+	LatencyInlineRuns   uint64 // OnReceive handler runs on the delivering goroutine, right after the processing
+	LatencyOutboxFull   uint64 // frames sent at once because 1024 frames were already waiting for netstack calls to return
+	LatencyACKsMerged   uint64 // pure ACKs dropped because a later segment of the same connection (an answer, the next request, another ACK) carried the acknowledgement
+	LatencyACKsHeld     uint64 // pure ACKs delayed (held past the batch they were written in)
+	LatencyACKsLate     uint64 // delayed ACKs sent when their delay (0.5 to 1 ms) ran out, nothing having carried them
+	LatencyACKEvictions uint64 // connections whose delayed-ACK state was evicted by another's (a 256-slot table)
 }
 
 // statsNames are the names of Stats' fields, in field order.
@@ -152,6 +155,9 @@ var statsNames = [...]string{
 	"LatencyInlineRuns",
 	"LatencyOutboxFull",
 	"LatencyACKsMerged",
+	"LatencyACKsHeld",
+	"LatencyACKsLate",
+	"LatencyACKEvictions",
 }
 
 // values returns the counters in the order of statsNames.
@@ -228,6 +234,9 @@ func (s *Stats) values() [len(statsNames)]uint64 {
 		s.LatencyInlineRuns,
 		s.LatencyOutboxFull,
 		s.LatencyACKsMerged,
+		s.LatencyACKsHeld,
+		s.LatencyACKsLate,
+		s.LatencyACKEvictions,
 	}
 }
 
@@ -259,7 +268,7 @@ func (s Stats) WriteTo(w io.Writer) (int64, error) {
 
 // statsLineMax bounds an Append line: the longest name, a space, 20
 // digits and a newline.
-const statsLineMax = 40
+const statsLineMax = 44
 
 // counter pairs a packet count with a byte count.
 type counter struct {
@@ -376,6 +385,9 @@ func (s *Stack) Stats() Stats {
 		st.LatencyInlineRuns = sy.inline.Load()
 		st.LatencyOutboxFull = s.wire.out.full.Load()
 		st.LatencyACKsMerged = s.wire.out.merged.Load()
+		st.LatencyACKsHeld = s.wire.out.held.Load()
+		st.LatencyACKsLate = s.wire.out.expired.Load()
+		st.LatencyACKEvictions = s.wire.out.evicted.Load()
 	}
 	return st
 }

@@ -1,0 +1,166 @@
+package tickwire_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/link/pipe"
+)
+
+// TestLatencyPingPongTwoSegments checks on the wire that a request/reply
+// round trip on the fast API costs two TCP segments in latency mode: the
+// reply carries the server's ACK of the request, and the next request the
+// client's ACK of the reply.
+func TestLatencyPingPongTwoSegments(t *testing.T) {
+	p := newPair(t, latencyMode)
+	var segments atomic.Int64
+	count := func(frame []byte) {
+		if len(frame) >= header.EthernetMinimumSize+header.IPv4MinimumSize &&
+			header.IPv4(frame[header.EthernetMinimumSize:]).Protocol() == uint8(header.TCPProtocolNumber) {
+			segments.Add(1)
+		}
+	}
+	ln, err := p.b.ServeTCP(7, echoHandler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	nc, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c := nc.(*tickwire.TCPConn)
+	var received atomic.Int64
+	if err := c.OnReceive(func(_ *tickwire.TCPConn, data []byte, _ error) { received.Add(int64(len(data))) }); err != nil {
+		t.Fatal(err)
+	}
+	msg := make([]byte, 64)
+	var want int64
+	roundTrip := func() {
+		want += int64(len(msg))
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for received.Load() < want {
+			if time.Now().After(deadline) {
+				t.Fatal("no echo")
+			}
+			time.Sleep(10 * time.Microsecond)
+		}
+	}
+	roundTrip()
+	p.pa.SetSniffer(count)
+	p.pb.SetSniffer(count)
+	const n = 1000
+	start := time.Now()
+	for range n {
+		roundTrip()
+	}
+	elapsed := time.Since(start)
+	p.pa.SetSniffer(nil)
+	p.pb.SetSniffer(nil)
+	// A late ACK (the delay ran out between two round trips) adds a
+	// segment; on a loaded machine a few may.
+	got := segments.Load()
+	if got < 2*n || got > 2*n+n/10 {
+		t.Errorf("%d TCP segments for %d round trips in %v, want about %d", got, n, elapsed, 2*n)
+	}
+	sa, sb := p.a.Stats(), p.b.Stats()
+	if sa.LatencyACKsMerged < n*9/10 || sb.LatencyACKsMerged < n*9/10 {
+		t.Errorf("ACKs merged: client %d, server %d; want about %d each", sa.LatencyACKsMerged, sb.LatencyACKsMerged, n)
+	}
+}
+
+// lossyLink drops every nth TCP segment carrying data that it sends, as a
+// lossy cable would.
+type lossyLink struct {
+	*pipe.Endpoint
+	every        int64
+	seen, missed atomic.Int64
+}
+
+// WritePackets implements stack.LinkEndpoint.WritePackets. It does NOT take
+// ownership of pkts.
+func (l *lossyLink) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
+	var keep gstack.PacketBufferList
+	for _, pkt := range pkts.AsSlice() {
+		if pkt.TransportProtocolNumber == header.TCPProtocolNumber && pkt.Data().Size() > 0 && l.seen.Add(1)%l.every == 0 {
+			l.missed.Add(1)
+			continue
+		}
+		keep.PushBack(pkt.IncRef())
+	}
+	l.Endpoint.WritePackets(keep)
+	keep.Reset()
+	return pkts.Len(), nil
+}
+
+// TestLatencyLossRecovery moves 4 MiB each way over a link that loses one
+// data segment in 50 in each direction, in latency mode (ACKs delayed and
+// merged): the transfer must be byte-exact and recover by fast retransmit
+// (duplicate ACKs are never delayed or merged), not only by timeouts.
+func TestLatencyLossRecovery(t *testing.T) {
+	pa, pb := pipe.New(pipe.Options{})
+	la, lb := &lossyLink{Endpoint: pa, every: 50}, &lossyLink{Endpoint: pb, every: 50}
+	a, err := tickwire.New(tickwire.Config{Link: la, MAC: pa.MAC(), Addr: addrA, Latency: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := tickwire.New(tickwire.Config{Link: lb, MAC: pb.MAC(), Addr: addrB, Latency: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const size = 4 << 20
+	up, down := randomBytes(size, 3), randomBytes(size, 4)
+	ln, err := b.ListenTCP(9000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	srvErr := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			srvErr <- err
+			return
+		}
+		defer c.Close()
+		srvErr <- exchange(c, down, up)
+	}()
+	c, err := a.DialTCP(ctxTimeout(t, 10*time.Second), addrPort(addrB, 9000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	c.SetDeadline(start.Add(60 * time.Second))
+	if err := exchange(c, up, down); err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	if err := <-srvErr; err != nil {
+		t.Fatalf("server: %v", err)
+	}
+	sa, sb := a.Stats(), b.Stats()
+	t.Logf("4 MiB each way in %v; lost %d and %d segments; fast retransmits %d and %d, timeouts %d and %d; ACKs held %d and %d, late %d and %d",
+		time.Since(start), la.missed.Load(), lb.missed.Load(), sa.TCPFastRetransmits, sb.TCPFastRetransmits,
+		sa.TCPTimeouts, sb.TCPTimeouts, sa.LatencyACKsHeld, sb.LatencyACKsHeld, sa.LatencyACKsLate, sb.LatencyACKsLate)
+	if la.missed.Load() == 0 || lb.missed.Load() == 0 {
+		t.Fatal("the links lost nothing")
+	}
+	if sa.TCPFastRetransmits == 0 || sb.TCPFastRetransmits == 0 {
+		t.Errorf("fast retransmits %d and %d, want both > 0", sa.TCPFastRetransmits, sb.TCPFastRetransmits)
+	}
+	if sa.LatencyACKsHeld == 0 || sb.LatencyACKsHeld == 0 {
+		t.Errorf("ACKs held %d and %d, want both > 0 (delayed ACKs exercised)", sa.LatencyACKsHeld, sb.LatencyACKsHeld)
+	}
+}

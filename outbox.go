@@ -1,0 +1,389 @@
+package tickwire
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// maxOutbox bounds the frames an outbox holds; beyond it frames go out at
+// once (Stats.LatencyOutboxFull).
+const maxOutbox = 1024
+
+// ackFlows is the size of the delayed-ACK flow table: a power of two, so
+// that a flow's slot is its hash's low bits. A flow whose slot another flow
+// takes loses its state (Stats.LatencyACKFlowEvictions): its held ACK leaves
+// at once and its next ACK is not delayed.
+const ackFlows = 256
+
+// ackDelayTick is the period of the delayed-ACK timer. An ACK held during
+// one tick leaves at the end of the next at the latest: at most two ticks
+// (1 ms) after netstack wrote it, far below any retransmission or loss-probe
+// timeout (netstack's and Linux's shortest are 10 ms and more), and 40 times
+// shorter than Linux's own minimum delayed-ACK time.
+const ackDelayTick = 500 * time.Microsecond
+
+// outbox holds, in latency mode, the frames written while tickwire is inside
+// a netstack call that holds a TCP endpoint (a Read, a Write, synchronous
+// processing and the handler run after it), and sends them when the call
+// has returned. Over link/pipe the answer to a frame arrives on the sending
+// goroutine before the send returns; sent from inside the call, it would
+// find the endpoint held, be queued, and cost a processor wake-up when the
+// call let go. Frames keep their order: while frames wait or a flush runs,
+// every frame waits.
+//
+// The outbox also delays ACKs, as a TCP with delayed acknowledgements does
+// (RFC 1122 4.2.3.2, RFC 9293 3.8.6.3): netstack sends a pure ACK for every
+// segment it processes at once. A pure, in-order ACK that acknowledges new
+// data is held, at most two ackDelayTick periods, in the table of its flow;
+// the next segment of the same connection that acknowledges as much (the
+// handler's answer, the program's next request, another ACK) replaces it,
+// since ACKs are cumulative (Stats.LatencyACKsMerged). A request/reply
+// exchange then costs two segments instead of three or four. Never held:
+// ACKs with options (SACK blocks) or another flag (SYN, FIN, RST, PSH), and
+// ACKs that acknowledge nothing new (duplicate ACKs, which drive the peer's
+// fast retransmit, and window updates). Not delayed past the flush they are
+// written in, though still replaced by a segment behind them in it: an ACK
+// that advertises a zero window or follows one (the window update that
+// restarts a stalled sender), one that would leave more than one full
+// segment (Config.MSS) unacknowledged, and the second for a flow that
+// already has one held, which replaces the first: a bulk sender sees an ACK
+// for every other segment, as from Linux.
+//
+// Lock order:
+//
+//	outbox.mu
+type outbox struct {
+	w   *wire
+	mss uint32
+
+	mu sync.Mutex
+	// +checklocks:mu
+	holds int // calls in progress
+	// +checklocks:mu
+	flushing bool // a goroutine is sending the queued frames
+	// +checklocks:mu
+	closed bool
+	// +checklocks:mu
+	q []*gstack.PacketBuffer // queued frames, each with its own reference
+	// +checklocks:mu
+	flows [ackFlows]ackFlow
+	// +checklocks:mu
+	nheld int // flows with a held ACK
+	// +checklocks:mu
+	batch []int // slots of the flows whose ACK is held for this batch only
+	// +checklocks:mu
+	tick uint32 // delayed-ACK timer ticks so far
+	// +checklocks:mu
+	armed bool // timer is set
+	timer *time.Timer
+
+	// spare and sending are the flusher's (only the goroutine that set
+	// flushing touches them).
+	spare   []*gstack.PacketBuffer
+	sending gstack.PacketBufferList
+
+	full, merged, held, expired, evicted atomic.Uint64
+}
+
+// ackFlow is the delayed-ACK state of one TCP connection, seen from the
+// segments this stack sends on it.
+type ackFlow struct {
+	key  flowKey
+	used bool
+	// acked: lastACK and lastWnd are known (a segment with ACK was seen).
+	acked   bool
+	lastACK seqnum.Value // of the latest segment with ACK netstack wrote
+	sentACK seqnum.Value // of the latest segment with ACK that left
+	lastWnd uint16       // window field of that latest segment
+	heldACK seqnum.Value
+	heldAt  uint32               // tick when held
+	held    *gstack.PacketBuffer // the delayed ACK, with its own reference
+	// batchOnly: held is not delayed, only kept to the end of the batch
+	// being classified, in case a segment behind it carries it.
+	batchOnly bool
+}
+
+// flowKey names a TCP connection by the addresses and ports of the segments
+// it sends.
+type flowKey struct {
+	addrs uint64 // source << 32 | destination
+	ports uint32 // source << 16 | destination
+}
+
+func (k flowKey) slot() int {
+	h := k.addrs*0x9e3779b97f4a7c15 ^ uint64(k.ports)*0xc2b2ae3d27d4eb4f
+	return int(h>>56) & (ackFlows - 1)
+}
+
+func newOutbox(w *wire, mss int) *outbox {
+	o := &outbox{w: w, mss: uint32(mss), batch: make([]int, 0, maxOutbox)}
+	o.timer = time.AfterFunc(time.Hour, o.expire)
+	o.timer.Stop()
+	return o
+}
+
+// send passes pkts to the link now, or queues them (see outbox).
+func (w *wire) send(pkts gstack.PacketBufferList) (int, tcpip.Error) {
+	o := w.out
+	if o == nil {
+		return w.Endpoint.WritePackets(pkts)
+	}
+	o.mu.Lock()
+	if o.holds == 0 && !o.flushing && len(o.q) == 0 && !hasTCP(pkts) {
+		o.mu.Unlock()
+		return w.Endpoint.WritePackets(pkts)
+	}
+	if len(o.q)+pkts.Len() > maxOutbox {
+		o.mu.Unlock()
+		o.full.Add(1)
+		return w.Endpoint.WritePackets(pkts)
+	}
+	for _, pkt := range pkts.AsSlice() {
+		o.q = append(o.q, pkt.IncRef())
+	}
+	if o.holds > 0 || o.flushing {
+		o.mu.Unlock()
+		return pkts.Len(), nil
+	}
+	return pkts.Len(), o.flushLocked()
+}
+
+func hasTCP(pkts gstack.PacketBufferList) bool {
+	for _, pkt := range pkts.AsSlice() {
+		if pkt.TransportProtocolNumber == header.TCPProtocolNumber {
+			return true
+		}
+	}
+	return false
+}
+
+// hold marks the start of a netstack call whose frames must wait.
+func (w *wire) hold() {
+	if o := w.out; o != nil {
+		o.mu.Lock()
+		o.holds++
+		o.mu.Unlock()
+	}
+}
+
+// unhold marks the end of a call nested in another hold, which flushes.
+func (w *wire) unhold() {
+	if o := w.out; o != nil {
+		o.mu.Lock()
+		o.holds--
+		o.mu.Unlock()
+	}
+}
+
+// release marks the end of such a call and sends the queued frames, unless
+// another goroutine is already sending them (it sends these too).
+func (w *wire) release() {
+	o := w.out
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	o.holds--
+	if o.flushing || len(o.q) == 0 {
+		o.mu.Unlock()
+		return
+	}
+	o.flushLocked()
+}
+
+// flushLocked sends the queued frames, and those queued while it sends
+// (frames written by the stack that the link delivers to inline), delaying
+// the ACKs that may be. It returns the first error of the link, which
+// counts its own drops.
+//
+// +checklocks:o.mu
+// +checklocksrelease:o.mu
+func (o *outbox) flushLocked() tcpip.Error {
+	o.flushing = true
+	var first tcpip.Error
+	for len(o.q) > 0 {
+		batch := o.q
+		o.q = o.spare[:0]
+		for _, pkt := range batch {
+			o.classifyLocked(pkt) // the reference goes to o.sending or a flow
+		}
+		o.endBatchLocked()
+		clear(batch)
+		o.spare = batch[:0]
+		if o.nheld > 0 && !o.armed && !o.closed {
+			o.armed = true
+			o.timer.Reset(ackDelayTick)
+		}
+		o.mu.Unlock()
+		if o.sending.Len() > 0 {
+			if _, err := o.w.Endpoint.WritePackets(o.sending); err != nil && first == nil {
+				first = err
+			}
+			o.sending.Reset() // drops the queued references
+		}
+		o.mu.Lock()
+	}
+	o.flushing = false
+	o.mu.Unlock()
+	return first
+}
+
+// classifyLocked moves pkt, with the reference the queue held, to the
+// frames to send now, or to its flow as the flow's delayed ACK.
+//
+// +checklocks:o.mu
+func (o *outbox) classifyLocked(pkt *gstack.PacketBuffer) {
+	if pkt.TransportProtocolNumber != header.TCPProtocolNumber {
+		o.sending.PushBack(pkt)
+		return
+	}
+	ip, tcp := header.IPv4(pkt.NetworkHeader().Slice()), header.TCP(pkt.TransportHeader().Slice())
+	if len(ip) < header.IPv4MinimumSize || len(tcp) < header.TCPMinimumSize {
+		o.sending.PushBack(pkt)
+		return
+	}
+	key := flowKey{
+		addrs: uint64(be32(ip[header.IPv4MinimumSize-8:]))<<32 | uint64(be32(ip[header.IPv4MinimumSize-4:])),
+		ports: be32(tcp),
+	}
+	slot := key.slot()
+	f := &o.flows[slot]
+	if !f.used || f.key != key {
+		if f.used {
+			o.evicted.Add(1)
+		}
+		o.dropFlowLocked(f, true)
+		*f = ackFlow{key: key, used: true}
+	}
+	flags := tcp.Flags()
+	ack := seqnum.Value(tcp.AckNumber())
+	hasACK := flags&header.TCPFlagAck != 0
+	superseded := false
+	if f.held != nil {
+		if hasACK && !ack.LessThan(f.heldACK) {
+			superseded = true
+			o.merged.Add(1)
+		}
+		o.dropFlowLocked(f, !superseded)
+	}
+	if !hasACK {
+		o.sending.PushBack(pkt)
+		return
+	}
+	wnd := tcp.WindowSize()
+	if f.acked && f.lastACK.LessThan(ack) && flags == header.TCPFlagAck && tcp.DataOffset() == header.TCPMinimumSize &&
+		pkt.Data().Size() == 0 && pkt.GSOOptions.Type == gstack.GSONone {
+		// A pure ACK of new data: held to the end of the batch at least,
+		// where a segment behind it may carry it.
+		f.batchOnly = superseded || uint32(f.sentACK.Size(ack)) > o.mss || wnd == 0 || f.lastWnd == 0
+		f.held, f.heldACK, f.heldAt = pkt, ack, o.tick
+		f.lastACK, f.lastWnd = ack, wnd
+		o.nheld++
+		if f.batchOnly {
+			o.batch = append(o.batch, slot)
+		} else {
+			o.held.Add(1)
+		}
+		return
+	}
+	f.acked, f.lastACK, f.sentACK, f.lastWnd = true, ack, ack, wnd
+	if flags&(header.TCPFlagFin|header.TCPFlagRst) != 0 {
+		f.used = false // what the connection sends from now on is not delayed
+	}
+	o.sending.PushBack(pkt)
+}
+
+// endBatchLocked sends the ACKs held only for the batch just classified.
+//
+// +checklocks:o.mu
+func (o *outbox) endBatchLocked() {
+	for _, slot := range o.batch {
+		if f := &o.flows[slot]; f.held != nil && f.batchOnly {
+			o.dropFlowLocked(f, true)
+		}
+	}
+	o.batch = o.batch[:0]
+}
+
+// dropFlowLocked lets go of f's held ACK: to the frames to send when send is
+// true, else released.
+//
+// +checklocks:o.mu
+func (o *outbox) dropFlowLocked(f *ackFlow, send bool) {
+	if f.held == nil {
+		return
+	}
+	if send {
+		f.sentACK = f.heldACK
+		o.sending.PushBack(f.held)
+	} else {
+		f.held.DecRef()
+	}
+	f.held = nil
+	o.nheld--
+}
+
+// expire runs on the delayed-ACK timer: it queues the ACKs held for a whole
+// tick and sends them, unless a call in progress or another flusher will.
+func (o *outbox) expire() {
+	o.mu.Lock()
+	o.armed = false
+	if o.closed || o.nheld == 0 {
+		o.mu.Unlock()
+		return
+	}
+	for i := range o.flows {
+		f := &o.flows[i]
+		if f.held != nil && f.heldAt != o.tick {
+			o.q = append(o.q, f.held) // the queue takes over the reference
+			f.held = nil
+			o.nheld--
+			o.expired.Add(1)
+			// f.lastACK is the held ACK's own: classifyLocked sends it.
+		}
+	}
+	o.tick++
+	if o.nheld > 0 {
+		o.armed = true
+		o.timer.Reset(ackDelayTick)
+	}
+	if o.holds > 0 || o.flushing || len(o.q) == 0 {
+		o.mu.Unlock()
+		return
+	}
+	o.flushLocked()
+}
+
+// discard drops the queued and held frames and stops the timer (at Close).
+func (w *wire) discard() {
+	o := w.out
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	o.closed = true
+	o.timer.Stop()
+	for i, pkt := range o.q {
+		pkt.DecRef()
+		o.q[i] = nil
+	}
+	o.q = o.q[:0]
+	for i := range o.flows {
+		if f := &o.flows[i]; f.held != nil {
+			f.held.DecRef()
+			f.held = nil
+		}
+	}
+	o.nheld = 0
+	o.mu.Unlock()
+}
+
+func be32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
