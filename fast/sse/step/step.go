@@ -444,29 +444,35 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // Checksum returns the STEP/FIX checksum of b: the sum of its bytes modulo 256.
 func Checksum(b []byte) int {
-	// Eight bytes at a time: the even and the odd bytes of each word are
-	// added into four 16-bit lanes, which cannot carry into each other
-	// within a block of checksumBlock words; the low bytes of each block's
-	// lanes (all that counts modulo 256) are then added up with one
-	// multiplication.
+	// Eight bytes at a time, two sums per block of words: all, the words
+	// themselves, and evens, their even bytes in 16-bit lanes (which do not
+	// carry into each other within checksumBlock words). all-evens is then
+	// the odd bytes' sums, in lanes one byte up. Only the low byte of each
+	// lane counts modulo 256; the lanes are added with one multiplication.
 	const even = 0x00ff00ff00ff00ff
 	var sum uint64
 	for len(b) >= 8 {
-		blk := b[:min(len(b), checksumBlock*8)&^7]
-		b = b[len(blk):]
-		var a0, a1 uint64
-		for len(blk) >= 16 {
+		n := min(len(b)>>3, checksumBlock) << 3
+		blk := b[:n]
+		b = b[n:]
+		var all, evens uint64
+		for len(blk) >= 32 {
 			w0 := binary.LittleEndian.Uint64(blk)
 			w1 := binary.LittleEndian.Uint64(blk[8:])
-			a0 += w0&even + w0>>8&even
-			a1 += w1&even + w1>>8&even
-			blk = blk[16:]
+			w2 := binary.LittleEndian.Uint64(blk[16:])
+			w3 := binary.LittleEndian.Uint64(blk[24:])
+			all += w0 + w1 + w2 + w3
+			evens += w0&even + w1&even + w2&even + w3&even
+			blk = blk[32:]
 		}
-		if len(blk) == 8 {
+		for len(blk) >= 8 {
 			w := binary.LittleEndian.Uint64(blk)
-			a0 += w&even + w>>8&even
+			all += w
+			evens += w & even
+			blk = blk[8:]
 		}
-		sum += (a0 + a1) & even * 0x0001000100010001 >> 48
+		odds := (all - evens) >> 8
+		sum += (evens&even + odds&even) * 0x0001000100010001 >> 48
 	}
 	for _, c := range b {
 		sum += uint64(c)
@@ -474,10 +480,10 @@ func Checksum(b []byte) int {
 	return int(sum & 0xff)
 }
 
-// checksumBlock bounds the words Checksum adds into 16-bit lanes before
-// folding them: each word adds at most 2*255 to a lane of one of two
-// accumulators, which are added together: 128*2*255 < 1<<16.
-const checksumBlock = 128
+// checksumBlock bounds the words Checksum adds before folding their sums:
+// a 16-bit lane of evens takes at most 255 per word, so 256 words stay
+// below 1<<16.
+const checksumBlock = 256
 
 // finish parses the fields of a framed, checksummed message.
 func (p *Parser) finish(raw []byte, off int64) (*Message, error) {

@@ -305,8 +305,8 @@ func TestChecksum(t *testing.T) {
 	for n := range 300 {
 		sizes = append(sizes, n)
 	}
-	// Around the lane-folding block (1024 bytes) and past several blocks.
-	sizes = append(sizes, 1016, 1023, 1024, 1025, 1031, 2048, 4099, 70001)
+	// Around the lane-folding block (2048 bytes) and past several blocks.
+	sizes = append(sizes, 1016, 1023, 1024, 1025, 1031, 2040, 2047, 2048, 2049, 2056, 4099, 70001)
 	for _, n := range sizes {
 		b := make([]byte, n)
 		for i := range b {
