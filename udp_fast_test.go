@@ -401,6 +401,9 @@ func TestUDPConnectedFilter(t *testing.T) {
 	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "peer" {
 		t.Fatalf("read %q, %v; want \"peer\"", buf[:n], err)
 	}
+	for deadline := time.Now().Add(5 * time.Second); p.b.Stats().ICMPUnreachableTx == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond) // netstack counts the message after sending it
+	}
 	if st := p.b.Stats(); st.DropUDPNoListener != 1 || st.ICMPUnreachableTx != 1 {
 		t.Errorf("DropUDPNoListener %d, ICMPUnreachableTx %d; want 1, 1", st.DropUDPNoListener, st.ICMPUnreachableTx)
 	}

@@ -130,6 +130,11 @@ func TestUDPKernelTAP(t *testing.T) {
 			if _, err := closed.Read(buf); !errors.Is(err, syscall.ECONNREFUSED) {
 				t.Fatalf("read after writing to a closed port: %v, want ECONNREFUSED", err)
 			}
+			// netstack counts the ICMP message after writing it, which may be
+			// after the kernel has woken the reader.
+			for deadline := time.Now().Add(5 * time.Second); s.Stats().ICMPUnreachableTx == 0 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
 			if st := s.Stats(); st.DropUDPNoListener != 1 || st.ICMPUnreachableTx != 1 {
 				t.Errorf("DropUDPNoListener %d, ICMPUnreachableTx %d; want 1, 1", st.DropUDPNoListener, st.ICMPUnreachableTx)
 			}

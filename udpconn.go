@@ -25,11 +25,16 @@ type UDPHandler func(c *UDPConn, payload []byte, from netip.AddrPort)
 // WriteToUDPAddrPort are the allocation-free pair, as on *net.UDPConn, and
 // OnReceive is the fast receive path.
 //
-// Datagrams take tickwire's UDP fast path (see udpfast.go): those received
-// wait in a ring of Config.UDPReceiveQueue slots until read; when the ring
-// is full they are dropped and counted in Stats.DropUDPBufferFull. Writes
-// never block: a datagram goes to the link before Write returns (or is
-// dropped by the link, which counts it).
+// Datagrams bypass netstack's UDP endpoint, in both modes: tickwire's link
+// wrapper hands each datagram for the socket's port to the socket on the
+// goroutine that delivers the frame, where it waits in a ring of
+// Config.UDPReceiveQueue slots until read (when the ring is full it is
+// dropped and counted in Stats.DropUDPBufferFull) or goes straight to the
+// OnReceive handler. Fragmented datagrams, datagrams with IP options and
+// broadcasts sent by the socket still go through netstack, transparently.
+// Writes never block: a datagram goes to the link before Write returns (or
+// is dropped by the link, which counts it). Sending to a broadcast address
+// is refused, as netstack refuses it without SO_BROADCAST.
 //
 // All methods are safe for concurrent use; concurrent reads are serialised.
 // ReadFromUDPAddrPort, Read, Write and WriteToUDPAddrPort allocate nothing
