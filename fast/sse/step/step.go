@@ -369,17 +369,15 @@ func frame(v []byte, maxSize int) (total, skip int, err error) {
 		return 0, garbageLen(v), ErrGarbage
 	}
 	// "8=STEP...|"
-	i := 2
-	for i < len(v) && v[i] != SOH {
-		i++
-		if i-2 > maxBeginStringLen {
+	begin := v[2:min(len(v), 2+maxBeginStringLen+1)]
+	i := bytes.IndexByte(begin, SOH)
+	if i < 0 {
+		if len(begin) > maxBeginStringLen {
 			return 0, 1, ErrFraming
 		}
-	}
-	if i >= len(v) {
 		return 0, 0, nil
 	}
-	i++
+	i += 2 + 1
 	// "9=digits|"
 	if len(v) < i+2 {
 		if bytes.HasPrefix([]byte("9="), v[i:]) {
@@ -496,17 +494,24 @@ func (p *Parser) finish(raw []byte, off int64) (*Message, error) {
 	hdr := raw[:end] // every field ends before the trailer
 	rawLen := -1
 	for i < len(hdr) {
-		tag := 0
-		j := i
-		for lim := min(i+9, len(hdr)); j < lim; j++ {
-			c := hdr[j] - '0'
-			if c > 9 {
-				break
+		tag, j := 0, i
+		if c0, c1 := hdr[i]-'0', byte(0); c0 <= 9 && i+2 < len(hdr) && hdr[i+2] == '=' {
+			// Most header tags have two digits.
+			if c1 = hdr[i+1] - '0'; c1 <= 9 {
+				tag, j = int(c0)*10+int(c1), i+2
 			}
-			tag = tag*10 + int(c)
 		}
-		if j == i || j >= len(hdr) || hdr[j] != '=' {
-			return p.fieldError(off, tag)
+		if j == i {
+			for lim := min(i+9, len(hdr)); j < lim; j++ {
+				c := hdr[j] - '0'
+				if c > 9 {
+					break
+				}
+				tag = tag*10 + int(c)
+			}
+			if j == i || j >= len(hdr) || hdr[j] != '=' {
+				return p.fieldError(off, tag)
+			}
 		}
 		j++
 		if tag == TagRawData {

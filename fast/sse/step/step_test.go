@@ -326,3 +326,28 @@ func TestChecksum(t *testing.T) {
 		}
 	}
 }
+
+// TestBeginStringBound checks the bound on field 8: a begin string of
+// maxBeginStringLen bytes is accepted, one byte more is a framing error, and
+// a shorter run without SOH at the end of the input waits for more bytes.
+func TestBeginStringBound(t *testing.T) {
+	withBegin := func(n int) []byte {
+		m := msg(1, 7, 1, []byte{0xc0, 0x99})
+		begin := "STEP." + string(bytes.Repeat([]byte("9"), n-len("STEP.")))
+		return fixChecksum(bytes.Replace(m, []byte(BeginString), []byte(begin), 1))
+	}
+	p := NewParser(Config{})
+	p.Feed(withBegin(maxBeginStringLen))
+	if m, err := p.Next(); err != nil || m == nil {
+		t.Fatalf("begin string of %d bytes: %v, %v", maxBeginStringLen, m, err)
+	}
+	p.Feed(withBegin(maxBeginStringLen + 1))
+	if _, err := p.Next(); !errors.Is(err, ErrFraming) {
+		t.Fatalf("begin string of %d bytes: %v, want ErrFraming", maxBeginStringLen+1, err)
+	}
+	q := NewParser(Config{})
+	q.Feed(withBegin(maxBeginStringLen)[:2+maxBeginStringLen])
+	if m, err := q.Next(); m != nil || err != nil || q.Buffered() != 2+maxBeginStringLen {
+		t.Fatalf("cut begin string: %v, %v, %d buffered", m, err, q.Buffered())
+	}
+}
