@@ -41,6 +41,11 @@ func onesSumLE(b []byte, init uint32) uint16 {
 	if s, ok := vectorOnesSum(b, init); ok {
 		return s
 	}
+	return scalarOnesSum(b, init)
+}
+
+// scalarOnesSum is onesSumLE without a vector loop.
+func scalarOnesSum(b []byte, init uint32) uint16 {
 	s, c := uint64(init), uint64(0)
 	for len(b) >= 64 {
 		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[0:]), c)
@@ -122,16 +127,33 @@ const (
 )
 
 // tcpChecksum checks the TCP checksum of the segment that follows the
-// ihl-byte IPv4 header of pkt.
+// ihl-byte IPv4 header of pkt. The common case, a good checksum under a
+// header without options, costs one call to the vector loop.
 func tcpChecksum(pkt []byte, ihl int) checksumState {
+	if ihl == ipv4MinHeaderLen {
+		if s, ok := vectorOnesSum(pkt[12:], tcpPseudoConst(len(pkt)-ipv4MinHeaderLen)); ok && s == 0xffff {
+			return checksumGood
+		}
+	}
+	return tcpChecksumOther(pkt, ihl)
+}
+
+// tcpPseudoConst returns the part of the TCP pseudo-header sum that is not
+// the addresses, for a segment of segLen bytes, byte-swapped for a sum of
+// little-endian words.
+func tcpPseudoConst(segLen int) uint32 {
+	return uint32(bits.ReverseBytes16(ipProtoTCP + uint16(segLen)))
+}
+
+// tcpChecksumOther is tcpChecksum without the vector fast path.
+func tcpChecksumOther(pkt []byte, ihl int) checksumState {
 	seg := pkt[ihl:]
 	var sum uint16
 	if ihl == ipv4MinHeaderLen {
 		// Without IPv4 options the addresses end where the segment
 		// starts: one pass sums both, the rest of the pseudo-header is
-		// two constants, added (byte-swapped, as the sum runs over
-		// little-endian words) before the sum is folded.
-		sum = onesSumLE(pkt[12:], uint32(bits.ReverseBytes16(ipProtoTCP+uint16(len(seg)))))
+		// two constants.
+		sum = onesSumLE(pkt[12:], tcpPseudoConst(len(seg)))
 	} else {
 		sum = addOnes(pseudoSum(pkt[12:16], pkt[16:20], len(seg)), onesSum(seg))
 	}
