@@ -9,20 +9,22 @@ import (
 // The window path. Most records of a feed are short (an SSE 3201 record is
 // about 22 bytes) and every value in them fits 8 bytes. For those the
 // generated decoder does not walk the record byte after byte: it takes the
-// next windowStops bytes as an array (a zero-padded copy near the end of
-// the buffer), gathers the stop bits of all of them into one bitmap with four
-// multiplications, and then finds where every field ends with a
-// trailing-zero count and a clear-lowest-bit on that bitmap. The fields'
-// values are then independent 8-byte loads at offsets masked into the
-// array: no bounds checks, no byte loops, and no chain of load -> stop bit ->
-// next load from one field to the next.
+// next windowStops (48) bytes as an array (near the end of the buffer, a
+// window into one zero-padded copy of its last bytes), gathers the stop bits
+// of all of them into one bitmap with one multiplication per 8 bytes, and
+// then finds where every field ends with a trailing-zero count and a
+// clear-lowest-bit on that bitmap. The fields' values are then independent
+// 8-byte loads at offsets masked into the array: no bounds checks, no byte
+// loops, and no chain of load -> stop bit -> next load from one field to the
+// next. The path loops over the records of a buffer itself.
 //
-// The window path never reports an error. It reads the dictionary into
-// locals, checks every condition it relies on (record inside the window,
-// values of at most 8 bytes and in range, presence map of at most 2 bytes,
-// no special string encoding, no D5/D6 case) and only then commits the
-// dictionary; when one fails it returns 0 and the record is decoded again by
-// the careful path, which decides everything exactly as before.
+// The window path never reports an error. It writes the record's fields
+// into the decoder's record value and only reads the dictionary; it checks
+// every condition it relies on (record inside the window, values of at most
+// 8 bytes and in range, presence map of at most 2 bytes, no special string
+// encoding, no D5/D6 case) and only then sets the dictionary's slots from
+// the record. When one fails it returns the record's offset and the careful
+// path decodes the record again, deciding everything exactly as before.
 
 // windowSupported reports whether every field of t has a window path.
 // A template with two fields on one dictionary slot has none: its window
