@@ -64,5 +64,6 @@ func NeighborState(s *Stack, addr netip.Addr) string {
 }
 
 // TCPInternalsFound reports whether latency mode found the netstack TCP
-// internals it processes segments with (see tcpsync_unsafe.go).
-func TCPInternalsFound() bool { return tcpInternals.ok }
+// internals it processes segments with (see tcpsync_unsafe.go and
+// tcpack_unsafe.go).
+func TCPInternalsFound() bool { return tcpInternals.ok && ackInternals.ok }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 )
@@ -28,7 +29,12 @@ import (
 //     connection processes them itself instead of leaving them to the
 //     processor that netstack has just woken, and a Read or Write that would
 //     block spins (runtime.Gosched, so that whatever it waits for can run on
-//     the same P) for up to Config.BusyPoll before it sleeps.
+//     the same P) for up to Config.BusyPoll before it sleeps;
+//   - the processing does not let netstack send the ACK for the segments
+//     it processed (tcpack_unsafe.go): the ACK is owed, carried by the
+//     handler's answer or the connection's next segment, or sent by the
+//     outbox's delayed-ACK timer within 1 ms; ACKs netstack sends anyway
+//     are delayed and merged by the outbox (see outbox).
 //
 // Whatever cannot go the synchronous way (the endpoint is busy, the
 // connection is not established, the pending list is full) goes the stock
@@ -211,11 +217,16 @@ func (sy *syncer) process(ep *tcp.Endpoint) {
 		}
 	}
 	sy.wire.hold()
+	owed := false
 	for range 4 { // each pass takes up to 100 segments
 		if !syncState(ep.EndpointState()) {
 			break
 		}
-		tcpHandleConnected(ep)
+		if ackInternals.ok {
+			owed = tcpProcess(ep, seqnum.Size(sy.wire.mss)) || owed
+		} else {
+			tcpHandleConnected(ep)
+		}
 		sy.processed.Add(1)
 		if tcpQueueEmpty(ep) {
 			break
@@ -224,13 +235,30 @@ func (sy *syncer) process(ep *tcp.Endpoint) {
 	kick(ep)
 	if c != nil && c.inline.Swap(inlineIdle) == inlinePending {
 		// The handler runs inside the hold, so that its answer leaves with
-		// (and replaces) the ACK the processing queued.
+		// (and carries) the ACK the processing owes.
 		sy.inline.Add(1)
 		c.inScope.Store(true)
 		c.runHandler()
 		c.inScope.Store(false)
 	}
+	if owed {
+		sy.oweACK(ep)
+	}
 	sy.wire.release()
+}
+
+// oweACK has the outbox's timer send ep's ACK unless a segment carries it
+// first (see tcpProcess); sent at once when the list of such endpoints is
+// full.
+func (sy *syncer) oweACK(ep *tcp.Endpoint) {
+	o := sy.wire.out
+	if still, ok := tcpACKOwed(ep); ok && !still {
+		o.merged.Add(1) // the handler's answer carried it
+		return
+	}
+	if !o.owe(ep) {
+		tcpSettleACK(ep) // list full (or closing): send it now
+	}
 }
 
 // afterUser processes segments that arrived for ep while a Read or Write

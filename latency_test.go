@@ -24,7 +24,7 @@ func latencyMode(c *tickwire.Config) { c.Latency = true }
 // segment back through netstack's processor goroutines.
 func TestTCPInternalsFound(t *testing.T) {
 	if !tickwire.TCPInternalsFound() {
-		t.Fatal("tcp.Endpoint fields ownedByUser/segmentQueue not found: latency mode cannot process TCP synchronously")
+		t.Fatal("tcp.Endpoint internals (ownedByUser, segmentQueue, snd, rcv, route, waiterQueue) not found: latency mode cannot process TCP synchronously or defer its ACKs")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 )
 
 // maxOutbox bounds the frames an outbox holds; beyond it frames go out at
@@ -53,7 +54,9 @@ const ackDelayTick = 500 * time.Microsecond
 // restarts a stalled sender), one that would leave more than one full
 // segment (Config.MSS) unacknowledged, and the second for a flow that
 // already has one held, which replaces the first: a bulk sender sees an ACK
-// for every other segment, as from Linux.
+// for every other segment, as from Linux. The same timer settles the ACKs
+// that synchronous processing left owed (see tcpProcess and owe): each is
+// sent if no segment has carried it after a whole tick.
 //
 // Lock order:
 //
@@ -81,6 +84,8 @@ type outbox struct {
 	tick uint32 // delayed-ACK timer ticks so far
 	// +checklocks:mu
 	armed bool // timer is set
+	// +checklocks:mu
+	owed  []owedACK // endpoints whose ACK netstack was not let send (see tcpProcess)
 	timer *time.Timer
 
 	// spare and sending are the flusher's (only the goroutine that set
@@ -109,6 +114,49 @@ type ackFlow struct {
 	batchOnly bool
 }
 
+// owedACK is an endpoint whose ACK has been owed since tick since.
+type owedACK struct {
+	ep    *tcp.Endpoint
+	since uint32
+}
+
+// maxOwed bounds the endpoints with an owed ACK; beyond it an ACK is sent
+// at once.
+const maxOwed = 256
+
+// owe records that ep owes its peer an ACK, to be sent at the timer's next
+// tick but one unless a segment carries it first; false when the list is
+// full.
+func (o *outbox) owe(ep *tcp.Endpoint) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return false
+	}
+	for i := range o.owed {
+		if o.owed[i].ep == ep {
+			return true // owed since then: the deadline stands
+		}
+	}
+	if len(o.owed) == maxOwed {
+		return false
+	}
+	o.owed = append(o.owed, owedACK{ep: ep, since: o.tick})
+	o.held.Add(1)
+	o.armLocked()
+	return true
+}
+
+// armLocked sets the timer if something waits for it.
+//
+// +checklocks:o.mu
+func (o *outbox) armLocked() {
+	if (o.nheld > 0 || len(o.owed) > 0) && !o.armed && !o.closed {
+		o.armed = true
+		o.timer.Reset(ackDelayTick)
+	}
+}
+
 // flowKey names a TCP connection by the addresses and ports of the segments
 // it sends.
 type flowKey struct {
@@ -122,7 +170,7 @@ func (k flowKey) slot() int {
 }
 
 func newOutbox(w *wire, mss int) *outbox {
-	o := &outbox{w: w, mss: uint32(mss), batch: make([]int, 0, maxOutbox)}
+	o := &outbox{w: w, mss: uint32(mss), batch: make([]int, 0, maxOutbox), owed: make([]owedACK, 0, maxOwed)}
 	o.timer = time.AfterFunc(time.Hour, o.expire)
 	o.timer.Stop()
 	return o
@@ -216,10 +264,7 @@ func (o *outbox) flushLocked() tcpip.Error {
 		o.endBatchLocked()
 		clear(batch)
 		o.spare = batch[:0]
-		if o.nheld > 0 && !o.armed && !o.closed {
-			o.armed = true
-			o.timer.Reset(ackDelayTick)
-		}
+		o.armLocked()
 		o.mu.Unlock()
 		if o.sending.Len() > 0 {
 			if _, err := o.w.Endpoint.WritePackets(o.sending); err != nil && first == nil {
@@ -330,11 +375,13 @@ func (o *outbox) dropFlowLocked(f *ackFlow, send bool) {
 }
 
 // expire runs on the delayed-ACK timer: it queues the ACKs held for a whole
-// tick and sends them, unless a call in progress or another flusher will.
+// tick and sends them, unless a call in progress or another flusher will,
+// then has the endpoints that owed an ACK for a whole tick send it if
+// nothing carried it meanwhile.
 func (o *outbox) expire() {
 	o.mu.Lock()
 	o.armed = false
-	if o.closed || o.nheld == 0 {
+	if o.closed {
 		o.mu.Unlock()
 		return
 	}
@@ -348,16 +395,39 @@ func (o *outbox) expire() {
 			// f.lastACK is the held ACK's own: classifyLocked sends it.
 		}
 	}
+	var due [maxOwed]*tcp.Endpoint
+	n, kept := 0, 0
+	for _, a := range o.owed {
+		if a.since != o.tick {
+			due[n] = a.ep
+			n++
+		} else {
+			o.owed[kept] = a
+			kept++
+		}
+	}
+	clear(o.owed[kept:])
+	o.owed = o.owed[:kept]
 	o.tick++
-	if o.nheld > 0 {
-		o.armed = true
-		o.timer.Reset(ackDelayTick)
-	}
 	if o.holds > 0 || o.flushing || len(o.q) == 0 {
+		o.armLocked()
 		o.mu.Unlock()
-		return
+	} else {
+		o.flushLocked()
+		o.mu.Lock()
+		o.armLocked()
+		o.mu.Unlock()
 	}
-	o.flushLocked()
+	for _, ep := range due[:n] {
+		switch sent, ok := tcpSettleACK(ep); {
+		case !ok:
+			o.owe(ep) // busy: next tick
+		case sent:
+			o.expired.Add(1)
+		default:
+			o.merged.Add(1)
+		}
+	}
 }
 
 // discard drops the queued and held frames and stops the timer (at Close).
@@ -381,6 +451,8 @@ func (w *wire) discard() {
 		}
 	}
 	o.nheld = 0
+	clear(o.owed)
+	o.owed = o.owed[:0]
 	o.mu.Unlock()
 }
 
