@@ -252,16 +252,26 @@ func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 // end of the first record when all is false, or the start of a record the
 // careful path must decode (the window path changed nothing for it).
 func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
+	lastPMapByte := windowPMapBytes - 1 // the presence map's last byte at most
+	if d.MaxPMapBytes > 0 && d.MaxPMapBytes < windowPMapBytes {
+		lastPMapByte = d.MaxPMapBytes - 1
+	}
 	for off >= 0 && off < len(b) {
 		win := windowAt(b, off, &d.tail)
 		s := stopBits(win)
 		e := bits.TrailingZeros64(s | 1<<windowStops) // the presence map's last byte
-		if e > 1 || e == 1 && d.MaxPMapBytes == 1 {
+		if e > lastPMapByte {
 			return off
 		}
 		s &= s - 1
-		w := binary.LittleEndian.Uint64(win[:])
-		pm := w<<57 | w>>8&0x7f<<50&-uint64(e)
+		// The presence map's bits from the top bit of pm down.
+		var pm uint64
+		if e <= 1 {
+			w := binary.LittleEndian.Uint64(win[:])
+			pm = w<<57 | w>>8&0x7f<<50&-uint64(e)
+		} else {
+			pm = pack8(pack4(win, 0, e)) << (uint(57-7*e) & 63)
+		}
 		pos := e + 1
 		tid := d.dict.tid
 		if pm&(1<<63) != 0 {
@@ -360,7 +370,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				e := bits.TrailingZeros64(s | 1<<windowStops)
 				s &= s - 1
 				w := text(win, pos, e)
-				if e-pos >= 6 || w&0xff == 0 {
+				if e-pos >= 6 || w&0xff == 0 && e != pos {
 					return off
 				}
 				pos = e + 1
@@ -525,13 +535,13 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 			if pm&(1<<52) != 0 {
 				e := bits.TrailingZeros64(s | 1<<windowStops)
 				s &= s - 1
-				c := win[pos&(windowLoads-1)]
-				if e != pos || c == 0x80 {
+				if e != pos {
 					return off
 				}
+				c := win[pos&(windowLoads-1)] & 0x7f
 				pos++
-				ok := true
-				m.TradeBSFlag = c & 0x7f
+				ok := c != 0
+				m.TradeBSFlag = c
 				m.HasTradeBSFlag = ok
 			} else {
 				m.TradeBSFlag, m.HasTradeBSFlag = 0, false
@@ -632,7 +642,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				e := bits.TrailingZeros64(s | 1<<windowStops)
 				s &= s - 1
 				w := text(win, pos, e)
-				if e-pos >= 6 || w&0xff == 0 {
+				if e-pos >= 6 || w&0xff == 0 && e != pos {
 					return off
 				}
 				pos = e + 1
@@ -690,12 +700,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 			if pm&(1<<58) != 0 {
 				e := bits.TrailingZeros64(s | 1<<windowStops)
 				s &= s - 1
-				c := win[pos&(windowLoads-1)]
-				if e != pos || c == 0x80 {
+				if e != pos {
 					return off
 				}
+				c := win[pos&(windowLoads-1)] & 0x7f
 				pos++
-				m.OrderType = c & 0x7f
+				m.OrderType = c
 			} else {
 				switch d.dict.s8OrderTypeState {
 				case slotAssigned:
@@ -768,12 +778,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 			if pm&(1<<55) != 0 {
 				e := bits.TrailingZeros64(s | 1<<windowStops)
 				s &= s - 1
-				c := win[pos&(windowLoads-1)]
-				if e != pos || c == 0x80 {
+				if e != pos {
 					return off
 				}
+				c := win[pos&(windowLoads-1)] & 0x7f
 				pos++
-				m.OrderBSFlag = c & 0x7f
+				m.OrderBSFlag = c
 			} else {
 				switch d.dict.s9OrderBSFlagState {
 				case slotAssigned:
@@ -1866,6 +1876,10 @@ func ascii8(b []byte, off int) (w uint64, n int) {
 // windowStops is the span of a record the window path decodes: the stop
 // bits of that many bytes (a multiple of 8) are gathered into one bitmap.
 const windowStops = 48
+
+// windowPMapBytes bounds the presence maps the window path reads: up to 8
+// bytes (56 bits) make one 8-byte integer.
+const windowPMapBytes = 8
 
 // windowLoads bounds the offsets of the window path's loads: a power of two
 // above windowStops, with which offsets are masked so that the compiler

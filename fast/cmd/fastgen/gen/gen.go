@@ -299,13 +299,7 @@ func (g *generator) addTemplate(ft *fast.Template) error {
 		}
 		t.fields = append(t.fields, f)
 	}
-	bitsUsed := 1 // the template id
-	for _, f := range t.fields {
-		if f.usesPMapBit() {
-			bitsUsed++
-		}
-	}
-	if bitsUsed > fast.MaxPMapBits {
+	if bitsUsed := t.pmapBits(); bitsUsed > fast.MaxPMapBits {
 		return fail(nil, "needs %d presence-map bits; the generator handles %d", bitsUsed, fast.MaxPMapBits)
 	}
 	g.templates = append(g.templates, t)

@@ -30,6 +30,9 @@ import (
 // A template with two fields on one dictionary slot has none: its window
 // decoder sets the slots from the record's fields at the end.
 func windowSupported(t *template) bool {
+	if t.pmapBits() > 7*windowPMapBytes {
+		return false
+	}
 	slots := map[*slot]bool{}
 	for _, f := range t.fields {
 		if f.isASCII() && f.f.Op.Kind != fast.OpConstant && f.fixedLen > 8 {
@@ -54,16 +57,26 @@ func (g *generator) emitWindowDispatch() {
 	g.p("// end of the first record when all is false, or the start of a record the")
 	g.p("// careful path must decode (the window path changed nothing for it).")
 	g.p("func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {")
+	g.p("lastPMapByte := windowPMapBytes - 1 // the presence map's last byte at most")
+	g.p("if d.MaxPMapBytes > 0 && d.MaxPMapBytes < windowPMapBytes {")
+	g.p("lastPMapByte = d.MaxPMapBytes - 1")
+	g.p("}")
 	g.p("for off >= 0 && off < len(b) {")
 	g.p("win := windowAt(b, off, &d.tail)")
 	g.p("s := stopBits(win)")
 	g.p("e := bits.TrailingZeros64(s | 1<<windowStops) // the presence map's last byte")
-	g.p("if e > 1 || e == 1 && d.MaxPMapBytes == 1 {")
+	g.p("if e > lastPMapByte {")
 	g.p("return off")
 	g.p("}")
 	g.p("s &= s - 1")
+	g.p("// The presence map's bits from the top bit of pm down.")
+	g.p("var pm uint64")
+	g.p("if e <= 1 {")
 	g.p("w := binary.LittleEndian.Uint64(win[:])")
-	g.p("pm := w<<57 | w>>8&0x7f<<50&-uint64(e)")
+	g.p("pm = w<<57 | w>>8&0x7f<<50&-uint64(e)")
+	g.p("} else {")
+	g.p("pm = pack8(pack4(win, 0, e)) << (uint(57-7*e) & 63)")
+	g.p("}")
 	g.p("pos := e + 1")
 	g.p("tid := d.dict.tid")
 	g.p("if %s {", pmBit(0))
@@ -239,35 +252,30 @@ func (g *generator) windowRead(f *field) string {
 	g.p("e := bits.TrailingZeros64(s | 1<<windowStops)")
 	g.p("s &= s - 1")
 	opt := f.f.Optional
-	okDecl := "ok := true"
-	if !opt {
-		okDecl = ""
-	}
 	if f.isASCII() {
+		// The stop bit alone (0x80) is the empty string, or NULL when the
+		// field is optional (10.6.3); the other special encodings start
+		// with a NUL byte and go to the careful path.
 		if f.fixedLen == 1 {
-			// One character with its stop bit, not NUL (0x80 is "" or
-			// absent).
-			g.p("c := win[pos&(windowLoads-1)]")
-			g.p("if e != pos || c == 0x80 {")
+			g.p("if e != pos {")
 			g.p("return off")
 			g.p("}")
+			g.p("c := win[pos&(windowLoads-1)] & 0x7f")
 			g.p("pos++")
-			if okDecl != "" {
-				g.p("%s", okDecl)
+			if opt {
+				g.p("ok := c != 0")
 			}
-			return "c & 0x7f"
+			return "c"
 		}
-		// At most fixedLen characters, the first neither NUL nor the
-		// stop bit alone (the spec's special encodings, 10.6.3).
 		g.p("w := text(win, pos, e)")
-		g.p("if e-pos >= %d || w&0xff == 0 {", f.fixedLen)
+		g.p("if e-pos >= %d || w&0xff == 0 && e != pos {", f.fixedLen)
 		g.p("return off")
 		g.p("}")
 		g.p("pos = e + 1")
 		g.p("var a [8]byte")
 		g.p("binary.LittleEndian.PutUint64(a[:], w)")
-		if okDecl != "" {
-			g.p("%s", okDecl)
+		if opt {
+			g.p("ok := w != 0")
 		}
 		return fmt.Sprintf("%s(a[:%d])", f.valType, f.fixedLen)
 	}
@@ -317,10 +325,31 @@ func (g *generator) windowRead(f *field) string {
 	return "y"
 }
 
+// windowPMapBytes bounds the presence maps the window path reads (in one
+// word, as an integer of that many bytes), as the generated constant of the
+// same name does.
+const windowPMapBytes = 8
+
+// pmapBits returns the number of presence-map bits t uses, the template
+// id's included.
+func (t *template) pmapBits() int {
+	n := 1
+	for _, f := range t.fields {
+		if f.usesPMapBit() {
+			n++
+		}
+	}
+	return n
+}
+
 // windowHelpers are the generated window path's types and inlinable helpers.
 const windowHelpers = `// windowStops is the span of a record the window path decodes: the stop
 // bits of that many bytes (a multiple of 8) are gathered into one bitmap.
 const windowStops = 48
+
+// windowPMapBytes bounds the presence maps the window path reads: up to 8
+// bytes (56 bits) make one 8-byte integer.
+const windowPMapBytes = 8
 
 // windowLoads bounds the offsets of the window path's loads: a power of two
 // above windowStops, with which offsets are masked so that the compiler

@@ -283,16 +283,26 @@ func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 // end of the first record when all is false, or the start of a record the
 // careful path must decode (the window path changed nothing for it).
 func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
+	lastPMapByte := windowPMapBytes - 1 // the presence map's last byte at most
+	if d.MaxPMapBytes > 0 && d.MaxPMapBytes < windowPMapBytes {
+		lastPMapByte = d.MaxPMapBytes - 1
+	}
 	for off >= 0 && off < len(b) {
 		win := windowAt(b, off, &d.tail)
 		s := stopBits(win)
 		e := bits.TrailingZeros64(s | 1<<windowStops) // the presence map's last byte
-		if e > 1 || e == 1 && d.MaxPMapBytes == 1 {
+		if e > lastPMapByte {
 			return off
 		}
 		s &= s - 1
-		w := binary.LittleEndian.Uint64(win[:])
-		pm := w<<57 | w>>8&0x7f<<50&-uint64(e)
+		// The presence map's bits from the top bit of pm down.
+		var pm uint64
+		if e <= 1 {
+			w := binary.LittleEndian.Uint64(win[:])
+			pm = w<<57 | w>>8&0x7f<<50&-uint64(e)
+		} else {
+			pm = pack8(pack4(win, 0, e)) << (uint(57-7*e) & 63)
+		}
 		pos := e + 1
 		tid := d.dict.tid
 		if pm&(1<<63) != 0 {
@@ -765,7 +775,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				e := bits.TrailingZeros64(s | 1<<windowStops)
 				s &= s - 1
 				w := text(win, pos, e)
-				if e-pos >= 4 || w&0xff == 0 {
+				if e-pos >= 4 || w&0xff == 0 && e != pos {
 					return off
 				}
 				pos = e + 1
@@ -778,13 +788,13 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				e := bits.TrailingZeros64(s | 1<<windowStops)
 				s &= s - 1
 				w := text(win, pos, e)
-				if e-pos >= 4 || w&0xff == 0 {
+				if e-pos >= 4 || w&0xff == 0 && e != pos {
 					return off
 				}
 				pos = e + 1
 				var a [8]byte
 				binary.LittleEndian.PutUint64(a[:], w)
-				ok := true
+				ok := w != 0
 				m.S4Opt = [4]byte(a[:4])
 				m.HasS4Opt = ok
 			}
@@ -795,12 +805,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 			if pm&(1<<61) != 0 {
 				e := bits.TrailingZeros64(s | 1<<windowStops)
 				s &= s - 1
-				c := win[pos&(windowLoads-1)]
-				if e != pos || c == 0x80 {
+				if e != pos {
 					return off
 				}
+				c := win[pos&(windowLoads-1)] & 0x7f
 				pos++
-				m.S1Default = c & 0x7f
+				m.S1Default = c
 			} else {
 				m.S1Default = 'A'
 			}
@@ -809,13 +819,13 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				e := bits.TrailingZeros64(s | 1<<windowStops)
 				s &= s - 1
 				w := text(win, pos, e)
-				if e-pos >= 3 || w&0xff == 0 {
+				if e-pos >= 3 || w&0xff == 0 && e != pos {
 					return off
 				}
 				pos = e + 1
 				var a [8]byte
 				binary.LittleEndian.PutUint64(a[:], w)
-				ok := true
+				ok := w != 0
 				m.S3OptDefault = [3]byte(a[:3])
 				m.HasS3OptDefault = ok
 			} else {
@@ -826,13 +836,13 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 			if pm&(1<<59) != 0 {
 				e := bits.TrailingZeros64(s | 1<<windowStops)
 				s &= s - 1
-				c := win[pos&(windowLoads-1)]
-				if e != pos || c == 0x80 {
+				if e != pos {
 					return off
 				}
+				c := win[pos&(windowLoads-1)] & 0x7f
 				pos++
-				ok := true
-				m.S1OptDefault = c & 0x7f
+				ok := c != 0
+				m.S1OptDefault = c
 				m.HasS1OptDefault = ok
 			} else {
 				m.S1OptDefault, m.HasS1OptDefault = 0, false
@@ -842,7 +852,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				e := bits.TrailingZeros64(s | 1<<windowStops)
 				s &= s - 1
 				w := text(win, pos, e)
-				if e-pos >= 2 || w&0xff == 0 {
+				if e-pos >= 2 || w&0xff == 0 && e != pos {
 					return off
 				}
 				pos = e + 1
@@ -864,13 +874,13 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				e := bits.TrailingZeros64(s | 1<<windowStops)
 				s &= s - 1
 				w := text(win, pos, e)
-				if e-pos >= 2 || w&0xff == 0 {
+				if e-pos >= 2 || w&0xff == 0 && e != pos {
 					return off
 				}
 				pos = e + 1
 				var a [8]byte
 				binary.LittleEndian.PutUint64(a[:], w)
-				ok := true
+				ok := w != 0
 				if ok {
 					m.S2OptCopyInit = [2]byte(a[:2])
 				} else {
@@ -893,14 +903,14 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 			if pm&(1<<56) != 0 {
 				e := bits.TrailingZeros64(s | 1<<windowStops)
 				s &= s - 1
-				c := win[pos&(windowLoads-1)]
-				if e != pos || c == 0x80 {
+				if e != pos {
 					return off
 				}
+				c := win[pos&(windowLoads-1)] & 0x7f
 				pos++
-				ok := true
+				ok := c != 0
 				if ok {
-					m.S1OptCopy = c & 0x7f
+					m.S1OptCopy = c
 				} else {
 					m.S1OptCopy = 0
 				}
@@ -2277,6 +2287,10 @@ func ascii8(b []byte, off int) (w uint64, n int) {
 // windowStops is the span of a record the window path decodes: the stop
 // bits of that many bytes (a multiple of 8) are gathered into one bitmap.
 const windowStops = 48
+
+// windowPMapBytes bounds the presence maps the window path reads: up to 8
+// bytes (56 bits) make one 8-byte integer.
+const windowPMapBytes = 8
 
 // windowLoads bounds the offsets of the window path's loads: a power of two
 // above windowStops, with which offsets are masked so that the compiler

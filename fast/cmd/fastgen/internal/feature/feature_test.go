@@ -48,7 +48,12 @@ func TestGenerated(t *testing.T) {
 // fill sets every field of the struct rec points to at random, favouring
 // edge values and, with prev, the previous record's value or its successor
 // (so copy and increment fields often need no wire bytes).
-func fill(r *rand.Rand, rec, prev reflect.Value) {
+func fill(r *rand.Rand, rec, prev reflect.Value) { fillValues(r, rec, prev, false) }
+
+// fillValues is fill; with small set, integers are drawn from values of at
+// most 4 bytes on the wire, as most of a feed's are (the window path's
+// case; edge values mostly take the careful path).
+func fillValues(r *rand.Rand, rec, prev reflect.Value, small bool) {
 	strs := []string{"", "A", "ab", "abc", "abcd", "zz", "Z", "0"}
 	for i := range rec.NumField() {
 		f := rec.Field(i)
@@ -67,20 +72,24 @@ func fill(r *rand.Rand, rec, prev reflect.Value) {
 			}
 			continue
 		}
-		switch f.Kind() {
-		case reflect.Uint32:
+		switch k := f.Kind(); {
+		case small && (k == reflect.Uint32 || k == reflect.Uint64):
+			f.SetUint([]uint64{0, 1, 7, 127, 128, 16383, 16384, 1<<28 - 2}[r.IntN(8)])
+		case small && (k == reflect.Int16 || k == reflect.Int32 || k == reflect.Int64):
+			f.SetInt([]int64{0, -1, -3, 63, 64, -64, -65, 8191, -8192, 1<<27 - 2, -1 << 27}[r.IntN(11)])
+		case k == reflect.Uint32:
 			f.SetUint([]uint64{0, 1, 7, 100, 127, 128, math.MaxUint32 - 1, math.MaxUint32}[r.IntN(8)])
-		case reflect.Uint64:
+		case k == reflect.Uint64:
 			f.SetUint([]uint64{0, 1, 1 << 32, math.MaxUint64 - 1, math.MaxUint64}[r.IntN(5)])
-		case reflect.Int16:
+		case k == reflect.Int16:
 			f.SetInt([]int64{0, -1, math.MinInt16, math.MaxInt16}[r.IntN(4)])
-		case reflect.Int32:
+		case k == reflect.Int32:
 			f.SetInt([]int64{0, -1, -3, 63, 64, -64, -65, math.MinInt32, math.MaxInt32}[r.IntN(9)])
-		case reflect.Int64:
+		case k == reflect.Int64:
 			f.SetInt([]int64{0, -1, -5, -9, math.MinInt64, math.MaxInt64, 1 << 40}[r.IntN(7)])
-		case reflect.Uint8:
+		case k == reflect.Uint8:
 			f.SetUint(uint64([]byte{0, 'A', 'z', '0'}[r.IntN(4)]))
-		case reflect.Array:
+		case k == reflect.Array:
 			s := strs[r.IntN(len(strs))]
 			for j := range f.Len() {
 				c := byte(0)
@@ -246,7 +255,8 @@ func compare(t testing.TB, gd *fast.Decoder, b []byte) *collector {
 func TestOperators(t *testing.T) {
 	gd := newGeneric(t)
 	r := rand.New(rand.NewPCG(3, 4))
-	for round := range 2000 {
+	for round := range 4000 {
+		small := round%2 == 1
 		var enc Encoder
 		var b []byte
 		var want []any
@@ -255,14 +265,14 @@ func TestOperators(t *testing.T) {
 			var err error
 			if r.IntN(2) == 0 {
 				var m Ints
-				fill(r, reflect.ValueOf(&m).Elem(), prevInts)
+				fillValues(r, reflect.ValueOf(&m).Elem(), prevInts, small)
 				b, err = enc.AppendInts(b, &m)
 				prevInts = reflect.ValueOf(m)
 				normalize(reflect.ValueOf(&m).Elem())
 				want = append(want, m)
 			} else {
 				var m Strings
-				fill(r, reflect.ValueOf(&m).Elem(), prevStrs)
+				fillValues(r, reflect.ValueOf(&m).Elem(), prevStrs, small)
 				b, err = enc.AppendStrings(b, &m)
 				prevStrs = reflect.ValueOf(m)
 				normalize(reflect.ValueOf(&m).Elem())
@@ -403,3 +413,61 @@ type nop struct{}
 
 func (*nop) OnInts(*Ints)       {}
 func (*nop) OnStrings(*Strings) {}
+
+// TestWindowPath checks that records with small values, every operator
+// path of both templates among them, take the generated window path (the
+// presence map of Ints is 3 bytes long), and that what it decodes is what
+// the generic decoder decodes (compare, as in TestOperators).
+func TestWindowPath(t *testing.T) {
+	gd := newGeneric(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	window := map[bool]int{}
+	total := map[bool]int{}
+	for range 500 {
+		var enc Encoder
+		var b []byte
+		var ints []bool
+		var prevInts, prevStrs reflect.Value
+		for range 1 + r.IntN(6) {
+			var err error
+			if r.IntN(2) == 0 {
+				var m Ints
+				fillValues(r, reflect.ValueOf(&m).Elem(), prevInts, true)
+				b, err = enc.AppendInts(b, &m)
+				prevInts = reflect.ValueOf(m)
+				ints = append(ints, true)
+			} else {
+				var m Strings
+				fillValues(r, reflect.ValueOf(&m).Elem(), prevStrs, true)
+				b, err = enc.AppendStrings(b, &m)
+				prevStrs = reflect.ValueOf(m)
+				ints = append(ints, false)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		var d Decoder
+		d.tail.start = -1
+		c := &collector{}
+		for i, off := 0, 0; off < len(b); i++ {
+			total[ints[i]]++
+			if next := d.decodeWindow(b, off, c, false); next != off {
+				window[ints[i]]++
+				off = next
+				continue
+			}
+			next, err := d.DecodeRecord(b, off, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off = next
+		}
+		compare(t, gd, b)
+	}
+	for _, ints := range []bool{true, false} {
+		if window[ints] < total[ints]/2 {
+			t.Errorf("ints=%v: %d of %d records took the window path", ints, window[ints], total[ints])
+		}
+	}
+}
