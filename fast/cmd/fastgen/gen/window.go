@@ -21,7 +21,7 @@ import (
 // The window path never reports an error. It writes the record's fields
 // into the decoder's record value and only reads the dictionary; it checks
 // every condition it relies on (record inside the window, values of at most
-// 8 bytes and in range, presence map of at most 2 bytes, no special string
+// 8 bytes and in range, presence map of at most 8 bytes, no special string
 // encoding, no D5/D6 case) and only then sets the dictionary's slots from
 // the record. When one fails it returns the record's offset and the careful
 // path decodes the record again, deciding everything exactly as before.
@@ -245,9 +245,10 @@ func (g *generator) emitWindowDecode(t *template) {
 
 // windowRead emits the read of the field ending at the next stop bit and
 // returns the expression of its wire value; ok is set for an optional field.
-// It returns 0 from the window decoder on what the window path does not
-// handle: a value of more than 8 bytes (or one not ending in the window: e
-// is then 64), out of range, or a special string encoding.
+// The window decoder returns the record's offset on what the window path
+// does not handle: a value of more than 8 bytes (or one not ending in the
+// window: e is then windowStops), out of range, or a string starting with
+// NUL.
 func (g *generator) windowRead(f *field) string {
 	g.p("e := bits.TrailingZeros64(s | 1<<windowStops)")
 	g.p("s &= s - 1")
