@@ -223,3 +223,18 @@ func FuzzOnesSum(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkOnesSum1448Scalar measures the loop used where there is no
+// vector one.
+func BenchmarkOnesSum1448Scalar(b *testing.B) {
+	buf := make([]byte, 1448)
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	b.SetBytes(int64(len(buf)))
+	var s uint16
+	for i := 0; i < b.N; i++ {
+		s += scalarOnesSum(buf, 0)
+	}
+	sink = s
+}
