@@ -250,7 +250,6 @@ func (w *wire) release() {
 // the ACKs that may be. It returns the first error of the link, which
 // counts its own drops.
 //
-// +checklocks:o.mu
 // +checklocksrelease:o.mu
 func (o *outbox) flushLocked() tcpip.Error {
 	o.flushing = true

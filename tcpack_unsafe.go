@@ -193,6 +193,7 @@ func tcpProcess(ep *tcp.Endpoint, mss seqnum.Size) (owed bool) {
 // unlockEndpoint releases ep's lock taken with TryLock, waking a processor
 // if segments were queued meanwhile (the dispatcher only queues them while
 // the lock is held).
+// +checklocksignore: the lock was taken by TryLock, which checklocks cannot follow.
 func unlockEndpoint(ep *tcp.Endpoint) {
 	tcpOwnedByUser(ep).Store(1)
 	ep.UnlockUser()
