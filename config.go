@@ -129,19 +129,22 @@ type Config struct {
 	//     finds the connection held);
 	//   - handlers set with TCPConn.OnReceive run right after the
 	//     processing, on the same goroutine, without waking a reader;
-	//   - pure ACKs are delayed, as by a TCP with delayed ACKs, for at
-	//     most 1 ms, and dropped when the connection's next segment (the
-	//     handler's answer, the next request) carries the acknowledgement:
-	//     a request/reply exchange costs two segments instead of three;
-	//     duplicate ACKs and window updates are never delayed, and a bulk
-	//     sender still gets an ACK for every other segment;
+	//   - ACKs are delayed, as by a TCP with delayed ACKs, for at most
+	//     1 ms, and never sent when the connection's next segment (the
+	//     handler's answer, the next request) carries the acknowledgement
+	//     first: a request/reply exchange costs two segments instead of
+	//     three, and the synchronous processing does not even build the
+	//     ACK; duplicate ACKs and window updates are never delayed, and a
+	//     bulk sender still gets an ACK for every other full segment;
 	//   - with BusyPoll > 0, a Read or Write that would block spins for up
 	//     to BusyPoll before it sleeps, and so does the link's reader when
 	//     the link has a SetBusyPoll(time.Duration) method (link/tap).
 	// CPU cost: without BusyPoll, none beyond the stock mode's: the same
 	// TCP work runs on other goroutines (and fewer goroutine wake-ups are
-	// paid), but the delivering goroutine now also runs TCP and the
-	// handlers, so a slow handler delays every connection behind it. With
+	// paid, fewer segments built), but the delivering goroutine now also
+	// runs TCP and the handlers, so a slow handler delays every connection
+	// behind it. While ACKs wait, a timer ticks every 0.5 ms (at most 2000
+	// short wake-ups per second per Stack, none when idle). With
 	// BusyPoll, each goroutine waiting in Read or Write (and the link's
 	// reader) keeps a core 100% busy for up to BusyPoll per wait: a
 	// ping-pong whose gaps exceed BusyPoll burns BusyPoll of CPU per message
