@@ -239,7 +239,19 @@ func (t *table) touch(fi int32) {
 	}
 }
 
+// moveToFront makes fi, which is not the head, the most recently active
+// flow: unlink and pushFront in one, without their cases for the head and
+// an empty list (this runs for every segment when flows interleave).
 func (t *table) moveToFront(fi int32) {
-	t.unlink(fi)
-	t.pushFront(fi)
+	f := &t.flows[fi]
+	prev, next := f.lruPrev, f.lruNext
+	t.flows[prev].lruNext = next
+	if next >= 0 {
+		t.flows[next].lruPrev = prev
+	} else {
+		t.tail = prev
+	}
+	f.lruPrev, f.lruNext = -1, t.head
+	t.flows[t.head].lruPrev = fi
+	t.head = fi
 }
