@@ -73,25 +73,28 @@
 // TCPConn.OnReceive, or Stack.ServeTCP, hands received bytes to a handler
 // that may Write the answer at once; in latency mode no goroutine is woken
 // between the link and the handler, and over link/pipe a whole request and
-// reply runs inside the requester's Write, and the answer replaces the ACK
+// reply runs inside the requester's Write, and the answer carries the ACK
 // netstack would have sent alone. Handlers must not block (a handler's
 // Write on a full send buffer returns ErrWouldBlock instead of waiting).
 // Both paths allocate nothing per TCP round trip; UDP still allocates inside
 // netstack (about 16 objects per round trip).
 //
 // What it buys, measured on a shared, loaded 2-vCPU machine (64-byte TCP
-// ping-pong over link/pipe, p50): net.Conn on both sides about 21 us in
-// either mode (go run ./bench puts Linux loopback at about 17 us); a
-// ServeTCP handler answering a net.Conn client about 17 us against 22 us,
-// p99 about 50 us against 100 us; a kernel client over TAP about 25 us
-// against 33-41 us (BenchmarkTAPRoundTrip; kernel to kernel over veth about
-// 17.5 us). A round trip through the fast API is one
-// goroutine's CPU time, nearly all of it netstack's own segment processing
-// (three segments per request/reply once the answer carries the ACK, where
-// Linux loopback sends two), so half of the kernel's loopback time is out of
-// reach through netstack's TCP on such a machine. Busy-polling did not help
-// there and made kernel-to-stack round trips over TAP worse (the spinning
-// goroutines starve the kernel's side), so it is off unless asked for.
+// ping-pong, p50, go run ./bench -only rtt, ratios within one run): through
+// the fast API over link/pipe 11.5 to 16 us, 0.65x to 0.77x of Linux
+// loopback (17 to 22 us in the same runs; 1.0x before ACKs were delayed
+// and netstack kept from building them); a kernel client over TAP to a
+// ServeTCP handler 19.3 us, 1.10x kernel to kernel over veth; net.Conn on
+// both sides over link/pipe 22 to 33 us in stock mode. A round trip through
+// the fast API is one goroutine's CPU time (about 70,000 instructions,
+// callgrind), nearly all of it netstack's own segment processing: two
+// segments per request/reply, as over Linux loopback, each costing more in
+// netstack than in the kernel, so half of the kernel's loopback time stays
+// out of reach through netstack's TCP on such a machine. Tails (p99 of 60
+// to 80 us, 4 to 7 times p50) follow the machine's load as the kernel's
+// do. Busy-polling did not help there and made kernel-to-stack round trips
+// over TAP worse (the spinning goroutines starve the kernel's side), so it
+// is off unless asked for.
 //
 // # Concurrency
 //
