@@ -44,7 +44,7 @@ func (r *rttRecorder) time(b *testing.B, roundTrip func()) {
 // BenchmarkUDPRTTServeUDP: the server echoes from an OnReceive handler,
 // the client uses Write and Read of its connected socket.
 func BenchmarkUDPRTTServeUDP(b *testing.B) {
-	p := newPair(b, nil)
+	p := newPair(b, staticARP)
 	udpEchoHandler(b, p, echoPort)
 	c := dialUDP(b, p, echoPort)
 	benchConnRTT(b, c)
@@ -53,7 +53,10 @@ func BenchmarkUDPRTTServeUDP(b *testing.B) {
 // BenchmarkUDPRTTServeUDPLatency is BenchmarkUDPRTTServeUDP with both
 // stacks in latency mode (Config.Latency, no busy-poll).
 func BenchmarkUDPRTTServeUDPLatency(b *testing.B) {
-	p := newPair(b, func(c *tickwire.Config) { c.Latency = true })
+	p := newPair(b, func(c *tickwire.Config) {
+		staticARP(c)
+		c.Latency = true
+	})
 	udpEchoHandler(b, p, echoPort)
 	c := dialUDP(b, p, echoPort)
 	benchConnRTT(b, c)
@@ -62,7 +65,7 @@ func BenchmarkUDPRTTServeUDPLatency(b *testing.B) {
 // BenchmarkUDPRTTReadFrom: the server is a goroutine looping on
 // ReadFromUDPAddrPort and WriteToUDPAddrPort.
 func BenchmarkUDPRTTReadFrom(b *testing.B) {
-	p := newPair(b, nil)
+	p := newPair(b, staticARP)
 	udpEchoServer(b, p, echoPort)
 	c := dialUDP(b, p, echoPort)
 	benchConnRTT(b, c)

@@ -58,13 +58,16 @@ func udpEchoHandler(t testing.TB, p *pair, port uint16) *tickwire.UDPConn {
 	return srv
 }
 
-// resolve makes A and B know each other's MAC, so that datagrams leave at
-// once instead of waiting for ARP.
-func (p *pair) resolve(t testing.TB) {
-	t.Helper()
-	if _, err := p.a.Ping(ctxTimeout(t, 5*time.Second), addrB.Addr()); err != nil {
-		t.Fatal(err)
+// staticARP gives a Config of newPair a static ARP entry for the other
+// stack (link/pipe's default MACs), so that no datagram waits for ARP:
+// netstack sends the packets that waited from a timer goroutine, which may
+// still hold them when a short test ends and TestMain checks references.
+func staticARP(c *tickwire.Config) {
+	other, mac := addrB.Addr(), net.HardwareAddr{2, 0, 0, 0, 0, 0x0b}
+	if c.Addr == addrB {
+		other, mac = addrA.Addr(), net.HardwareAddr{2, 0, 0, 0, 0, 0x0a}
 	}
+	c.StaticARP = map[netip.Addr]net.HardwareAddr{other: mac}
 }
 
 func dialUDP(t testing.TB, p *pair, port uint16) net.Conn {
@@ -90,7 +93,7 @@ func TestUDPPingPongDoesNotAllocate(t *testing.T) {
 		handler bool // the server echoes from a handler
 	}{{"ReadFromUDPAddrPort", false}, {"ServeUDP", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPair(t, nil)
+			p := newPair(t, staticARP)
 			if tc.handler {
 				udpEchoHandler(t, p, echoPort)
 			} else {
@@ -117,7 +120,7 @@ func TestUDPPingPongDoesNotAllocate(t *testing.T) {
 		})
 	}
 	t.Run("HandlerBothSides", func(t *testing.T) {
-		p := newPair(t, nil)
+		p := newPair(t, staticARP)
 		udpEchoHandler(t, p, echoPort)
 		var got atomic.Int64
 		pc, err := p.a.ServeUDP(0, func(*tickwire.UDPConn, []byte, netip.AddrPort) { got.Add(1) })
@@ -159,7 +162,7 @@ func TestUDPRouteCacheDoesNotAllocate(t *testing.T) {
 		peers = append(peers, netip.AddrFrom4([4]byte{10, 0, 0, byte(20 + i)}))
 	}
 	p := newPair(t, func(c *tickwire.Config) {
-		c.StaticARP = map[netip.Addr]net.HardwareAddr{}
+		staticARP(c)
 		for _, a := range peers {
 			c.StaticARP[a] = net.HardwareAddr{2, 0, 0, 0, 0, 0x0a}
 		}
@@ -195,7 +198,7 @@ func TestUDPRouteCacheDoesNotAllocate(t *testing.T) {
 
 // TestServeUDP echoes through a handler and checks what the handler sees.
 func TestServeUDP(t *testing.T) {
-	p := newPair(t, nil)
+	p := newPair(t, staticARP)
 	var mu sync.Mutex
 	var froms []netip.AddrPort
 	srv, err := p.b.ServeUDP(9000, func(c *tickwire.UDPConn, payload []byte, from netip.AddrPort) {
@@ -240,14 +243,13 @@ func TestServeUDP(t *testing.T) {
 // TestUDPHandlerGetsQueuedDatagrams checks that datagrams received before
 // OnReceive reach the handler, in order.
 func TestUDPHandlerGetsQueuedDatagrams(t *testing.T) {
-	p := newPair(t, nil)
+	p := newPair(t, staticARP)
 	pc, err := p.b.ListenUDP(9001)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := pc.(*tickwire.UDPConn)
 	defer srv.Close()
-	p.resolve(t)
 	c := dialUDP(t, p, 9001)
 	for i := range 5 {
 		c.Write([]byte{byte(i)})
@@ -272,8 +274,10 @@ func TestUDPHandlerGetsQueuedDatagrams(t *testing.T) {
 // TestUDPReceiveQueueFull fills a socket's ring: the datagrams beyond
 // Config.UDPReceiveQueue are dropped and counted, the others read in order.
 func TestUDPReceiveQueueFull(t *testing.T) {
-	p := newPair(t, func(c *tickwire.Config) { c.UDPReceiveQueue = 4 })
-	p.resolve(t)
+	p := newPair(t, func(c *tickwire.Config) {
+		staticARP(c)
+		c.UDPReceiveQueue = 4
+	})
 	srv, err := p.b.ListenUDP(9002)
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +329,7 @@ func sendUDP(t *testing.T, p *pair, src netip.AddrPort, dst netip.AddrPort, payl
 // or leave to netstack, and checks what the socket reads and what Stats
 // count.
 func TestUDPInboundRules(t *testing.T) {
-	p := newPair(t, nil)
+	p := newPair(t, staticARP)
 	pc, err := p.b.ListenUDP(9003)
 	if err != nil {
 		t.Fatal(err)
@@ -385,7 +389,7 @@ func TestUDPInboundRules(t *testing.T) {
 // TestUDPConnectedFilter checks that a connected socket takes datagrams
 // from its peer only; the others draw ICMP port unreachable, as before.
 func TestUDPConnectedFilter(t *testing.T) {
-	p := newPair(t, nil)
+	p := newPair(t, staticARP)
 	peer := netip.AddrPortFrom(addrA.Addr(), 7000)
 	c, err := p.b.DialUDP(peer)
 	if err != nil {
@@ -412,7 +416,7 @@ func TestUDPConnectedFilter(t *testing.T) {
 // TestUDPBindConflict checks that a port is taken once, and free again
 // after Close.
 func TestUDPBindConflict(t *testing.T) {
-	p := newPair(t, nil)
+	p := newPair(t, staticARP)
 	first, err := p.b.ListenUDP(9004)
 	if err != nil {
 		t.Fatal(err)
@@ -441,7 +445,7 @@ func TestUDPBindConflict(t *testing.T) {
 // TestUDPFragmented sends datagrams larger than the MTU: netstack fragments
 // and reassembles them, and both a reader and a handler get them.
 func TestUDPFragmented(t *testing.T) {
-	p := newPair(t, nil)
+	p := newPair(t, staticARP)
 	srv, err := p.b.ListenUDP(9005)
 	if err != nil {
 		t.Fatal(err)
@@ -482,7 +486,7 @@ func TestUDPFragmented(t *testing.T) {
 // TestUDPBroadcastRefused checks that a broadcast, which the fast path
 // leaves to netstack, is refused without SO_BROADCAST, as before.
 func TestUDPBroadcastRefused(t *testing.T) {
-	p := newPair(t, nil)
+	p := newPair(t, staticARP)
 	b, err := p.b.ListenUDP(0)
 	if err != nil {
 		t.Fatal(err)
@@ -497,7 +501,7 @@ func TestUDPBroadcastRefused(t *testing.T) {
 // (also when called from it), and that a Stack's Close with sockets left
 // open leaks nothing (TestMain checks references and goroutines).
 func TestUDPClose(t *testing.T) {
-	p := newPair(t, nil)
+	p := newPair(t, staticARP)
 	pc, err := p.b.ListenUDP(9008)
 	if err != nil {
 		t.Fatal(err)
@@ -521,7 +525,6 @@ func TestUDPClose(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 
-	p.resolve(t)
 	var calls atomic.Int32
 	h, err := p.b.ServeUDP(9009, func(c *tickwire.UDPConn, _ []byte, _ netip.AddrPort) {
 		calls.Add(1)
@@ -559,7 +562,7 @@ func TestUDPClose(t *testing.T) {
 
 // TestUDPWriteErrors checks the write-side errors.
 func TestUDPWriteErrors(t *testing.T) {
-	p := newPair(t, nil)
+	p := newPair(t, staticARP)
 	pc, err := p.b.ListenUDP(0)
 	if err != nil {
 		t.Fatal(err)
@@ -585,8 +588,7 @@ func TestUDPWriteErrors(t *testing.T) {
 // Close: reads and writes fail, Close succeeds, and nothing leaks (TestMain
 // checks references).
 func TestUDPAfterStackClose(t *testing.T) {
-	p := newPair(t, nil)
-	p.resolve(t)
+	p := newPair(t, staticARP)
 	pc, err := p.a.ListenUDP(0)
 	if err != nil {
 		t.Fatal(err)
