@@ -350,14 +350,23 @@ func (c *UDPConn) read(b []byte, from *netip.AddrPort) (int, error) {
 }
 
 // ReadFrom receives one datagram into b, which the caller owns; a datagram
-// longer than b is truncated. It allocates the address it returns.
+// longer than b is truncated. It allocates the address it returns (once:
+// the address and its IP share one allocation).
 func (c *UDPConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	var from netip.AddrPort
 	n, err := c.read(b, &from)
 	if err != nil {
 		return 0, nil, c.opError("read", nil, err)
 	}
-	return n, net.UDPAddrFromAddrPort(from), nil
+	box := &udpAddrBox{ip: from.Addr().As4()}
+	box.addr = net.UDPAddr{IP: box.ip[:], Port: int(from.Port())}
+	return n, &box.addr, nil
+}
+
+// udpAddrBox holds a *net.UDPAddr and the bytes of its IP.
+type udpAddrBox struct {
+	addr net.UDPAddr
+	ip   [4]byte
 }
 
 // ReadFromUDPAddrPort is ReadFrom without allocating the address, as on
