@@ -31,8 +31,9 @@ import (
 //     delivers to the socket's endpoint is read from there too;
 //   - outbound, a datagram to a unicast peer is built into a PacketBuffer
 //     and written through a netstack route cached per socket (the last
-//     destination), which adds the IPv4 header, resolves ARP and fragments;
-//     broadcast and local destinations go through the netstack endpoint.
+//     udpRouteCache destinations), which adds the IPv4 header, resolves ARP
+//     and fragments; broadcast and local destinations go through the
+//     netstack endpoint.
 //
 // The fast path is always on: it does what netstack's UDP endpoint did with
 // fewer locks, no per-datagram allocation and no goroutine of its own, and
