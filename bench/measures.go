@@ -95,15 +95,44 @@ var measures = []measure{
 		name: "mirror_reassembly", unit: "segments/s", better: higher, quick: true,
 		baselineName: "gopacket/reassembly",
 		doc: "Segments per second through the passive reassembler, 1408-byte segments of one flow " +
-			"in order, frames in memory; baseline: gopacket's DecodingLayerParser and " +
-			"reassembly.Assembler on the same frames.",
-		setup: setupMirror(0),
+			"in order, frames in memory, mirror in its default mode (IPv4 and TCP checksums " +
+			"verified); baseline: gopacket's DecodingLayerParser and reassembly.Assembler on the " +
+			"same frames, which verify no checksum. Not the same work: see the _nochecksum and " +
+			"_checksums measures for matched work.",
+		setup: setupMirror(0, mirrorDefault),
 	},
 	{
 		name: "mirror_reassembly_reorder10", unit: "segments/s", better: higher, quick: true,
 		baselineName: "gopacket/reassembly",
-		doc:          "The same with 10% of adjacent segment pairs swapped.",
-		setup:        setupMirror(0.10),
+		doc:          "mirror_reassembly with 10% of adjacent segment pairs swapped.",
+		setup:        setupMirror(0.10, mirrorDefault),
+	},
+	{
+		name: "mirror_reassembly_nochecksum", unit: "segments/s", better: higher,
+		baselineName: "gopacket/reassembly",
+		doc: "Matched work, no checksum on either side: mirror_reassembly with " +
+			"mirror.ChecksumIgnore.",
+		setup: setupMirror(0, mirrorNoChecksums),
+	},
+	{
+		name: "mirror_reassembly_reorder10_nochecksum", unit: "segments/s", better: higher,
+		baselineName: "gopacket/reassembly",
+		doc:          "mirror_reassembly_nochecksum with 10% of adjacent segment pairs swapped.",
+		setup:        setupMirror(0.10, mirrorNoChecksums),
+	},
+	{
+		name: "mirror_reassembly_checksums", unit: "segments/s", better: higher,
+		baselineName: "gopacket/reassembly + VerifyChecksum",
+		doc: "Matched work, both sides verify every frame's IPv4 and TCP checksums: " +
+			"mirror_reassembly (default mode) against gopacket calling its own IPv4.VerifyChecksum " +
+			"and TCP.VerifyChecksum before reassembly.Assembler.",
+		setup: setupMirror(0, mirrorChecksums),
+	},
+	{
+		name: "mirror_reassembly_reorder10_checksums", unit: "segments/s", better: higher,
+		baselineName: "gopacket/reassembly + VerifyChecksum",
+		doc:          "mirror_reassembly_checksums with 10% of adjacent segment pairs swapped.",
+		setup:        setupMirror(0.10, mirrorChecksums),
 	},
 	{
 		name: "wire_to_trade", unit: "us", better: lower, latency: true, quick: true,

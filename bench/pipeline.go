@@ -67,6 +67,7 @@ type gopacketSide struct {
 	tcp     layers.TCP
 	decoded []gopacket.LayerType
 	ctx     gpContext
+	verify  bool // check the IPv4 and TCP checksums first, as mirror's default mode does
 }
 
 type gpContext struct{ ci gopacket.CaptureInfo }
@@ -101,6 +102,8 @@ func newGopacketSide(data func([]byte)) *gopacketSide {
 	g.parser = gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet, &g.eth, &g.ip, &g.tcp)
 	g.parser.IgnoreUnsupported = true
 	g.decoded = make([]gopacket.LayerType, 0, 4)
+	// Only fails for a network layer other than IPv4 or IPv6.
+	_ = g.tcp.SetNetworkLayerForChecksum(&g.ip)
 	return g
 }
 
@@ -108,12 +111,35 @@ func (g *gopacketSide) handle(frame []byte, ts int64) error {
 	if err := g.parser.DecodeLayers(frame, &g.decoded); err != nil {
 		return err
 	}
+	if g.verify {
+		if err, r := g.ip.VerifyChecksum(); err != nil || !r.Valid {
+			return fmt.Errorf("gopacket: bad IPv4 checksum (%v)", err)
+		}
+		if err, r := g.tcp.VerifyChecksum(); err != nil || !r.Valid {
+			return fmt.Errorf("gopacket: bad TCP checksum (%v)", err)
+		}
+	}
 	g.ctx.ci.Timestamp = time.Unix(0, ts)
 	g.asm.AssembleWithContext(g.ip.NetworkFlow(), &g.tcp, &g.ctx)
 	return nil
 }
 
-func setupMirror(reorder float64) func(p params) (*pair, error) {
+// mirrorWork says which checksum work both sides of a mirror measure do.
+type mirrorWork int
+
+const (
+	// mirrorDefault: mirror's default mode (checksums verified) against
+	// gopacket as a program uses it (no checksum verified).
+	mirrorDefault mirrorWork = iota
+	// mirrorNoChecksums: matched work, no checksum verified on either side
+	// (mirror.ChecksumIgnore).
+	mirrorNoChecksums
+	// mirrorChecksums: matched work, both verify the IPv4 and TCP checksums
+	// of every frame (gopacket with its own VerifyChecksum methods).
+	mirrorChecksums
+)
+
+func setupMirror(reorder float64, work mirrorWork) func(p params) (*pair, error) {
 	return func(p params) (*pair, error) {
 		payloads, order := mirrorPayloads(reorder)
 		twFrames, err := buildFlow(payloads, order)
@@ -125,7 +151,11 @@ func setupMirror(reorder float64) func(p params) (*pair, error) {
 			return nil, err
 		}
 		h := &countHandler{}
-		asm, err := mirror.New(mirror.Config{}, h)
+		var cfg mirror.Config
+		if work == mirrorNoChecksums {
+			cfg.Checksum = mirror.ChecksumIgnore
+		}
+		asm, err := mirror.New(cfg, h)
 		if err != nil {
 			return nil, err
 		}
@@ -134,6 +164,7 @@ func setupMirror(reorder float64) func(p params) (*pair, error) {
 		}
 		var gpBytes uint64
 		gp := newGopacketSide(func(b []byte) { gpBytes += uint64(len(b)) })
+		gp.verify = work == mirrorChecksums
 		if err := gp.handle(gpFrames.syn, 1); err != nil {
 			return nil, err
 		}
