@@ -15,7 +15,15 @@ var measures = []measure{
 		name: "udp_rtt_64B", unit: "us", better: lower, latency: true, quick: true,
 		baselineName: "kernel UDP, loopback",
 		doc:          "The same ping-pong with 64-byte UDP datagrams (DialUDP client, ListenUDP echo server).",
-		setup:        setupUDPRTT,
+		setup:        setupUDPRTT(false),
+	},
+	{
+		name: "udp_rtt_64B_latency", unit: "us", better: lower, latency: true, quick: true,
+		baselineName: "kernel UDP, loopback",
+		doc: "udp_rtt_64B with the server in latency mode (Config.Latency) answering from a " +
+			"Stack.ServeUDP handler on the delivering goroutine; the client is unchanged " +
+			"(DialUDP, Write then Read). Baseline: the same kernel loopback ping-pong.",
+		setup: setupUDPRTT(true),
 	},
 	{
 		name: "tcp_rtt_64B_latency", unit: "us", better: lower, latency: true, quick: true,

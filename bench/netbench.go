@@ -297,20 +297,27 @@ func (h *handlerClient) pingPong(p params) (sample, error) {
 	})
 }
 
-// udpEcho answers every datagram on pc until pc is closed.
-func udpEcho(pc net.PacketConn, done *sync.WaitGroup) {
+// udpEcho answers every datagram on pc until pc is closed, through the
+// allocation-free ReadFromUDPAddrPort/WriteToUDPAddrPort pair that both
+// *net.UDPConn and *tickwire.UDPConn have.
+func udpEcho(pc addrPortConn, done *sync.WaitGroup) {
 	defer done.Done()
 	buf := make([]byte, 2048)
 	for {
-		n, from, err := pc.ReadFrom(buf)
+		n, from, err := pc.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			continue
 		}
-		pc.WriteTo(buf[:n], from)
+		pc.WriteToUDPAddrPort(buf[:n], from)
 	}
+}
+
+type addrPortConn interface {
+	ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error)
+	WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error)
 }
 
 // udpPingPong times rttSize-byte datagram round trips on c. A lost
@@ -331,52 +338,81 @@ func udpPingPong(c net.Conn, p params) (sample, error) {
 	})
 }
 
-func setupUDPRTT(p params) (*pair, error) {
-	sp, err := newStackPair(0, 0, false)
+// kernelUDPRTTSide is the kernel loopback baseline of the UDP measures.
+func kernelUDPRTTSide(p params) (func() (sample, error), func(), error) {
+	kpc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var wg sync.WaitGroup
-	pc, err := sp.server.ListenUDP(echoPort)
-	if err != nil {
-		sp.Close()
-		return nil, err
-	}
-	wg.Add(1)
-	go udpEcho(pc, &wg)
-	c, err := sp.client.DialUDP(netip.AddrPortFrom(serverPrefix.Addr(), echoPort))
-	if err != nil {
-		pc.Close()
-		sp.Close()
-		return nil, err
-	}
-	kpc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		pc.Close()
-		sp.Close()
-		return nil, err
-	}
 	wg.Add(1)
 	go udpEcho(kpc, &wg)
 	kc, err := net.Dial("udp", kpc.LocalAddr().String())
 	if err != nil {
-		pc.Close()
 		kpc.Close()
-		sp.Close()
-		return nil, err
+		wg.Wait()
+		return nil, nil, err
 	}
-	return &pair{
-		tickwire: func() (sample, error) { return udpPingPong(c, p) },
-		baseline: func() (sample, error) { return udpPingPong(kc, p) },
-		close: func() {
-			c.Close()
-			kc.Close()
-			pc.Close()
-			kpc.Close()
+	return func() (sample, error) { return udpPingPong(kc, p) }, func() {
+		kc.Close()
+		kpc.Close()
+		wg.Wait()
+	}, nil
+}
+
+// setupUDPRTT builds udp_rtt_64B (an echo goroutine reading a ListenUDP
+// socket) or, with latency set, udp_rtt_64B_latency (latency mode, the echo
+// from a Stack.ServeUDP handler on the delivering goroutine).
+func setupUDPRTT(latency bool) func(p params) (*pair, error) {
+	return func(p params) (*pair, error) {
+		sp, err := newStackPair(0, 0, latency)
+		if err != nil {
+			return nil, err
+		}
+		var wg sync.WaitGroup
+		var srv io.Closer
+		if latency {
+			srv, err = sp.server.ServeUDP(echoPort, func(c *tickwire.UDPConn, b []byte, from netip.AddrPort) {
+				c.WriteToUDPAddrPort(b, from)
+			})
+		} else {
+			var pc net.PacketConn
+			if pc, err = sp.server.ListenUDP(echoPort); err == nil {
+				srv = pc
+				wg.Add(1)
+				go udpEcho(pc.(*tickwire.UDPConn), &wg)
+			}
+		}
+		if err != nil {
+			sp.Close()
+			return nil, err
+		}
+		stop := func() {
+			srv.Close()
 			wg.Wait()
 			sp.Close()
-		},
-	}, nil
+		}
+		c, err := sp.client.DialUDP(netip.AddrPortFrom(serverPrefix.Addr(), echoPort))
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		kernel, kernelClose, err := kernelUDPRTTSide(p)
+		if err != nil {
+			c.Close()
+			stop()
+			return nil, err
+		}
+		return &pair{
+			tickwire: func() (sample, error) { return udpPingPong(c, p) },
+			baseline: kernel,
+			close: func() {
+				c.Close()
+				kernelClose()
+				stop()
+			},
+		}, nil
+	}
 }
 
 // discardCount reads c to EOF, then reports how many bytes it read.
