@@ -84,7 +84,73 @@ func (a *Assembler) OffloadedFlows() []FlowKey {
 // A dropped frame returns one of the package's Err values; such errors are
 // per-frame and never fatal. HandleFrame does NOT take ownership of frame: it
 // is read during the call (and may be handed to Handler.Data) only.
+//
+// The common segment takes a path of its own in a straight line: a 20-byte
+// IPv4 header in an untagged frame, not a fragment, the next bytes of an
+// active flow with nothing held and no FIN seen, no SYN, FIN or RST, good
+// (or unchecked) checksums, and no hole or FIN due to expire at ts. It does
+// what the general path (handleFrame) does with such a segment. Any other
+// frame goes to the general path, which decides again from scratch: nothing
+// has changed by then but the table's lookup cache.
 func (a *Assembler) HandleFrame(frame []byte, ts int64) error {
+	if len(frame) < ethHeaderLen+ipv4MinHeaderLen+tcpMinHeaderLen || ts >= a.deadline ||
+		binary.BigEndian.Uint16(frame[12:]) != etherTypeIPv4 {
+		return a.handleFrame(frame, ts)
+	}
+	h := (*[ethHeaderLen + ipv4MinHeaderLen + tcpMinHeaderLen]byte)(frame)
+	const ip, tcp = ethHeaderLen, ethHeaderLen + ipv4MinHeaderLen
+	end := ip + int(binary.BigEndian.Uint16(h[ip+2:]))
+	payloadStart := tcp + int(h[tcp+12]>>4)*4
+	if h[ip] != 0x45 || h[ip+9] != ipProtoTCP || end > len(frame) ||
+		binary.BigEndian.Uint16(h[ip+6:])&(ipv4FlagMF|ipv4FragOffMask) != 0 ||
+		h[tcp+13]&(tcpFlagSYN|tcpFlagFIN|tcpFlagRST) != 0 ||
+		payloadStart < tcp+tcpMinHeaderLen || payloadStart >= end {
+		return a.handleFrame(frame, ts)
+	}
+	w := wireKey{addrs: binary.LittleEndian.Uint64(h[ip+12:]), ports: binary.LittleEndian.Uint32(h[tcp:])}
+	fi := a.t.last
+	if fi < 0 || !a.t.flows[fi].hasKey(w) {
+		if fi, _ = a.t.lookup(w); fi < 0 {
+			return a.handleFrame(frame, ts)
+		}
+	}
+	f := &a.t.flows[fi]
+	if f.state != flowActive || f.nRuns != 0 || f.finSeen ||
+		binary.BigEndian.Uint32(h[tcp+4:]) != f.startSeq+uint32(f.next) {
+		return a.handleFrame(frame, ts)
+	}
+	if a.mode != ChecksumIgnore {
+		if !ipv4ShortHeaderSumOK((*[ipv4MinHeaderLen]byte)(h[ip:tcp])) {
+			return a.handleFrame(frame, ts)
+		}
+		if s, ok := vectorOnesSum(frame[ip+12:end], tcpPseudoConst(end-tcp)); !ok || s != 0xffff {
+			return a.handleFrame(frame, ts)
+		}
+		if !f.hadGood {
+			f.hadGood, f.badRun = true, 0
+		}
+	}
+	a.stats.Frames++
+	a.stats.Segments++
+	a.now = max(a.now, ts)
+	f.lastSeen = ts
+	a.t.touch(fi)
+	payload := frame[payloadStart:end]
+	if a.history {
+		a.deliver(f, payload, ts)
+		return nil
+	}
+	// deliver without History, written out: one Go frame less per segment.
+	n := uint64(len(payload))
+	f.histStart = f.next + n
+	a.h.Data(f.key, f.next, payload, ts)
+	f.next += n
+	a.stats.DeliveredBytes += n
+	return nil
+}
+
+// handleFrame is HandleFrame's general path.
+func (a *Assembler) handleFrame(frame []byte, ts int64) error {
 	a.stats.Frames++
 	if len(frame) < ethHeaderLen {
 		a.stats.Malformed++

@@ -1,0 +1,134 @@
+package mirror_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire/mirror"
+)
+
+// TestFastPathMatchesGeneral: HandleFrame takes a straight-line path of its
+// own for the common segment (untagged, in order, good checksums), while
+// HandleIPv4 always takes the general path. The same packets through both,
+// two interleaved directions with random impairments, bad and
+// offload-like checksums, RSTs, VLAN tags, fragments and timeouts, must give
+// the same errors, Handler calls, Stats and offloaded flows.
+func TestFastPathMatchesGeneral(t *testing.T) {
+	iterations := 300
+	if testing.Short() || raceEnabled {
+		iterations = 50
+	}
+	for it := 0; it < iterations; it++ {
+		rng := rand.New(rand.NewPCG(uint64(it), 4))
+		imp := impairment{
+			loss:    []float64{0, 0, 0.05}[rng.IntN(3)],
+			dup:     []float64{0, 0.1}[rng.IntN(2)],
+			reorder: []float64{0, 0, 0.1, 0.3}[rng.IntN(4)],
+			overlap: []float64{0, 0.1}[rng.IntN(2)],
+			corrupt: rng.IntN(3) == 0,
+		}
+		cfg := mirror.Config{
+			BufferPerFlow: []int{0, 1500, 4096}[rng.IntN(3)],
+			HoleTimeout:   []time.Duration{-1, 0, time.Millisecond}[rng.IntN(3)],
+			History:       rng.IntN(4) == 0,
+			Checksum:      []mirror.ChecksumMode{mirror.ChecksumAuto, mirror.ChecksumVerify, mirror.ChecksumIgnore}[rng.IntN(3)],
+			MaxFlows:      []int{0, 1}[rng.IntN(2)],
+		}
+		// Checksum trouble: none, a few bad segments, or offload-like
+		// checksums from some point of each direction on (from the start:
+		// an offloading sender; later: a direction known good, whose
+		// offload-like segments are dropped).
+		badRate := []float64{0, 0, 0.05}[rng.IntN(3)]
+		offloadFrom := []int{0, 10, 1 << 30, 1 << 30}[rng.IntN(4)]
+		type pkt struct {
+			s     seg
+			vlans []uint16
+		}
+		var pkts []pkt
+		for dir := 0; dir < 2; dir++ {
+			stream := make([]byte, 1+rng.IntN(30000))
+			for i := range stream {
+				stream[i] = byte(rng.Uint32())
+			}
+			isn := rng.Uint32()
+			for n, g := range genStream(rng, stream, imp, rng.IntN(2) == 0, rng.IntN(2) == 0) {
+				mk, seq := ab, isn+1+uint32(g.off)
+				if dir == 1 {
+					mk = ba
+				}
+				var s seg
+				if g.flags&fSYN != 0 {
+					s = mk(isn, fSYN, "")
+				} else {
+					s = mk(seq, g.flags|fPSH, string(g.data))
+				}
+				switch r := rng.Float64(); {
+				case n >= offloadFrom:
+					s.cs = csOffload
+				case r < badRate:
+					s.cs = csBad
+				case r < 0.01:
+					s.flags |= fRST
+				case r < 0.02:
+					s.fragMF = true
+				}
+				var vlans []uint16
+				if rng.IntN(20) == 0 {
+					vlans = []uint16{uint16(rng.IntN(4096))}
+				}
+				pkts = append(pkts, pkt{s, vlans})
+			}
+		}
+		rng.Shuffle(len(pkts), func(i, j int) {
+			// Keep each direction's own order mostly: swap only neighbours.
+			if j == i+1 || i == j+1 {
+				pkts[i], pkts[j] = pkts[j], pkts[i]
+			}
+		})
+
+		name := fmt.Sprintf("it%d %+v %+v bad=%v offloadFrom=%v", it, imp, cfg, badRate, offloadFrom)
+		viaFrame, viaIPv4 := newRecorder(t), newRecorder(t)
+		fa, err := mirror.New(cfg, viaFrame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ia, err := mirror.New(cfg, viaIPv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := int64(0)
+		for i, p := range pkts {
+			ts += int64(rng.IntN(400_000))
+			ip := appendIPv4(nil, p.s)
+			errF := fa.HandleFrame(ethernet(ip, p.vlans...), ts)
+			errI := ia.HandleIPv4(ip, ts)
+			if errF != errI {
+				t.Fatalf("%s: packet %d: HandleFrame %v, HandleIPv4 %v", name, i, errF, errI)
+			}
+			if rng.IntN(40) == 0 {
+				fa.Flush(ts)
+				ia.Flush(ts)
+			}
+		}
+		fa.Close()
+		ia.Close()
+		if sf, si := fa.Stats(), ia.Stats(); sf != si {
+			t.Fatalf("%s: Stats\nHandleFrame %+v\nHandleIPv4  %+v", name, sf, si)
+		}
+		if of, oi := fa.OffloadedFlows(), ia.OffloadedFlows(); !slices.Equal(of, oi) {
+			t.Fatalf("%s: OffloadedFlows %v and %v", name, of, oi)
+		}
+		if !slices.Equal(viaFrame.order, viaIPv4.order) {
+			t.Fatalf("%s: directions seen %v and %v", name, viaFrame.order, viaIPv4.order)
+		}
+		for _, k := range viaFrame.order {
+			ef, ei := viaFrame.get(k).events, viaIPv4.get(k).events
+			if !slices.Equal(ef, ei) {
+				t.Fatalf("%s: %v: Handler calls differ\nHandleFrame %d: %.300q\nHandleIPv4  %d: %.300q", name, k, len(ef), ef, len(ei), ei)
+			}
+		}
+	}
+}
