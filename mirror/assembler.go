@@ -97,6 +97,12 @@ func (a *Assembler) HandleFrame(frame []byte, ts int64) error {
 		binary.BigEndian.Uint16(frame[12:]) != etherTypeIPv4 {
 		return a.handleFrame(frame, ts)
 	}
+	if a.mode != ChecksumIgnore {
+		// The checksum reads every byte: ask for them now, so that they
+		// arrive while the headers are checked (from L3 or memory, the
+		// wait would otherwise come after the checks).
+		prefetch(frame)
+	}
 	h := (*[ethHeaderLen + ipv4MinHeaderLen + tcpMinHeaderLen]byte)(frame)
 	const ip, tcp = ethHeaderLen, ethHeaderLen + ipv4MinHeaderLen
 	end := ip + int(binary.BigEndian.Uint16(h[ip+2:]))

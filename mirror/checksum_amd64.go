@@ -22,3 +22,14 @@ func vectorOnesSum(b []byte, init uint32) (uint16, bool) {
 	}
 	return onesSumAVX2(&b[0], len(b), uint64(init)), true
 }
+
+// prefetch starts loading b (up to its first 1472 bytes) into the cache
+// without waiting for it.
+func prefetch(b []byte) {
+	if len(b) > 0 {
+		prefetchLines(&b[0], len(b))
+	}
+}
+
+//go:noescape
+func prefetchLines(p *byte, n int)
