@@ -87,8 +87,10 @@ func (a *Assembler) OffloadedFlows() []FlowKey {
 //
 // The common segment takes a path of its own in a straight line: a 20-byte
 // IPv4 header in an untagged frame, not a fragment, the next bytes of an
-// active flow with nothing held and no FIN seen, no SYN, FIN or RST, good
-// (or unchecked) checksums, and no hole or FIN due to expire at ts. It does
+// active flow that end before any bytes held (so a segment that fills a
+// hole exactly, then drains the held run behind it, takes it too), no FIN
+// seen, no SYN, FIN or RST, good (or unchecked) checksums, and no hole or
+// FIN due to expire at ts. It does
 // what the general path (handleFrame) does with such a segment. Any other
 // frame goes to the general path, which decides again from scratch: nothing
 // has changed by then but the table's lookup cache.
@@ -121,8 +123,9 @@ func (a *Assembler) HandleFrame(frame []byte, ts int64) error {
 		}
 	}
 	f := &a.t.flows[fi]
-	if f.state != flowActive || f.nRuns != 0 || f.finSeen ||
-		binary.BigEndian.Uint32(h[tcp+4:]) != f.startSeq+uint32(f.next) {
+	if f.state != flowActive || f.finSeen ||
+		binary.BigEndian.Uint32(h[tcp+4:]) != f.startSeq+uint32(f.next) ||
+		f.nRuns != 0 && f.next+uint64(end-payloadStart) > f.runs[0].start {
 		return a.handleFrame(frame, ts)
 	}
 	if a.mode != ChecksumIgnore {
@@ -144,14 +147,18 @@ func (a *Assembler) HandleFrame(frame []byte, ts int64) error {
 	payload := frame[payloadStart:end]
 	if a.history {
 		a.deliver(f, payload, ts)
-		return nil
+	} else {
+		// deliver without History, written out: one Go frame less per
+		// segment.
+		n := uint64(len(payload))
+		f.histStart = f.next + n
+		a.h.Data(f.key, f.next, payload, ts)
+		f.next += n
+		a.stats.DeliveredBytes += n
 	}
-	// deliver without History, written out: one Go frame less per segment.
-	n := uint64(len(payload))
-	f.histStart = f.next + n
-	a.h.Data(f.key, f.next, payload, ts)
-	f.next += n
-	a.stats.DeliveredBytes += n
+	if f.nRuns != 0 {
+		a.drain(f, ts)
+	}
 	return nil
 }
 

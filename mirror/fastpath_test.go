@@ -43,11 +43,7 @@ func TestFastPathMatchesGeneral(t *testing.T) {
 		// offload-like segments are dropped).
 		badRate := []float64{0, 0, 0.05}[rng.IntN(3)]
 		offloadFrom := []int{0, 10, 1 << 30, 1 << 30}[rng.IntN(4)]
-		type pkt struct {
-			s     seg
-			vlans []uint16
-		}
-		var pkts []pkt
+		var pkts []vlanSeg
 		for dir := 0; dir < 2; dir++ {
 			stream := make([]byte, 1+rng.IntN(30000))
 			for i := range stream {
@@ -79,7 +75,7 @@ func TestFastPathMatchesGeneral(t *testing.T) {
 				if rng.IntN(20) == 0 {
 					vlans = []uint16{uint16(rng.IntN(4096))}
 				}
-				pkts = append(pkts, pkt{s, vlans})
+				pkts = append(pkts, vlanSeg{s, vlans})
 			}
 		}
 		rng.Shuffle(len(pkts), func(i, j int) {
@@ -90,45 +86,99 @@ func TestFastPathMatchesGeneral(t *testing.T) {
 		})
 
 		name := fmt.Sprintf("it%d %+v %+v bad=%v offloadFrom=%v", it, imp, cfg, badRate, offloadFrom)
-		viaFrame, viaIPv4 := newRecorder(t), newRecorder(t)
-		fa, err := mirror.New(cfg, viaFrame)
-		if err != nil {
+		compareFrameAndIPv4(t, name, cfg, pkts, rng)
+	}
+}
+
+// vlanSeg is a segment and the VLAN tags of its frame.
+type vlanSeg struct {
+	s     seg
+	vlans []uint16
+}
+
+// compareFrameAndIPv4 hands pkts to one Assembler with HandleFrame and to
+// another with HandleIPv4, with random capture time steps and Flush calls
+// from rng, and fails unless both give the same errors, Handler calls,
+// Stats and offloaded flows.
+func compareFrameAndIPv4(t *testing.T, name string, cfg mirror.Config, pkts []vlanSeg, rng *rand.Rand) {
+	t.Helper()
+	viaFrame, viaIPv4 := newRecorder(t), newRecorder(t)
+	fa, err := mirror.New(cfg, viaFrame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ia, err := mirror.New(cfg, viaIPv4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := int64(0)
+	for i, p := range pkts {
+		ts += int64(rng.IntN(400_000))
+		ip := appendIPv4(nil, p.s)
+		errF := fa.HandleFrame(ethernet(ip, p.vlans...), ts)
+		errI := ia.HandleIPv4(ip, ts)
+		if errF != errI {
+			t.Fatalf("%s: packet %d: HandleFrame %v, HandleIPv4 %v", name, i, errF, errI)
+		}
+		if rng.IntN(40) == 0 {
+			fa.Flush(ts)
+			ia.Flush(ts)
+		}
+	}
+	fa.Close()
+	ia.Close()
+	if sf, si := fa.Stats(), ia.Stats(); sf != si {
+		t.Fatalf("%s: Stats\nHandleFrame %+v\nHandleIPv4  %+v", name, sf, si)
+	}
+	if of, oi := fa.OffloadedFlows(), ia.OffloadedFlows(); !slices.Equal(of, oi) {
+		t.Fatalf("%s: OffloadedFlows %v and %v", name, of, oi)
+	}
+	if !slices.Equal(viaFrame.order, viaIPv4.order) {
+		t.Fatalf("%s: directions seen %v and %v", name, viaFrame.order, viaIPv4.order)
+	}
+	for _, k := range viaFrame.order {
+		ef, ei := viaFrame.get(k).events, viaIPv4.get(k).events
+		if !slices.Equal(ef, ei) {
+			t.Fatalf("%s: %v: Handler calls differ\nHandleFrame %d: %.300q\nHandleIPv4  %d: %.300q", name, k, len(ef), ef, len(ei), ei)
+		}
+	}
+}
+
+// TestFastPathHoleFilling: a segment that ends where the bytes held begin
+// takes HandleFrame's straight path and drains them; one that ends a byte
+// later, or a byte earlier, does not or drains nothing.
+func TestFastPathHoleFilling(t *testing.T) {
+	const isn = 1000
+	data := make([]byte, 300)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	at := func(lo, hi int) vlanSeg { return vlanSeg{s: ab(isn+1+uint32(lo), fPSH, string(data[lo:hi]))} }
+	syn := vlanSeg{s: ab(isn, fSYN, "")}
+	for _, cfg := range []mirror.Config{{}, {History: true}, {Checksum: mirror.ChecksumIgnore}, {BufferPerFlow: 256}, {BufferPerFlow: 256, History: true}} {
+		for name, pkts := range map[string][]vlanSeg{
+			"fills":        {syn, at(0, 50), at(100, 200), at(50, 100), at(200, 300)},
+			"one past":     {syn, at(0, 50), at(100, 200), at(50, 101), at(200, 300)},
+			"one short":    {syn, at(0, 50), at(100, 200), at(50, 99), at(99, 100), at(200, 300)},
+			"two runs":     {syn, at(0, 50), at(100, 150), at(200, 250), at(50, 100), at(150, 200), at(250, 300)},
+			"ring wraps":   {syn, at(0, 250), at(280, 300), at(250, 280)},
+			"inside a run": {syn, at(0, 50), at(60, 200), at(50, 60), at(55, 58)},
+		} {
+			compareFrameAndIPv4(t, fmt.Sprintf("%s %+v", name, cfg), cfg, pkts, rand.New(rand.NewPCG(1, 2)))
+		}
+	}
+	// The oracle for the first case: the whole stream, in order, no gap.
+	rec := newRecorder(t)
+	a, err := mirror.New(mirror.Config{BufferPerFlow: 256}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []vlanSeg{syn, at(0, 50), at(100, 200), at(50, 100), at(200, 300)} {
+		if err := a.HandleFrame(ethernet(appendIPv4(nil, p.s)), int64(i)); err != nil {
 			t.Fatal(err)
 		}
-		ia, err := mirror.New(cfg, viaIPv4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts := int64(0)
-		for i, p := range pkts {
-			ts += int64(rng.IntN(400_000))
-			ip := appendIPv4(nil, p.s)
-			errF := fa.HandleFrame(ethernet(ip, p.vlans...), ts)
-			errI := ia.HandleIPv4(ip, ts)
-			if errF != errI {
-				t.Fatalf("%s: packet %d: HandleFrame %v, HandleIPv4 %v", name, i, errF, errI)
-			}
-			if rng.IntN(40) == 0 {
-				fa.Flush(ts)
-				ia.Flush(ts)
-			}
-		}
-		fa.Close()
-		ia.Close()
-		if sf, si := fa.Stats(), ia.Stats(); sf != si {
-			t.Fatalf("%s: Stats\nHandleFrame %+v\nHandleIPv4  %+v", name, sf, si)
-		}
-		if of, oi := fa.OffloadedFlows(), ia.OffloadedFlows(); !slices.Equal(of, oi) {
-			t.Fatalf("%s: OffloadedFlows %v and %v", name, of, oi)
-		}
-		if !slices.Equal(viaFrame.order, viaIPv4.order) {
-			t.Fatalf("%s: directions seen %v and %v", name, viaFrame.order, viaIPv4.order)
-		}
-		for _, k := range viaFrame.order {
-			ef, ei := viaFrame.get(k).events, viaIPv4.get(k).events
-			if !slices.Equal(ef, ei) {
-				t.Fatalf("%s: %v: Handler calls differ\nHandleFrame %d: %.300q\nHandleIPv4  %d: %.300q", name, k, len(ef), ef, len(ei), ei)
-			}
-		}
+	}
+	if st := rec.get(keyAB); string(st.data) != string(data) || len(st.gaps) != 0 {
+		t.Fatalf("delivered %d bytes with gaps %v, want the %d bytes of the stream", len(st.data), st.gaps, len(data))
 	}
 }
