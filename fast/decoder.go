@@ -14,7 +14,9 @@ const ResetTemplateID = 120
 
 // Limits bounds every length the decoder reads from the wire, so no input can
 // make it allocate without limit. A zero field takes its default. Each hit is
-// counted in Stats.LimitHits and returned as an error wrapping ErrLimit.
+// counted in Stats.LimitHits and returned as an error wrapping ErrLimit. The
+// byte bounds (MaxStringLen, MaxByteVectorLen, MaxMessageBytes) are capped at
+// 256 MiB.
 type Limits struct {
 	// MaxStringLen bounds ascii and unicode strings, in bytes. Default 4096.
 	MaxStringLen int
@@ -34,6 +36,11 @@ type Limits struct {
 	// Message. Default 1 MiB.
 	MaxMessageBytes int
 }
+
+// maxByteLimit caps MaxStringLen, MaxByteVectorLen and MaxMessageBytes
+// (256 MiB each), so that a message's arena offsets, at most the sum of two
+// of them, stay below poolBit on every architecture.
+const maxByteLimit = 1 << 28
 
 // DefaultLimits are the limits used for zero fields of Limits.
 var DefaultLimits = Limits{
@@ -59,6 +66,9 @@ func (l Limits) withDefaults() Limits {
 	set(&l.MaxDepth, DefaultLimits.MaxDepth)
 	set(&l.MaxValues, DefaultLimits.MaxValues)
 	set(&l.MaxMessageBytes, DefaultLimits.MaxMessageBytes)
+	for _, v := range []*int{&l.MaxStringLen, &l.MaxByteVectorLen, &l.MaxMessageBytes} {
+		*v = min(*v, maxByteLimit)
+	}
 	return l
 }
 
@@ -816,8 +826,9 @@ func (d *Decoder) decimalOp(b []byte, off int, pm *PMap, in *instr) (int64, int3
 type span struct{ start, end int }
 
 // poolBit marks a Value whose bytes are in the constant pool (initial and
-// constant values), which saves copying them into every message.
-const poolBit = 1 << 31
+// constant values), which saves copying them into every message. It fits a
+// 32-bit int; maxByteLimit keeps arena offsets below it.
+const poolBit = 1 << 30
 
 // initSpan returns the span of the instruction's initial value in the pool.
 func initSpan(in *instr) span {
