@@ -135,11 +135,12 @@ func hashKey(w wireKey) uint64 {
 	return h ^ h>>32
 }
 
+// home returns the slot where h's probe sequence starts: h's top bits. New
+// gives every table at least two slots (2*MaxFlows), so shift is below 64
+// and the masked shift count is the shift itself (it spares the compiler's
+// guard for counts of 64 and more); the result is below len(slots).
 func (t *table) home(h uint64) uint64 {
-	if t.shift == 64 {
-		return 0
-	}
-	return (h >> t.shift) & t.mask
+	return h >> (t.shift & 63)
 }
 
 // lookup returns the index of w's flow, or -1 and w's hash. Callers try
