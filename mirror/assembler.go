@@ -86,14 +86,14 @@ func (a *Assembler) OffloadedFlows() []FlowKey {
 // is read during the call (and may be handed to Handler.Data) only.
 //
 // The common segment takes a path of its own in a straight line: a 20-byte
-// IPv4 header in an untagged frame, not a fragment, the next bytes of an
-// active flow that end before any bytes held (so a segment that fills a
-// hole exactly, then drains the held run behind it, takes it too), no FIN
-// seen, no SYN, FIN or RST, good (or unchecked) checksums, and no hole or
-// FIN due to expire at ts. It does
-// what the general path (handleFrame) does with such a segment. Any other
-// frame goes to the general path, which decides again from scratch: nothing
-// has changed by then but the table's lookup cache.
+// IPv4 header in an untagged frame, not a fragment, no SYN, FIN or RST, of
+// an active flow that has seen no FIN, good (or unchecked) checksums, and
+// no hole or FIN due to expire at ts. It does what the general path
+// (handleFrame) does with such a segment: an empty one is only counted, the
+// next bytes (when they end before any bytes held) are delivered, and any
+// other payload goes to data, as from the general path. Any other frame
+// goes to the general path, which decides again from scratch: nothing has
+// changed by then but the table's lookup cache.
 func (a *Assembler) HandleFrame(frame []byte, ts int64) error {
 	if len(frame) < ethHeaderLen+ipv4MinHeaderLen+tcpMinHeaderLen || ts >= a.deadline ||
 		binary.BigEndian.Uint16(frame[12:]) != etherTypeIPv4 {
@@ -112,7 +112,7 @@ func (a *Assembler) HandleFrame(frame []byte, ts int64) error {
 	if h[ip] != 0x45 || h[ip+9] != ipProtoTCP || end > len(frame) ||
 		binary.BigEndian.Uint16(h[ip+6:])&(ipv4FlagMF|ipv4FragOffMask) != 0 ||
 		h[tcp+13]&(tcpFlagSYN|tcpFlagFIN|tcpFlagRST) != 0 ||
-		payloadStart < tcp+tcpMinHeaderLen || payloadStart >= end {
+		payloadStart < tcp+tcpMinHeaderLen || payloadStart > end {
 		return a.handleFrame(frame, ts)
 	}
 	w := wireKey{addrs: binary.LittleEndian.Uint64(h[ip+12:]), ports: binary.LittleEndian.Uint32(h[tcp:])}
@@ -123,16 +123,19 @@ func (a *Assembler) HandleFrame(frame []byte, ts int64) error {
 		}
 	}
 	f := &a.t.flows[fi]
-	if f.state != flowActive || f.finSeen ||
-		binary.BigEndian.Uint32(h[tcp+4:]) != f.startSeq+uint32(f.next) ||
-		f.nRuns != 0 && f.next+uint64(end-payloadStart) > f.runs[0].start {
+	if f.state != flowActive || f.finSeen {
 		return a.handleFrame(frame, ts)
 	}
 	if a.mode != ChecksumIgnore {
 		if !ipv4ShortHeaderSumOK((*[ipv4MinHeaderLen]byte)(h[ip:tcp])) {
 			return a.handleFrame(frame, ts)
 		}
-		if s, ok := vectorOnesSum(frame[ip+12:end], tcpPseudoConst(end-tcp)); !ok || s != 0xffff {
+		seg, pseudo := frame[ip+12:end], tcpPseudoConst(end-tcp)
+		s, ok := vectorOnesSum(seg, pseudo)
+		if !ok {
+			s = scalarOnesSum(seg, pseudo)
+		}
+		if s != 0xffff {
 			return a.handleFrame(frame, ts)
 		}
 		if !f.hadGood {
@@ -145,17 +148,22 @@ func (a *Assembler) HandleFrame(frame []byte, ts int64) error {
 	f.lastSeen = ts
 	a.t.touch(fi)
 	payload := frame[payloadStart:end]
-	if a.history {
-		a.deliver(f, payload, ts)
-	} else {
-		// deliver without History, written out: one Go frame less per
-		// segment.
-		n := uint64(len(payload))
-		f.histStart = f.next + n
-		a.h.Data(f.key, f.next, payload, ts)
-		f.next += n
-		a.stats.DeliveredBytes += n
+	n := uint64(len(payload))
+	if n == 0 {
+		a.stats.EmptySegments++
+		return nil
 	}
+	if seq := binary.BigEndian.Uint32(h[tcp+4:]); seq != f.startSeq+uint32(f.next) ||
+		f.nRuns != 0 && f.next+n > f.runs[0].start || a.history {
+		a.data(f, seq, payload, ts)
+		return nil
+	}
+	// data and deliver for the next bytes without History, written out:
+	// two Go frames less per segment.
+	f.histStart = f.next + n
+	a.h.Data(f.key, f.next, payload, ts)
+	f.next += n
+	a.stats.DeliveredBytes += n
 	if f.nRuns != 0 {
 		a.drain(f, ts)
 	}

@@ -13,7 +13,7 @@ import (
 // TestFastPathMatchesGeneral: HandleFrame takes a straight-line path of its
 // own for the common segment (untagged, in order, good checksums), while
 // HandleIPv4 always takes the general path. The same packets through both,
-// two interleaved directions with random impairments, bad and
+// two interleaved directions with random impairments, pure ACKs, bad and
 // offload-like checksums, RSTs, VLAN tags, fragments and timeouts, must give
 // the same errors, Handler calls, Stats and offloaded flows.
 func TestFastPathMatchesGeneral(t *testing.T) {
@@ -76,6 +76,11 @@ func TestFastPathMatchesGeneral(t *testing.T) {
 					vlans = []uint16{uint16(rng.IntN(4096))}
 				}
 				pkts = append(pkts, vlanSeg{s, vlans})
+				if rng.IntN(10) == 0 {
+					// A pure ACK, as a direction sends while the other
+					// streams.
+					pkts = append(pkts, vlanSeg{s: mk(seq, 0, "")})
+				}
 			}
 		}
 		rng.Shuffle(len(pkts), func(i, j int) {
