@@ -2,6 +2,7 @@ package mirror_test
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 
 	"github.com/tickwire/tickwire/mirror"
@@ -55,7 +56,15 @@ func FuzzAssembler(f *testing.F) {
 	// Seeds: testdata/fuzz/FuzzAssembler.
 	f.Fuzz(func(t *testing.T, isn uint32, prog []byte) {
 		rec := newRecorder(t)
-		a, err := mirror.New(mirror.Config{BufferPerFlow: 256, MaxFlows: 2, HoleTimeout: 1000_000, History: len(prog)%2 == 0}, rec)
+		cfg := mirror.Config{BufferPerFlow: 256, MaxFlows: 2, HoleTimeout: 1000_000, History: len(prog)%2 == 0}
+		a, err := mirror.New(cfg, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The same packets as Ethernet frames, through HandleFrame's
+		// straight path where they take it, must give the same results.
+		recFrame := newRecorder(t)
+		fa, err := mirror.New(cfg, recFrame)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,9 +92,25 @@ func FuzzAssembler(f *testing.F) {
 			}
 			s.flags = flags
 			s.cs = cs
-			_ = a.HandleIPv4(appendIPv4(nil, s), ts)
+			ip := appendIPv4(nil, s)
+			err := a.HandleIPv4(ip, ts)
+			if errFrame := fa.HandleFrame(ethernet(ip), ts); errFrame != err {
+				t.Fatalf("HandleIPv4 %v, HandleFrame %v", err, errFrame)
+			}
 		}
 		a.Close()
+		fa.Close()
+		if st, stFrame := a.Stats(), fa.Stats(); st != stFrame {
+			t.Fatalf("Stats\nHandleIPv4  %+v\nHandleFrame %+v", st, stFrame)
+		}
+		if len(rec.streams) != len(recFrame.streams) {
+			t.Fatalf("HandleIPv4 saw %d directions, HandleFrame %d", len(rec.streams), len(recFrame.streams))
+		}
+		for k, s := range rec.streams {
+			if !slices.Equal(s.events, recFrame.get(k).events) {
+				t.Fatalf("%v: HandleIPv4 and HandleFrame made different Handler calls", k)
+			}
+		}
 		st := a.Stats()
 		if st.ActiveFlows != 0 {
 			t.Fatalf("ActiveFlows %d after Close", st.ActiveFlows)
