@@ -127,6 +127,9 @@ type Config struct {
 	//     processed when it returns, and frames written inside those calls
 	//     leave when they return (so that a reply arriving inline never
 	//     finds the connection held);
+	//   - segments of the connections the program holds (from DialTCP or
+	//     Accept, until Close) skip netstack's IPv4 layer and
+	//     demultiplexer, which decide nothing for them (tcpfast.go);
 	//   - handlers set with TCPConn.OnReceive run right after the
 	//     processing, on the same goroutine, without waking a reader;
 	//   - ACKs are delayed, as by a TCP with delayed ACKs, for at most

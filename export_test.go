@@ -67,3 +67,14 @@ func NeighborState(s *Stack, addr netip.Addr) string {
 // internals it processes segments with (see tcpsync_unsafe.go and
 // tcpack_unsafe.go).
 func TCPInternalsFound() bool { return tcpInternals.ok && ackInternals.ok }
+
+// HeldFlows returns the number of connections whose segments may skip
+// netstack's network layer (tcpfast.go).
+func HeldFlows(s *Stack) int {
+	if s.sy == nil {
+		return 0
+	}
+	s.sy.flows.mu.RLock()
+	defer s.sy.flows.mu.RUnlock()
+	return len(s.sy.flows.m)
+}

@@ -80,7 +80,9 @@ func syncTCPFactory(sy *syncer) gstack.TransportProtocolFactory {
 		if _, sb := p.(gstack.SendBufSizeProto); !ok || !sb || !tcpInternals.ok {
 			return p
 		}
-		return &syncTCP{TransportProtocol: p, queue: q, sy: sy}
+		proto := &syncTCP{TransportProtocol: p, queue: q, sy: sy}
+		sy.tcp = proto
+		return proto
 	}
 }
 
@@ -92,9 +94,17 @@ func (p *syncTCP) QueuePacket(ep gstack.TransportEndpoint, id gstack.TransportEn
 		p.queue.QueuePacket(ep, id, pkt)
 		return
 	}
+	p.queueLocked(tep, id, pkt)
+}
+
+// queueLocked queues pkt to tep, whose lock the caller took with TryLock,
+// without waking a processor, releases the lock and records tep for
+// processing at the end of the delivery.
+// +checklocksignore: TryLock, which checklocks cannot follow.
+func (p *syncTCP) queueLocked(tep *tcp.Endpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer) {
 	owned := tcpOwnedByUser(tep)
 	owned.Store(1)
-	p.queue.QueuePacket(ep, id, pkt) // checks, counts and queues the segment; wakes nobody
+	p.queue.QueuePacket(tep, id, pkt) // checks, counts and queues the segment; wakes nobody
 	owned.Store(0)
 	tep.ResumeWork() // releases the lock taken by TryLock
 	if !p.sy.record(tep) {
@@ -132,7 +142,11 @@ func kick(ep *tcp.Endpoint) {
 //
 //	syncer.mu
 type syncer struct {
-	wire *wire // set by newWire
+	wire *wire    // set by newWire
+	tcp  *syncTCP // set when the stack builds its TCP protocol
+	// flows are the connections the program holds, whose segments skip
+	// netstack's network layer (tcpfast.go).
+	flows tcpFlows
 	// delivering counts the wire deliveries in progress; an endpoint is
 	// recorded only while one is, and each delivery processes the recorded
 	// endpoints before it counts itself out, so none is left behind.

@@ -78,6 +78,9 @@ func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuff
 		if w.udp.deliver(pkt) {
 			return
 		}
+		if w.deliverTCP(pkt) {
+			return
+		}
 		if w.inboundSYN(proto, pkt) {
 			return
 		}

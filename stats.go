@@ -80,6 +80,7 @@ type Stats struct {
 	LatencyACKsHeld     uint64 // pure ACKs delayed (held past the batch they were written in)
 	LatencyACKsLate     uint64 // delayed ACKs sent when their delay (0.5 to 1 ms) ran out, nothing having carried them
 	LatencyACKEvictions uint64 // connections whose delayed-ACK state was evicted by another's (a 256-slot table)
+	LatencyTCPDirect    uint64 // TCP segments of held connections queued straight to their endpoint, past netstack's IPv4 layer and demultiplexer
 }
 
 // statsNames are the names of Stats' fields, in field order.
@@ -158,6 +159,7 @@ var statsNames = [...]string{
 	"LatencyACKsHeld",
 	"LatencyACKsLate",
 	"LatencyACKEvictions",
+	"LatencyTCPDirect",
 }
 
 // values returns the counters in the order of statsNames.
@@ -237,6 +239,7 @@ func (s *Stats) values() [len(statsNames)]uint64 {
 		s.LatencyACKsHeld,
 		s.LatencyACKsLate,
 		s.LatencyACKEvictions,
+		s.LatencyTCPDirect,
 	}
 }
 
@@ -285,6 +288,7 @@ type wireCounters struct {
 	ethRx, ethTx, ipRx, ipTx, arpRx, arpTx     counter
 	icmpRx, icmpTx, udpRx, udpTx, tcpRx, tcpTx counter
 	dropEtherType, dropIPv4Checksum            atomic.Uint64
+	tcpDirect                                  atomic.Uint64 // latency mode: segments past netstack's network layer
 }
 
 // byIPProtocol returns the rx or tx counter of an IPv4 payload protocol, nil
@@ -388,6 +392,7 @@ func (s *Stack) Stats() Stats {
 		st.LatencyACKsHeld = s.wire.out.held.Load()
 		st.LatencyACKsLate = s.wire.out.expired.Load()
 		st.LatencyACKEvictions = s.wire.out.evicted.Load()
+		st.LatencyTCPDirect = s.wire.counters.tcpDirect.Load()
 	}
 	return st
 }

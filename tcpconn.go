@@ -218,6 +218,7 @@ func (s *Stack) newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *TCPConn {
 		c.tep, _ = ep.(*tcp.Endpoint)
 		if c.tep != nil {
 			c.sy = s.sy
+			c.sy.flows.add(c.tep)
 		}
 	}
 	if a, err := ep.GetLocalAddress(); err == nil {
@@ -341,6 +342,9 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 // called from the handler. A second Close returns an error wrapping
 // net.ErrClosed.
 func (c *TCPConn) Close() error {
+	if c.sy != nil {
+		c.sy.flows.remove(c.tep)
+	}
 	if !c.shut() {
 		return c.opError("close", net.ErrClosed)
 	}

@@ -1,0 +1,69 @@
+package tickwire_test
+
+import (
+	"io"
+	"net"
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+
+	"github.com/tickwire/tickwire"
+)
+
+// TestLatencyDirectTCP checks latency mode's shortcut past netstack's
+// network layer (tcpfast.go): the segments of held connections take it on
+// both sides, a segment with a bad checksum that takes it is still dropped
+// and counted by TCP, and closing a connection takes its flow out.
+func TestLatencyDirectTCP(t *testing.T) {
+	p := newPair(t, latencyMode)
+	p.serveEcho(t)
+	c := p.dialEcho(t)
+	msg, buf := make([]byte, 64), make([]byte, 64)
+	roundTrips := func(n int) {
+		t.Helper()
+		for range n {
+			if _, err := c.Write(msg); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	roundTrips(100)
+	sa, sb := p.a.Stats(), p.b.Stats()
+	if sa.LatencyTCPDirect < 90 || sb.LatencyTCPDirect < 90 { // the first segments may beat Accept
+		t.Errorf("direct segments: client %d, server %d; want >= 90 each", sa.LatencyTCPDirect, sb.LatencyTCPDirect)
+	}
+	if a, b := tickwire.HeldFlows(p.a), tickwire.HeldFlows(p.b); a != 1 || b != 1 {
+		t.Errorf("held flows: client %d, server %d; want 1 each", a, b)
+	}
+
+	// A data segment of the connection with a wrong checksum, sent to the
+	// server as if from the client.
+	from := c.LocalAddr().(*net.TCPAddr).AddrPort()
+	to := addrPort(addrB, echoPort)
+	seg := make([]byte, header.TCPMinimumSize+10)
+	tcp := header.TCP(seg)
+	tcp.Encode(&header.TCPFields{SrcPort: from.Port(), DstPort: to.Port(), SeqNum: 1, AckNum: 1,
+		DataOffset: header.TCPMinimumSize, Flags: header.TCPFlagAck | header.TCPFlagPsh, WindowSize: 1000})
+	xsum := header.PseudoHeaderChecksum(header.TCPProtocolNumber, tcpip.AddrFrom4(from.Addr().As4()), tcpip.AddrFrom4(to.Addr().As4()), uint16(len(seg)))
+	tcp.SetChecksum(^checksum.Checksum(seg, xsum) ^ 0x0101)
+	direct := p.b.Stats().LatencyTCPDirect
+	frame := ethernet(p.pb.MAC(), p.pa.MAC(), uint16(header.IPv4ProtocolNumber), ipv4Packet(from.Addr(), to.Addr(), uint8(header.TCPProtocolNumber), seg))
+	if err := p.pa.Send(frame); err != nil {
+		t.Fatal(err)
+	}
+	st := p.b.Stats()
+	if st.DropTCPChecksum != 1 || st.LatencyTCPDirect != direct+1 {
+		t.Errorf("bad checksum on the direct path: %d checksum drops (want 1), %d direct segments (want %d)", st.DropTCPChecksum, st.LatencyTCPDirect, direct+1)
+	}
+	roundTrips(10) // the connection is unharmed
+
+	c.Close()
+	if n := tickwire.HeldFlows(p.a); n != 0 {
+		t.Errorf("client holds %d flows after Close, want 0", n)
+	}
+}
