@@ -79,22 +79,21 @@
 // Both paths allocate nothing per TCP round trip; UDP still allocates inside
 // netstack (about 16 objects per round trip).
 //
-// What it buys, measured on a shared, loaded 2-vCPU machine (64-byte TCP
-// ping-pong, p50, go run ./bench -only rtt, ratios within one run): through
-// the fast API over link/pipe 11.5 to 16 us, 0.65x to 0.77x of Linux
-// loopback (17 to 22 us in the same runs; 1.0x before ACKs were delayed
-// and netstack kept from building them); a kernel client over TAP to a
-// ServeTCP handler 19.3 us, 1.10x kernel to kernel over veth; net.Conn on
-// both sides over link/pipe 22 to 33 us in stock mode. A round trip through
-// the fast API is one goroutine's CPU time (about 70,000 instructions,
-// callgrind), nearly all of it netstack's own segment processing: two
-// segments per request/reply, as over Linux loopback, each costing more in
-// netstack than in the kernel, so half of the kernel's loopback time stays
-// out of reach through netstack's TCP on such a machine. Tails (p99 of 60
-// to 80 us, 4 to 7 times p50) follow the machine's load as the kernel's
-// do. Busy-polling did not help there and made kernel-to-stack round trips
-// over TAP worse (the spinning goroutines starve the kernel's side), so it
-// is off unless asked for.
+// What it buys, measured on a shared 2-vCPU machine (64-byte TCP
+// ping-pong, go run ./bench -only rtt, ratios within one run, load about
+// 3): through the fast API over link/pipe, p50 8.2 us against 17.1 us for
+// Linux loopback (0.48x; 1.0x before ACKs were delayed and left unbuilt and
+// segments of held connections skipped netstack's network layer), p99 18 us
+// (2.2x its p50); a kernel client over TAP to a ServeTCP handler 17.8 us
+// against 17.6 us kernel to kernel over veth (1.01x); net.Conn on both
+// sides over link/pipe in stock mode 23.5 us (1.37x). A round trip through
+// the fast API is one goroutine's CPU time (about 56,000 instructions,
+// callgrind), nearly all of it netstack's own TCP processing of the two
+// segments a request/reply costs. Figures move by 20 to 30% with the
+// machine's load; tails follow it, as the kernel's do. Busy-polling did not
+// help there and made kernel-to-stack round trips over TAP worse (the
+// spinning goroutines starve the kernel's side), so it is off unless asked
+// for.
 //
 // # Concurrency
 //
