@@ -93,7 +93,7 @@ func (a *Assembler) OffloadedFlows() []FlowKey {
 // next bytes (when they end before any bytes held) are delivered, and any
 // other payload goes to data, as from the general path. Any other frame
 // goes to the general path, which decides again from scratch: nothing has
-// changed by then but the table's lookup cache.
+// changed by then but the table's caches of recent flows.
 func (a *Assembler) HandleFrame(frame []byte, ts int64) error {
 	if len(frame) < ethHeaderLen+ipv4MinHeaderLen+tcpMinHeaderLen || ts >= a.deadline ||
 		binary.BigEndian.Uint16(frame[12:]) != etherTypeIPv4 {
@@ -118,8 +118,10 @@ func (a *Assembler) HandleFrame(frame []byte, ts int64) error {
 	w := wireKey{addrs: binary.LittleEndian.Uint64(h[ip+12:]), ports: binary.LittleEndian.Uint32(h[tcp:])}
 	fi := a.t.last
 	if fi < 0 || !a.t.flows[fi].hasKey(w) {
-		if fi, _ = a.t.lookup(w); fi < 0 {
-			return a.handleFrame(frame, ts)
+		if fi = a.t.recentFlow(w); fi < 0 {
+			if fi, _ = a.t.lookup(w); fi < 0 {
+				return a.handleFrame(frame, ts)
+			}
 		}
 	}
 	f := &a.t.flows[fi]
@@ -261,18 +263,19 @@ func (a *Assembler) ipv4(p []byte, ts int64) error {
 	}
 	w := wireKeyOf(p, seg)
 	seq, flags, payload := binary.BigEndian.Uint32(seg[4:]), seg[13], seg[dataOff:]
-	// Most segments continue the flow of the segment before them: try it
-	// before hashing the key.
-	if fi := a.t.last; fi >= 0 {
-		if f := &a.t.flows[fi]; f.hasKey(w) {
-			if f.takesInOrder(seq, flags, len(payload), cs) {
-				a.inOrder(fi, f, payload, cs, ts)
-				return nil
-			}
-			return a.segment(w, fi, seq, flags, payload, cs, ts)
+	// Most segments belong to the flow of the segment before them or to
+	// one seen a moment ago: try the caches before hashing the key.
+	fi := a.t.last
+	if fi < 0 || !a.t.flows[fi].hasKey(w) {
+		fi = a.t.recentFlow(w)
+	}
+	if fi >= 0 {
+		if f := &a.t.flows[fi]; f.takesInOrder(seq, flags, len(payload), cs) {
+			a.inOrder(fi, f, payload, cs, ts)
+			return nil
 		}
 	}
-	return a.segment(w, -1, seq, flags, payload, cs, ts)
+	return a.segment(w, fi, seq, flags, payload, cs, ts)
 }
 
 // takesInOrder reports whether a segment takes the fast path of flow f: the

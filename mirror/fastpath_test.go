@@ -187,3 +187,36 @@ func TestFastPathHoleFilling(t *testing.T) {
 		t.Fatalf("delivered %d bytes with gaps %v, want the %d bytes of the stream", len(st.data), st.gaps, len(data))
 	}
 }
+
+// TestReuseAfterClose: Close empties the table, caches of recent flows
+// included: the same directions afterwards start new flows, through
+// HandleFrame and HandleIPv4 alike.
+func TestReuseAfterClose(t *testing.T) {
+	for _, cfg := range []mirror.Config{{}, {Checksum: mirror.ChecksumIgnore}, {MaxFlows: 2}} {
+		rec := newRecorder(t)
+		a, err := mirror.New(cfg, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := 0; round < 2; round++ {
+			for i, s := range []seg{ab(100, fSYN, ""), ba(500, fSYN, ""), ab(101, fPSH, "hello"), ba(501, fPSH, "world"), ab(106, fPSH, "again")} {
+				ip := appendIPv4(nil, s)
+				if i%2 == 0 {
+					err = a.HandleFrame(ethernet(ip), int64(i))
+				} else {
+					err = a.HandleIPv4(ip, int64(i))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			a.Close()
+		}
+		keyBA := mirror.FlowKey{SrcIP: ipB, DstIP: ipA, SrcPort: 9000, DstPort: 40000}
+		for k, want := range map[mirror.FlowKey]string{keyAB: "helloagainhelloagain", keyBA: "worldworld"} {
+			if st := rec.get(k); st.starts != 2 || len(st.ends) != 2 || string(st.data) != want {
+				t.Errorf("%+v %v: %d starts, %d ends, data %q; want 2, 2, %q", cfg, k, st.starts, len(st.ends), st.data, want)
+			}
+		}
+	}
+}

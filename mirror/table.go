@@ -79,6 +79,33 @@ type table struct {
 	tail  int32
 	last  int32 // flow of the previous lookup: a cheap cache for bursts
 	inUse int
+	// recent maps a key's recentSlot to the index + 1 of the flow last
+	// looked up there (0: none): a second cache, between last and the
+	// hash table, one multiply deep, for interleaved flows. Only flows in
+	// the table are in it.
+	recent [recentSize]int32
+}
+
+// recentSize is the number of recent flows cached; a power of two.
+const recentSize = 256
+
+// recentSlot returns w's slot in table.recent. The XOR of both addresses
+// and the ports (source port in the low half) keeps the two directions of a
+// connection apart unless their ports are equal; the multiply brings all
+// bits into the top ones.
+func recentSlot(w wireKey) uint32 {
+	return (uint32(w.addrs) ^ uint32(w.addrs>>32) ^ w.ports) * 0x9e3779b1 >> (32 - 8)
+}
+
+// recentFlow returns the index of w's flow if table.recent has it, else -1.
+// Callers try t.last first.
+func (t *table) recentFlow(w wireKey) int32 {
+	fi := t.recent[recentSlot(w)%recentSize] - 1
+	if fi < 0 || !t.flows[fi].hasKey(w) {
+		return -1
+	}
+	t.last = fi
+	return fi
 }
 
 func (t *table) init(n int) {
@@ -144,7 +171,7 @@ func (t *table) home(h uint64) uint64 {
 }
 
 // lookup returns the index of w's flow, or -1 and w's hash. Callers try
-// t.last, the flow of the previous lookup, themselves first.
+// t.last and recentFlow themselves first.
 func (t *table) lookup(w wireKey) (int32, uint64) {
 	h := hashKey(w)
 	for i := t.home(h); ; i = (i + 1) & t.mask {
@@ -154,6 +181,7 @@ func (t *table) lookup(w wireKey) (int32, uint64) {
 		}
 		if t.flows[s-1].hasKey(w) {
 			t.last = s - 1
+			t.recent[recentSlot(w)%recentSize] = s
 			return s - 1, h
 		}
 	}
@@ -174,6 +202,7 @@ func (t *table) insert(w wireKey, h uint64) int32 {
 	t.pushFront(fi)
 	t.inUse++
 	t.last = fi
+	t.recent[recentSlot(w)%recentSize] = fi + 1
 	return fi
 }
 
@@ -203,6 +232,9 @@ func (t *table) remove(fi int32) {
 	t.inUse--
 	if t.last == fi {
 		t.last = -1
+	}
+	if r := &t.recent[recentSlot(wireKey{f.wireAddrs, f.wirePorts})%recentSize]; *r == fi+1 {
+		*r = 0
 	}
 }
 
