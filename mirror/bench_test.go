@@ -197,6 +197,9 @@ func BenchmarkMirrorInOrder16FlowsNoChecksum(b *testing.B) {
 func BenchmarkMirrorInOrderColdNoChecksum(b *testing.B) {
 	benchMirror(b, 0, 1, benchFramesCold, mirror.Config{Checksum: mirror.ChecksumIgnore})
 }
+func BenchmarkMirrorReorder10ColdNoChecksum(b *testing.B) {
+	benchMirror(b, 0.10, 1, benchFramesCold, mirror.Config{Checksum: mirror.ChecksumIgnore})
+}
 
 // gopacket side: the same frames through DecodingLayerParser (the
 // allocation-free decoder) and reassembly.Assembler.
@@ -301,6 +304,9 @@ func BenchmarkGopacketVerifyInOrder16Flows(b *testing.B) {
 }
 func BenchmarkGopacketVerifyInOrderCold(b *testing.B) {
 	benchGopacket(b, 0, 1, benchFramesCold, true)
+}
+func BenchmarkGopacketVerifyReorder10Cold(b *testing.B) {
+	benchGopacket(b, 0.10, 1, benchFramesCold, true)
 }
 
 // BenchmarkHarnessOnly measures the benchmarks' own per-frame cost: moving a
