@@ -632,7 +632,9 @@ func (a *Assembler) drain(f *flow, ts int64) {
 }
 
 func (a *Assembler) removeFirstRun(f *flow) {
-	copy(f.runs[:f.nRuns-1], f.runs[1:f.nRuns])
+	if f.nRuns > 1 { // the usual single run needs no memmove call
+		copy(f.runs[:f.nRuns-1], f.runs[1:f.nRuns])
+	}
 	f.nRuns--
 	if f.nRuns > 0 {
 		since := f.runs[0].ts
@@ -707,7 +709,9 @@ func (a *Assembler) insert(f *flow, o uint64, p []byte, ts int64) (stored, overl
 		f.holeSince = min(f.holeSince, ts)
 	}
 	if i == j {
-		copy(f.runs[i+1:f.nRuns+1], f.runs[i:f.nRuns])
+		if i < f.nRuns { // a new last run (the usual case) moves none
+			copy(f.runs[i+1:f.nRuns+1], f.runs[i:f.nRuns])
+		}
 		f.runs[i] = merged
 		f.nRuns++
 	} else {
