@@ -84,3 +84,12 @@ func (p *pair) dialEcho(t testing.TB) net.Conn {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// settled waits, up to a second, for cond to hold: for counters that the
+// goroutine which sent a frame increments after the frame, delivered
+// inline, has already been answered.
+func settled(cond func() bool) {
+	for deadline := time.Now().Add(time.Second); !cond() && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Microsecond)
+	}
+}

@@ -265,6 +265,9 @@ func TestStaticARP(t *testing.T) {
 	if st := p.a.Stats(); st.ARPRequestsTx != 0 || st.ARPEntries != 0 {
 		t.Errorf("A sent %d ARP requests and holds %d dynamic entries; want 0, 0", st.ARPRequestsTx, st.ARPEntries)
 	}
+	// netstack counts a request once its write returns, which over
+	// link/pipe can be after the answer has done its work.
+	settled(func() bool { return p.b.Stats().ARPRequestsTx == 1 })
 	if st := p.b.Stats(); st.ARPRequestsTx != 1 {
 		t.Errorf("B sent %d ARP requests, want 1", st.ARPRequestsTx)
 	}
