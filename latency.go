@@ -90,7 +90,7 @@ func syncTCPFactory(sy *syncer) gstack.TransportProtocolFactory {
 // +checklocksignore: TryLock, which checklocks cannot follow.
 func (p *syncTCP) QueuePacket(ep gstack.TransportEndpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer) {
 	tep, ok := ep.(*tcp.Endpoint)
-	if !ok || !syncState(tep.EndpointState()) || p.sy.delivering.Load() == 0 || !tep.TryLock() {
+	if !ok || !syncState(tep.EndpointState()) || p.sy.delivering.Load() == 0 || !p.sy.inlineAllowed() || !tep.TryLock() {
 		p.queue.QueuePacket(ep, id, pkt)
 		return
 	}
@@ -169,6 +169,14 @@ func newSyncer() *syncer {
 	return sy
 }
 
+// inlineAllowed reports whether segments may be processed on the
+// delivering goroutine: not while a send from one of netstack's own
+// goroutines is in progress (see wire.send), since this delivery may be
+// nested in it, and the processing may need a lock that goroutine holds.
+func (sy *syncer) inlineAllowed() bool {
+	return sy.wire.out.internal.Load() == 0
+}
+
 // begin counts a wire delivery in.
 func (sy *syncer) begin() {
 	sy.mu.Lock()
@@ -213,8 +221,13 @@ func (sy *syncer) finish() {
 		clear(sy.pending[rest:])
 		sy.pending = sy.pending[:rest]
 		sy.mu.Unlock()
+		inline := sy.inlineAllowed()
 		for i := range n {
-			sy.process(batch[i])
+			if inline {
+				sy.process(batch[i])
+			} else {
+				kick(batch[i]) // to a processor: see inlineAllowed
+			}
 			batch[i] = nil
 		}
 	}

@@ -94,6 +94,9 @@ type outbox struct {
 	sending gstack.PacketBufferList
 
 	full, merged, held, expired, evicted atomic.Uint64
+	// internal counts the sends in progress that come from outside any
+	// tickwire call (see send).
+	internal atomic.Int32
 }
 
 // ackFlow is the delayed-ACK state of one TCP connection, seen from the
@@ -176,7 +179,12 @@ func newOutbox(w *wire, mss int) *outbox {
 	return o
 }
 
-// send passes pkts to the link now, or queues them (see outbox).
+// send passes pkts to the link now, or queues them (see outbox). A send
+// outside any tickwire call (holds == 0) comes from netstack's own
+// goroutines (processors, timers), which may hold netstack locks, such as a
+// listener's while it answers a SYN; over link/pipe the peer's answer comes
+// back on this goroutine before the send returns, so while such a send is
+// in progress (internal) the syncer processes nothing synchronously.
 func (w *wire) send(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 	o := w.out
 	if o == nil {
@@ -185,12 +193,12 @@ func (w *wire) send(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 	o.mu.Lock()
 	if o.holds == 0 && !o.flushing && len(o.q) == 0 && !hasTCP(pkts) {
 		o.mu.Unlock()
-		return w.Endpoint.WritePackets(pkts)
+		return o.sendInternal(pkts)
 	}
 	if len(o.q)+pkts.Len() > maxOutbox {
 		o.mu.Unlock()
 		o.full.Add(1)
-		return w.Endpoint.WritePackets(pkts)
+		return o.sendInternal(pkts)
 	}
 	for _, pkt := range pkts.AsSlice() {
 		o.q = append(o.q, pkt.IncRef())
@@ -199,7 +207,17 @@ func (w *wire) send(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 		o.mu.Unlock()
 		return pkts.Len(), nil
 	}
-	return pkts.Len(), o.flushLocked()
+	o.internal.Add(1)
+	err := o.flushLocked()
+	o.internal.Add(-1)
+	return pkts.Len(), err
+}
+
+// sendInternal passes pkts to the link at once, counted as internal.
+func (o *outbox) sendInternal(pkts gstack.PacketBufferList) (int, tcpip.Error) {
+	o.internal.Add(1)
+	defer o.internal.Add(-1)
+	return o.w.Endpoint.WritePackets(pkts)
 }
 
 func hasTCP(pkts gstack.PacketBufferList) bool {

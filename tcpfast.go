@@ -94,7 +94,7 @@ func (f *tcpFlows) lookup(key tcpFlow) *tcp.Endpoint {
 // +checklocksignore: TryLock, which checklocks cannot follow.
 func (w *wire) deliverTCP(pkt *gstack.PacketBuffer) bool {
 	sy := w.sy
-	if sy == nil || sy.tcp == nil {
+	if sy == nil || sy.tcp == nil || !sy.inlineAllowed() {
 		return false
 	}
 	h, ok := pkt.Data().PullUp(header.IPv4MinimumSize + header.TCPMinimumSize)
