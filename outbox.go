@@ -385,6 +385,7 @@ func (o *outbox) dropFlowLocked(f *ackFlow, send bool) {
 		f.sentACK = f.heldACK
 		o.sending.PushBack(f.held)
 	} else {
+		o.w.uncountTx(f.held)
 		f.held.DecRef()
 	}
 	f.held = nil
@@ -457,12 +458,14 @@ func (w *wire) discard() {
 	o.closed = true
 	o.timer.Stop()
 	for i, pkt := range o.q {
+		o.w.uncountTx(pkt)
 		pkt.DecRef()
 		o.q[i] = nil
 	}
 	o.q = o.q[:0]
 	for i := range o.flows {
 		if f := &o.flows[i]; f.held != nil {
+			o.w.uncountTx(f.held)
 			f.held.DecRef()
 			f.held = nil
 		}
@@ -471,6 +474,25 @@ func (w *wire) discard() {
 	clear(o.owed)
 	o.owed = o.owed[:0]
 	o.mu.Unlock()
+}
+
+// uncountTx takes back what WritePackets counted for pkt, a frame the
+// outbox drops instead of sending (an ACK a later segment carried, frames
+// still waiting at Close): the Stats count frames that left.
+func (w *wire) uncountTx(pkt *gstack.PacketBuffer) {
+	size := pkt.Size()
+	w.counters.ethTx.remove(size)
+	switch pkt.NetworkProtocolNumber {
+	case header.ARPProtocolNumber:
+		w.counters.arpTx.remove(size)
+	case header.IPv4ProtocolNumber:
+		w.counters.ipTx.remove(size)
+		if ip := header.IPv4(pkt.NetworkHeader().Slice()); len(ip) >= header.IPv4MinimumSize {
+			if c := w.counters.byIPProtocol(ip.Protocol(), false); c != nil {
+				c.remove(size)
+			}
+		}
+	}
 }
 
 func be32(b []byte) uint32 {

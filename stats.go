@@ -283,6 +283,12 @@ func (c *counter) add(n int) {
 	c.bytes.Add(uint64(n))
 }
 
+// remove takes back an add(n).
+func (c *counter) remove(n int) {
+	c.packets.Add(^uint64(0))
+	c.bytes.Add(^uint64(n - 1))
+}
+
 // wireCounters are the counters tickwire's link wrapper keeps.
 type wireCounters struct {
 	ethRx, ethTx, ipRx, ipTx, arpRx, arpTx     counter
