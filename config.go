@@ -170,8 +170,7 @@ type Config struct {
 	// arriving at a full socket is dropped and counted in
 	// Stats.DropUDPBufferFull. A socket's queue takes at most
 	// UDPReceiveQueue x (link MTU - 28) bytes, allocated as it fills.
-	// Default 128 (DefaultUDPReceiveQueue); at most MaxUDPReceiveQueue,
-	// larger values are clamped.
+	// Default 128 (DefaultUDPReceiveQueue); 1 to MaxUDPReceiveQueue.
 	UDPReceiveQueue int
 }
 
@@ -265,6 +264,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if !c.Latency {
 		c.BusyPoll = 0
+	}
+	if c.UDPReceiveQueue == 0 {
+		c.UDPReceiveQueue = DefaultUDPReceiveQueue
+	}
+	if c.UDPReceiveQueue < 1 || c.UDPReceiveQueue > MaxUDPReceiveQueue {
+		return c, configErrorf("UDPReceiveQueue", "%d out of range [1, %d]", c.UDPReceiveQueue, MaxUDPReceiveQueue)
 	}
 	if len(c.StaticARP) > MaxARPEntries {
 		return c, configErrorf("StaticARP", "%d entries, at most %d", len(c.StaticARP), MaxARPEntries)

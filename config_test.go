@@ -47,6 +47,8 @@ func TestConfigErrors(t *testing.T) {
 		{"ARPEntries", func(c *tickwire.Config) { c.ARPEntries = -1 }},
 		{"ARPTimeout", func(c *tickwire.Config) { c.ARPTimeout = time.Microsecond }},
 		{"ARPTimeout", func(c *tickwire.Config) { c.ARPTimeout = time.Hour }},
+		{"UDPReceiveQueue", func(c *tickwire.Config) { c.UDPReceiveQueue = -1 }},
+		{"UDPReceiveQueue", func(c *tickwire.Config) { c.UDPReceiveQueue = tickwire.MaxUDPReceiveQueue + 1 }},
 		{"StaticARP[10.9.9.9]", func(c *tickwire.Config) {
 			c.StaticARP = map[netip.Addr]net.HardwareAddr{netip.MustParseAddr("10.9.9.9"): {2, 0, 0, 0, 0, 1}}
 		}},

@@ -47,7 +47,8 @@
 //     min(max(MaxConnections, 16), 1024) each; SYNs beyond the SYN queue are
 //     answered with SYN cookies [TCPSYNCookiesTx], handshakes beyond the
 //     accept queue dropped [DropTCPListenFull].
-//   - Per UDP socket: netstack's 32 KiB receive buffer [DropUDPBufferFull].
+//   - Per UDP socket: Config.UDPReceiveQueue datagrams, default 128, each at
+//     most the link MTU - 28 bytes [DropUDPBufferFull].
 //   - Dynamic ARP entries: Config.ARPEntries, default 128 [ARPTableFull,
 //     ARPEvictions]; an unanswered resolution is given up after
 //     Config.ARPTimeout [ARPTimeouts]. While resolving, netstack holds at
@@ -76,8 +77,10 @@
 // reply runs inside the requester's Write, and the answer carries the ACK
 // netstack would have sent alone. Handlers must not block (a handler's
 // Write on a full send buffer returns ErrWouldBlock instead of waiting).
-// Both paths allocate nothing per TCP round trip; UDP still allocates inside
-// netstack (about 16 objects per round trip).
+// Both paths allocate nothing per TCP round trip. UDP datagrams bypass
+// netstack's UDP endpoint in both modes (see UDPConn): Stack.ServeUDP and
+// UDPConn.OnReceive handlers, ReadFromUDPAddrPort and WriteToUDPAddrPort
+// allocate nothing per datagram; ReadFrom allocates the address it returns.
 //
 // What it buys, measured on a shared 2-vCPU machine (64-byte TCP
 // ping-pong, go run ./bench -only rtt, ratios within one run, load about

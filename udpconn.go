@@ -134,7 +134,7 @@ func (s *Stack) udpEndpoint(local tcpip.FullAddress, remote *tcpip.FullAddress) 
 		c.connected, c.remote, c.remotePort = true, remote.Addr, remote.Port
 		c.raddr = &net.UDPAddr{IP: remote.Addr.AsSlice(), Port: int(remote.Port)}
 	}
-	c.ring = newUDPRing(s.cfg.udpReceiveQueue(), s.udpSlotSize())
+	c.ring = newUDPRing(s.cfg.UDPReceiveQueue, s.udpSlotSize())
 	c.hup.Init(endpointClosed{c}, waiter.EventHUp)
 	wq.EventRegister(&c.hup)
 	c.t.add(c.port, c)

@@ -130,15 +130,6 @@ const (
 	MaxUDPReceiveQueue     = 1 << 16
 )
 
-// udpReceiveQueue returns c.UDPReceiveQueue with its default applied and
-// clamped to its range.
-func (c *Config) udpReceiveQueue() int {
-	if c.UDPReceiveQueue <= 0 {
-		return DefaultUDPReceiveQueue
-	}
-	return min(c.UDPReceiveQueue, MaxUDPReceiveQueue)
-}
-
 func newUDPTable(s *Stack) *udpTable {
 	t := &udpTable{stats: s.st.Stats().UDP}
 	p := s.cfg.Addr
