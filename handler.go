@@ -146,32 +146,10 @@ func (c *TCPConn) stopReceiving() {
 // nobody else ran it, until the last call, Close or the Stack's Close.
 func (c *TCPConn) receiveLoop() {
 	defer c.s.goroutines.Done()
-	spin := spinner{budget: c.busyPoll}
-	for {
+	c.handlerLoop(c.s.done, func() (found, finished bool) {
 		c.runHandler()
-		if c.recv.finished.Load() {
-			return
-		}
-		select {
-		case <-c.readCh:
-			continue
-		case <-c.done:
-			return
-		case <-c.s.done:
-			return
-		default:
-		}
-		if spin.again() {
-			continue
-		}
-		select {
-		case <-c.readCh:
-		case <-c.done:
-			return
-		case <-c.s.done:
-			return
-		}
-	}
+		return false, c.recv.finished.Load()
+	})
 }
 
 // runHandler hands whatever c has received to the handler, unless another

@@ -111,6 +111,42 @@ func (k *sock) init(wq *waiter.Queue, ep tcpip.Endpoint, busyPoll time.Duration)
 	wq.EventRegister(&k.writeEntry)
 }
 
+// handlerLoop is the body of a handler's own goroutine: it calls run
+// whenever the socket may hold something for the handler, until run reports
+// finished, Close, or stop (the Stack's Close). Before sleeping it spins for
+// busyPoll; a run that found work starts the spin afresh.
+func (k *sock) handlerLoop(stop <-chan struct{}, run func() (found, finished bool)) {
+	spin := spinner{budget: k.busyPoll}
+	for {
+		found, finished := run()
+		if finished {
+			return
+		}
+		if found {
+			spin = spinner{budget: k.busyPoll}
+		}
+		select {
+		case <-k.readCh:
+			continue
+		case <-k.done:
+			return
+		case <-stop:
+			return
+		default:
+		}
+		if spin.again() {
+			continue
+		}
+		select {
+		case <-k.readCh:
+		case <-k.done:
+			return
+		case <-stop:
+			return
+		}
+	}
+}
+
 // shut closes the endpoint once, reporting false when already closed.
 func (k *sock) shut() bool {
 	if !k.closed.CompareAndSwap(false, true) {

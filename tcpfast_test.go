@@ -32,10 +32,15 @@ func TestLatencyDirectTCP(t *testing.T) {
 			}
 		}
 	}
+	roundTrips(10) // the first segments may beat Accept
+	a0, b0 := p.a.Stats().LatencyTCPDirect, p.b.Stats().LatencyTCPDirect
 	roundTrips(100)
-	sa, sb := p.a.Stats(), p.b.Stats()
-	if sa.LatencyTCPDirect < 90 || sb.LatencyTCPDirect < 90 { // the first segments may beat Accept
-		t.Errorf("direct segments: client %d, server %d; want >= 90 each", sa.LatencyTCPDirect, sb.LatencyTCPDirect)
+	// A segment that finds its endpoint busy (a reader or a busy-polling
+	// goroutine holds it) takes the stock path, so not all of them take
+	// the direct one; none would if it were broken.
+	a, b := p.a.Stats().LatencyTCPDirect-a0, p.b.Stats().LatencyTCPDirect-b0
+	if a < 50 || b < 50 {
+		t.Errorf("direct segments in 100 round trips: client %d, server %d; want >= 50 each", a, b)
 	}
 	if a, b := tickwire.HeldFlows(p.a), tickwire.HeldFlows(p.b); a != 1 || b != 1 {
 		t.Errorf("held flows: client %d, server %d; want 1 each", a, b)

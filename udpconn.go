@@ -225,31 +225,7 @@ func (c *UDPConn) OnReceive(handler UDPHandler) error {
 // Close or at the Stack's Close.
 func (c *UDPConn) receiveLoop() {
 	defer c.s.goroutines.Done()
-	spin := spinner{budget: c.busyPoll}
-	for {
-		if c.drain() {
-			spin = spinner{budget: c.busyPoll}
-		}
-		select {
-		case <-c.readCh:
-			continue
-		case <-c.done:
-			return
-		case <-c.s.done:
-			return
-		default:
-		}
-		if spin.again() {
-			continue
-		}
-		select {
-		case <-c.readCh:
-		case <-c.done:
-			return
-		case <-c.s.done:
-			return
-		}
-	}
+	c.handlerLoop(c.s.done, func() (found, finished bool) { return c.drain(), false })
 }
 
 // drain calls the handler for every waiting datagram, reporting whether
