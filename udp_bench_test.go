@@ -3,7 +3,6 @@ package tickwire_test
 import (
 	"net"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -78,23 +77,7 @@ func BenchmarkUDPRTTKernel(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := srv.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			srv.WriteToUDPAddrPort(buf[:n], from)
-		}
-	}()
-	defer func() {
-		srv.Close()
-		wg.Wait()
-	}()
+	echoUDP(b, srv)
 	c, err := net.DialUDP("udp", nil, srv.LocalAddr().(*net.UDPAddr))
 	if err != nil {
 		b.Fatal(err)

@@ -26,6 +26,18 @@ func udpEchoServer(t testing.TB, p *pair, port uint16) *tickwire.UDPConn {
 		t.Fatal(err)
 	}
 	srv := pc.(*tickwire.UDPConn)
+	echoUDP(t, srv)
+	return srv
+}
+
+// echoUDP answers every datagram srv receives from a goroutine looping on
+// the allocation-free ReadFromUDPAddrPort/WriteToUDPAddrPort pair (which
+// *tickwire.UDPConn and *net.UDPConn share), until the end of the test.
+func echoUDP(t testing.TB, srv interface {
+	ReadFromUDPAddrPort([]byte) (int, netip.AddrPort, error)
+	WriteToUDPAddrPort([]byte, netip.AddrPort) (int, error)
+	Close() error
+}) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -43,7 +55,6 @@ func udpEchoServer(t testing.TB, p *pair, port uint16) *tickwire.UDPConn {
 		srv.Close()
 		wg.Wait()
 	})
-	return srv
 }
 
 // udpEchoHandler makes B echo UDP on port from an OnReceive handler.
