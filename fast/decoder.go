@@ -331,11 +331,24 @@ func (d *Decoder) fail(f *Field, off int, err error) error {
 }
 
 func (d *Decoder) message(b []byte, m *Message) (int, error) {
-	var pm PMap
-	var off int
-	var err error
-	if pm, off, err = ReadPMap(b, 0, d.limits.MaxPMapBytes); err != nil {
-		return 0, d.fail(nil, 0, err)
+	p, pm, off, err := d.header(b, m)
+	if p == nil || err != nil {
+		return off, err
+	}
+	if off, err = d.run(b, off, pm, p.tape, m); err != nil {
+		return 0, err
+	}
+	return d.finish(off), nil
+}
+
+// header reads a message's presence map and template id, resetting the
+// dictionaries as the template or the reset template asks. It returns a
+// nil program, with the offset past the header, for the reset template,
+// which has no fields.
+func (d *Decoder) header(b []byte, m *Message) (*program, PMap, int, error) {
+	pm, off, err := ReadPMap(b, 0, d.limits.MaxPMapBytes)
+	if err != nil {
+		return nil, pm, 0, d.fail(nil, 0, err)
 	}
 	tid := d.prevTID
 	tidOff := off
@@ -343,11 +356,11 @@ func (d *Decoder) message(b []byte, m *Message) (int, error) {
 		var next int
 		tid, next, err = ReadUint32(b, off)
 		if err != nil {
-			return 0, d.fail(nil, off, err)
+			return nil, pm, 0, d.fail(nil, off, err)
 		}
 		off = next
 	} else if !d.hasTID {
-		return 0, d.fail(nil, off, ErrNoPrevious)
+		return nil, pm, 0, d.fail(nil, off, ErrNoPrevious)
 	}
 	d.tid = tid
 	p := d.c.lookup(tid)
@@ -356,23 +369,26 @@ func (d *Decoder) message(b []byte, m *Message) (int, error) {
 			d.resetDicts()
 			d.hasTID = false
 			m.TemplateID = tid
-			return off, nil
+			return nil, pm, off, nil
 		}
-		return 0, d.fail(nil, tidOff, ErrUnknownTemplate)
+		return nil, pm, 0, d.fail(nil, tidOff, ErrUnknownTemplate)
 	}
 	d.prevTID, d.hasTID = tid, true
 	m.TemplateID, m.Template = tid, p.t
 	if p.t.Reset {
 		d.resetDicts()
 	}
-	if off, err = d.run(b, off, pm, p.tape, m); err != nil {
-		return 0, err
-	}
-	if tid == ResetTemplateID {
+	return p, pm, off, nil
+}
+
+// finish ends a decoded message: a template that shares the reset
+// template's id also resets the dictionaries.
+func (d *Decoder) finish(off int) int {
+	if d.tid == ResetTemplateID {
 		d.resetDicts()
 		d.hasTID = false
 	}
-	return off, nil
+	return off
 }
 
 // grow extends vals by one element, left for the caller to fill field by

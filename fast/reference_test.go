@@ -54,49 +54,15 @@ func (d *Decoder) refDecode(b []byte, m *Message) (n int, err error) {
 }
 
 func (d *Decoder) refMessage(b []byte, m *Message) (int, error) {
-	var pm PMap
-	var off int
-	var err error
-	if pm, off, err = ReadPMap(b, 0, d.limits.MaxPMapBytes); err != nil {
-		return 0, d.fail(nil, 0, err)
-	}
-	tid := d.prevTID
-	tidOff := off
-	if pm.Next() {
-		var next int
-		tid, next, err = ReadUint32(b, off)
-		if err != nil {
-			return 0, d.fail(nil, off, err)
-		}
-		off = next
-	} else if !d.hasTID {
-		return 0, d.fail(nil, off, ErrNoPrevious)
-	}
-	d.tid = tid
-	p := d.c.lookup(tid)
-	if p == nil {
-		if tid == ResetTemplateID {
-			d.resetDicts()
-			d.hasTID = false
-			m.TemplateID = tid
-			return off, nil
-		}
-		return 0, d.fail(nil, tidOff, ErrUnknownTemplate)
-	}
-	d.prevTID, d.hasTID = tid, true
-	m.TemplateID, m.Template = tid, p.t
-	if p.t.Reset {
-		d.resetDicts()
+	p, pm, off, err := d.header(b, m)
+	if p == nil || err != nil {
+		return off, err
 	}
 	off, m.Values, err = d.refFields(b, off, &pm, p.fields, m, m.Values[:0], 0)
 	if err != nil {
 		return 0, err
 	}
-	if tid == ResetTemplateID {
-		d.resetDicts()
-		d.hasTID = false
-	}
-	return off, nil
+	return d.finish(off), nil
 }
 
 // refFields decodes the instructions ins. The values go to vals, passed and
