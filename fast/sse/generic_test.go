@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tickwire/tickwire/fast"
+	"github.com/tickwire/tickwire/fast/internal/generictest"
 )
 
 // The generated (typed) decoder and package fast's interpreting decoder must
@@ -51,30 +52,6 @@ func canonical(tid uint32, rec any) string {
 	return fmt.Sprintf("%d{%s}", tid, strings.Join(parts, " "))
 }
 
-// canonicalGeneric renders a generic message the same way; constant fields
-// (not part of the typed structs) are left out.
-func canonicalGeneric(m *fast.Message) string {
-	var parts []string
-	for i := range m.Values {
-		v := &m.Values[i]
-		f := m.Field(i)
-		if !v.Present || f.Op.Kind == fast.OpConstant {
-			continue
-		}
-		var s string
-		switch v.Kind {
-		case fast.KindASCII:
-			s = string(bytes.TrimRight(m.Bytes(i), "\x00"))
-		case fast.KindInt32, fast.KindInt64:
-			s = fmt.Sprint(v.Int())
-		default:
-			s = fmt.Sprint(v.Uint())
-		}
-		parts = append(parts, f.Name+"="+s)
-	}
-	return fmt.Sprintf("%d{%s}", m.TemplateID, strings.Join(parts, " "))
-}
-
 // wireKinds maps the SSE field names to their FAST types.
 var wireKinds = func() map[string]fast.Kind {
 	ts, err := fast.ParseTemplates(TemplatesXML)
@@ -111,21 +88,7 @@ func decodeBoth(t testing.TB, gd *fast.Decoder, payload []byte) {
 		off = next
 	}
 
-	gd.Reset()
-	var generic []string
-	var genericErr error
-	var m fast.Message
-	for off := 0; off < len(payload); {
-		n, err := gd.Decode(payload[off:], &m)
-		if err != nil {
-			genericErr = err
-			break
-		}
-		if m.TemplateID != fast.ResetTemplateID {
-			generic = append(generic, canonicalGeneric(&m))
-		}
-		off += n
-	}
+	generic, genericErr := generictest.Records(gd, payload)
 
 	// The typed structs hold strings in fixed arrays and some integers in
 	// narrower Go types: a longer string is a limit error, a value out of

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tickwire/tickwire/fast"
 	"github.com/tickwire/tickwire/fast/cmd/fastgen/gen"
+	"github.com/tickwire/tickwire/fast/internal/generictest"
 )
 
 var fix = flag.Bool("fix", false, "rewrite feature_gen.go when it is stale")
@@ -162,32 +163,6 @@ func canonical(tid uint32, rec any) string {
 	return fmt.Sprintf("%d{%s}", tid, strings.Join(parts, " "))
 }
 
-func canonicalGeneric(m *fast.Message) string {
-	var parts []string
-	for i := range m.Values {
-		v := &m.Values[i]
-		f := m.Field(i)
-		if !v.Present || (f.Op.Kind == fast.OpConstant && !f.Optional) {
-			continue
-		}
-		if f.Op.Kind == fast.OpConstant {
-			parts = append(parts, f.Name+"=present")
-			continue
-		}
-		var s string
-		switch v.Kind {
-		case fast.KindASCII:
-			s = string(bytes.TrimRight(m.Bytes(i), "\x00"))
-		case fast.KindInt32, fast.KindInt64:
-			s = fmt.Sprint(v.Int())
-		default:
-			s = fmt.Sprint(v.Uint())
-		}
-		parts = append(parts, f.Name+"="+s)
-	}
-	return fmt.Sprintf("%d{%s}", m.TemplateID, strings.Join(parts, " "))
-}
-
 func newGeneric(t testing.TB) *fast.Decoder {
 	xml, err := os.ReadFile("features.xml")
 	if err != nil {
@@ -219,21 +194,7 @@ func compare(t testing.TB, gd *fast.Decoder, b []byte) *collector {
 		}
 		off = next
 	}
-	gd.Reset()
-	var generic []string
-	var genericErr error
-	var m fast.Message
-	for off := 0; off < len(b); {
-		n, err := gd.Decode(b[off:], &m)
-		if err != nil {
-			genericErr = err
-			break
-		}
-		if m.TemplateID != fast.ResetTemplateID {
-			generic = append(generic, canonicalGeneric(&m))
-		}
-		off += n
-	}
+	generic, genericErr := generictest.Records(gd, b)
 	if errors.Is(typedErr, fast.ErrLimit) || errors.Is(typedErr, fast.ErrRange) {
 		// Bounds of the typed representation: compare the records before.
 		if len(generic) < len(typed.text) {
