@@ -79,13 +79,23 @@ func decodeBoth(t testing.TB, gd *fast.Decoder, payload []byte) {
 	var typed canonCollector
 	var dec Decoder
 	var typedErr error
+	failAt := len(payload)
 	for off := 0; off < len(payload); {
 		next, err := dec.DecodeRecord(payload, off, &typed)
 		if err != nil {
-			typedErr = err
+			typedErr, failAt = err, next
 			break
 		}
 		off = next
+	}
+
+	// DecodeRecords (the token path where stopbit has a kernel) must agree
+	// with DecodeRecord record by record, the failing record's offset too.
+	var batch canonCollector
+	var bdec Decoder
+	reached, batchErr := bdec.DecodeRecords(payload, &batch)
+	if fmt.Sprint(batch.out) != fmt.Sprint(typed.out) || fmt.Sprint(batchErr) != fmt.Sprint(typedErr) || reached != failAt {
+		t.Fatalf("DecodeRecords differs from DecodeRecord on % x\nbatch  %v (err %v, offset %d)\nsingle %v (err %v, offset %d)", payload, batch.out, batchErr, reached, typed.out, typedErr, failAt)
 	}
 
 	generic, genericErr := generictest.Records(gd, payload)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tickwire/tickwire/fast"
+	"github.com/tickwire/tickwire/fast/internal/stopbit"
 )
 
 // TestInlineIntegers checks the generated 8-byte fast paths (uvarint8,
@@ -192,4 +193,54 @@ func TestWindowPath(t *testing.T) {
 	if window < len(starts)-2 {
 		t.Fatalf("window path took %d of %d realistic records", window, len(starts))
 	}
+}
+
+// TestTokenPath checks that the token path decodes a payload of realistic
+// records from end to end (the first record's full values included, the
+// batch scanned again when full), that it leaves a record with a value over
+// 8 bytes to the careful path and goes on after it, and that DecodeRecords
+// agrees with DecodeRecord and with package fast's generic decoder
+// (decodeBoth; FuzzDecode does the same on damaged input).
+func TestTokenPath(t *testing.T) {
+	if !stopbit.Accelerated {
+		t.Log("no stopbit kernel: DecodeRecords takes the window path here; decodeTokens is tested directly")
+	}
+	mk := newMarket(22)
+	var enc Encoder
+	var payload []byte
+	var starts []int
+	const n, long = 200, 120
+	for i := range n {
+		starts = append(starts, len(payload))
+		var err error
+		if i%2 == 0 {
+			tr := mk.trade()
+			if i == long {
+				tr.BizIndex = 1 << 60 // 9 bytes on the wire
+			}
+			payload, err = enc.AppendTrade(payload, &tr)
+		} else {
+			o := mk.order()
+			payload, err = enc.AppendOrder(payload, &o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var dec Decoder
+	dec.tokStart = -1
+	recs := &collect{}
+	if off := dec.decodeTokens(payload, 0, recs); off != starts[long] {
+		t.Fatalf("token path stopped at %d, want %d (the record with a 9-byte value)", off, starts[long])
+	}
+	if _, err := dec.DecodeRecord(payload, starts[long], recs); err != nil {
+		t.Fatal(err)
+	}
+	if off := dec.decodeTokens(payload, starts[long+1], recs); off != len(payload) {
+		t.Fatalf("token path stopped at %d, want %d", off, len(payload))
+	}
+	if len(recs.all) != n {
+		t.Fatalf("%d records decoded, want %d", len(recs.all), n)
+	}
+	decodeBoth(t, newGeneric(t), payload)
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/tickwire/tickwire/fast"
+	"github.com/tickwire/tickwire/fast/internal/stopbit"
 )
 
 // Template ids.
@@ -148,10 +149,18 @@ type Decoder struct {
 	dict         dictionary
 	err          error
 	tail         tail // windows near the end of a buffer
-	recTrade     Trade
-	recOrder     Order
-	nTrade       uint64 // records passed to OnTrade, never reset
-	nOrder       uint64 // records passed to OnOrder, never reset
+	// The token path's batch: tokens of the buffer from offset tokStart on,
+	// tokN of them (tokFull: Scan stopped for room), tokI the first token of
+	// the record the path last stopped at. tokStart is -1 when there is none.
+	tok      stopbit.Tokens
+	tokStart int
+	tokN     int
+	tokFull  bool
+	tokI     int
+	recTrade Trade
+	recOrder Order
+	nTrade   uint64 // records passed to OnTrade, never reset
+	nOrder   uint64 // records passed to OnOrder, never reset
 }
 
 // Reset forgets the dictionary, including the previous template id, and a
@@ -196,8 +205,16 @@ func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 	}
 	var err error
 	d.tail.start = -1
+	d.tokStart = -1
+	tokens := all && stopbit.Accelerated
 	for {
-		if next := d.decodeWindow(b, off, h, all); next != off {
+		if tokens {
+			if next := d.decodeTokens(b, off, h); next != off {
+				if off = next; off >= len(b) {
+					return off, nil
+				}
+			}
+		} else if next := d.decodeWindow(b, off, h, all); next != off {
 			if off = next; !all || off >= len(b) {
 				return off, nil
 			}
@@ -837,6 +854,479 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 		if !all {
 			break
 		}
+	}
+	return off
+}
+
+// tokenRecordMax is the most tokens a record of the token path takes.
+const tokenRecordMax = 14
+
+// decodeTokens decodes the records from b[off] on by the token path, calls
+// the handler for each and returns the offset reached: the end of b, or
+// the start of a record the careful path must decode (the token path
+// changed nothing for it).
+func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
+	lastPMapByte := windowPMapBytes - 1 // the presence map's last byte at most
+	if d.MaxPMapBytes > 0 && d.MaxPMapBytes < windowPMapBytes {
+		lastPMapByte = d.MaxPMapBytes - 1
+	}
+	tk := &d.tok
+	ti := d.tokenAt(b, off)
+	tn, full := d.tokN, d.tokFull
+	for off < len(b) {
+		if full && tn-ti < tokenRecordMax {
+			tn, full = stopbit.Scan(b, off, tk)
+			d.tokStart, d.tokN, d.tokFull, ti = off, tn, full, 0
+		}
+		d.tokI = ti
+		k := int(tk.Len[ti&tokMask]) // the presence map's length
+		if k-1 > lastPMapByte {
+			return off
+		}
+		// The presence map's bits from the top bit of pm down.
+		pm := tk.Value[ti&tokMask] << (uint(64-7*k) & 63)
+		ti++
+		tid := d.dict.tid
+		if pm&(1<<63) != 0 {
+			x := tk.Value[ti&tokMask]
+			ti++
+			if x > 0xffffffff {
+				return off
+			}
+			tid = uint32(x)
+		} else if d.dict.tidState != slotAssigned {
+			return off
+		}
+		switch tid {
+		case TradeTemplateID:
+			m := &d.recTrade
+			// string MessageType, id 35, mandatory, constant "UA3201"
+			// int32 DataStatus, id 10121, optional, default
+			if pm&(1<<62) != 0 {
+				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
+				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				ti++
+				if uint64(y+0x80000000) > 0x100000000 {
+					return off
+				}
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				m.DataStatus = int32(y)
+				m.HasDataStatus = ok
+			} else {
+				m.DataStatus, m.HasDataStatus = 0, false
+			}
+			// uInt32 TradeIndex, id 10011, mandatory, increment
+			if pm&(1<<61) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0xffffffff {
+					return off
+				}
+				m.TradeIndex = uint32(x)
+			} else {
+				switch d.dict.s0TradeIndexState {
+				case slotAssigned:
+					m.TradeIndex = d.dict.s0TradeIndex + 1
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt32 TradeChannel, id 10115, optional, copy
+			if pm&(1<<60) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0x100000000 {
+					return off
+				}
+				ok := x != 0
+				x -= b2u(ok)
+				if ok {
+					m.TradeChannel = uint32(x)
+				} else {
+					m.TradeChannel = 0
+				}
+				m.HasTradeChannel = ok
+			} else {
+				switch d.dict.s1TradeChannelState {
+				case slotAssigned:
+					m.TradeChannel = d.dict.s1TradeChannel
+					m.HasTradeChannel = true
+				case slotUndefined:
+					m.TradeChannel, m.HasTradeChannel = 0, false
+				default:
+					m.TradeChannel, m.HasTradeChannel = 0, false
+				}
+			}
+			// string SecurityID, id 48, mandatory, copy
+			if pm&(1<<59) != 0 {
+				k := int(tk.Len[ti&tokMask])
+				w := unpack7(tk.Value[ti&tokMask], k)
+				ti++
+				if k > 6 || w&0xff == 0 && k != 1 {
+					return off
+				}
+				var a [8]byte
+				binary.LittleEndian.PutUint64(a[:], w)
+				m.SecurityID = [6]byte(a[:6])
+			} else {
+				switch d.dict.s2SecurityIDState {
+				case slotAssigned:
+					m.SecurityID = d.dict.s2SecurityID
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt32 TradeTime, id 10013, optional, copy
+			if pm&(1<<58) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0x100000000 {
+					return off
+				}
+				ok := x != 0
+				x -= b2u(ok)
+				if ok {
+					if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
+						return off
+					}
+					m.TradeTime = Time(uint32(x))
+				} else {
+					m.TradeTime = 0
+				}
+				m.HasTradeTime = ok
+			} else {
+				switch d.dict.s3TradeTimeState {
+				case slotAssigned:
+					if t := Time(d.dict.s3TradeTime); uint32(t) != d.dict.s3TradeTime || t < 0 {
+						return off
+					}
+					m.TradeTime = Time(d.dict.s3TradeTime)
+					m.HasTradeTime = true
+				case slotUndefined:
+					m.TradeTime, m.HasTradeTime = 0, false
+				default:
+					m.TradeTime, m.HasTradeTime = 0, false
+				}
+			}
+			// int32 TradePrice, id 10014, optional, default, decimalPlaces="3"
+			if pm&(1<<57) != 0 {
+				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
+				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				ti++
+				if uint64(y+0x80000000) > 0x100000000 {
+					return off
+				}
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				if t := Price(int32(y)); int32(t) != int32(y) || ^Price(0) > 0 && int32(y) < 0 {
+					return off
+				}
+				m.TradePrice = Price(int32(y))
+				m.HasTradePrice = ok
+			} else {
+				m.TradePrice, m.HasTradePrice = 0, false
+			}
+			// int64 TradeQty, id 10015, optional, default, decimalPlaces="3"
+			if pm&(1<<56) != 0 {
+				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
+				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				ti++
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				if t := Qty(y); int64(t) != y || ^Qty(0) > 0 && y < 0 {
+					return off
+				}
+				m.TradeQty = Qty(y)
+				m.HasTradeQty = ok
+			} else {
+				m.TradeQty, m.HasTradeQty = 0, false
+			}
+			// int64 TradeMoney, id 10016, optional, default, decimalPlaces="5"
+			if pm&(1<<55) != 0 {
+				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
+				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				ti++
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				if t := Money(y); int64(t) != y || ^Money(0) > 0 && y < 0 {
+					return off
+				}
+				m.TradeMoney = Money(y)
+				m.HasTradeMoney = ok
+			} else {
+				m.TradeMoney, m.HasTradeMoney = 0, false
+			}
+			// uInt64 TradeBuyNo, optional, default
+			if pm&(1<<54) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				ok := x != 0
+				x -= b2u(ok)
+				m.TradeBuyNo = x
+				m.HasTradeBuyNo = ok
+			} else {
+				m.TradeBuyNo, m.HasTradeBuyNo = 0, false
+			}
+			// uInt64 TradeSellNo, optional, default
+			if pm&(1<<53) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				ok := x != 0
+				x -= b2u(ok)
+				m.TradeSellNo = x
+				m.HasTradeSellNo = ok
+			} else {
+				m.TradeSellNo, m.HasTradeSellNo = 0, false
+			}
+			// string TradeBSFlag, optional, default
+			if pm&(1<<52) != 0 {
+				if tk.Len[ti&tokMask] != 1 {
+					return off
+				}
+				c := byte(tk.Value[ti&tokMask])
+				ti++
+				ok := c != 0
+				m.TradeBSFlag = c
+				m.HasTradeBSFlag = ok
+			} else {
+				m.TradeBSFlag, m.HasTradeBSFlag = 0, false
+			}
+			// uInt64 BizIndex, mandatory, increment
+			if pm&(1<<51) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				m.BizIndex = x
+			} else {
+				switch d.dict.s4BizIndexState {
+				case slotAssigned:
+					m.BizIndex = d.dict.s4BizIndex + 1
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			if ti > tn {
+				return off
+			}
+			d.dict.s0TradeIndex, d.dict.s0TradeIndexState = m.TradeIndex, slotAssigned
+			d.dict.s1TradeChannel, d.dict.s1TradeChannelState = m.TradeChannel, slotEmpty-uint8(b2u(m.HasTradeChannel))
+			d.dict.s2SecurityID, d.dict.s2SecurityIDState = m.SecurityID, slotAssigned
+			d.dict.s3TradeTime, d.dict.s3TradeTimeState = uint32(m.TradeTime), slotEmpty-uint8(b2u(m.HasTradeTime))
+			d.dict.s4BizIndex, d.dict.s4BizIndexState = m.BizIndex, slotAssigned
+			d.dict.tid, d.dict.tidState = tid, slotAssigned
+			d.nTrade++
+			h.OnTrade(m)
+		case OrderTemplateID:
+			m := &d.recOrder
+			// string MessageType, id 35, mandatory, constant "UA5801"
+			// uInt32 OrderIndex, mandatory, increment
+			if pm&(1<<62) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0xffffffff {
+					return off
+				}
+				m.OrderIndex = uint32(x)
+			} else {
+				switch d.dict.s5OrderIndexState {
+				case slotAssigned:
+					m.OrderIndex = d.dict.s5OrderIndex + 1
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt32 OrderChannel, optional, copy
+			if pm&(1<<61) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0x100000000 {
+					return off
+				}
+				ok := x != 0
+				x -= b2u(ok)
+				if ok {
+					m.OrderChannel = uint32(x)
+				} else {
+					m.OrderChannel = 0
+				}
+				m.HasOrderChannel = ok
+			} else {
+				switch d.dict.s6OrderChannelState {
+				case slotAssigned:
+					m.OrderChannel = d.dict.s6OrderChannel
+					m.HasOrderChannel = true
+				case slotUndefined:
+					m.OrderChannel, m.HasOrderChannel = 0, false
+				default:
+					m.OrderChannel, m.HasOrderChannel = 0, false
+				}
+			}
+			// string SecurityID, id 48, mandatory, copy
+			if pm&(1<<60) != 0 {
+				k := int(tk.Len[ti&tokMask])
+				w := unpack7(tk.Value[ti&tokMask], k)
+				ti++
+				if k > 6 || w&0xff == 0 && k != 1 {
+					return off
+				}
+				var a [8]byte
+				binary.LittleEndian.PutUint64(a[:], w)
+				m.SecurityID = [6]byte(a[:6])
+			} else {
+				switch d.dict.s2SecurityIDState {
+				case slotAssigned:
+					m.SecurityID = d.dict.s2SecurityID
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt32 OrderTime, optional, copy
+			if pm&(1<<59) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0x100000000 {
+					return off
+				}
+				ok := x != 0
+				x -= b2u(ok)
+				if ok {
+					if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
+						return off
+					}
+					m.OrderTime = Time(uint32(x))
+				} else {
+					m.OrderTime = 0
+				}
+				m.HasOrderTime = ok
+			} else {
+				switch d.dict.s7OrderTimeState {
+				case slotAssigned:
+					if t := Time(d.dict.s7OrderTime); uint32(t) != d.dict.s7OrderTime || t < 0 {
+						return off
+					}
+					m.OrderTime = Time(d.dict.s7OrderTime)
+					m.HasOrderTime = true
+				case slotUndefined:
+					m.OrderTime, m.HasOrderTime = 0, false
+				default:
+					m.OrderTime, m.HasOrderTime = 0, false
+				}
+			}
+			// string OrderType, mandatory, copy
+			if pm&(1<<58) != 0 {
+				if tk.Len[ti&tokMask] != 1 {
+					return off
+				}
+				c := byte(tk.Value[ti&tokMask])
+				ti++
+				m.OrderType = c
+			} else {
+				switch d.dict.s8OrderTypeState {
+				case slotAssigned:
+					m.OrderType = d.dict.s8OrderType
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt64 OrderNO, mandatory
+			{
+				x := tk.Value[ti&tokMask]
+				ti++
+				m.OrderNO = x
+			}
+			// uInt32 OrderPrice, optional, default, decimalPlaces="3"
+			if pm&(1<<57) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0x100000000 {
+					return off
+				}
+				ok := x != 0
+				x -= b2u(ok)
+				if t := Price(uint32(x)); uint32(t) != uint32(x) || t < 0 {
+					return off
+				}
+				m.OrderPrice = Price(uint32(x))
+				m.HasOrderPrice = ok
+			} else {
+				m.OrderPrice, m.HasOrderPrice = 0, false
+			}
+			// uInt64 Balance, optional, default, decimalPlaces="3"
+			if pm&(1<<56) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				ok := x != 0
+				x -= b2u(ok)
+				if t := Qty(x); uint64(t) != x || t < 0 {
+					return off
+				}
+				m.Balance = Qty(x)
+				m.HasBalance = ok
+			} else {
+				m.Balance, m.HasBalance = 0, false
+			}
+			// string OrderBSFlag, mandatory, copy
+			if pm&(1<<55) != 0 {
+				if tk.Len[ti&tokMask] != 1 {
+					return off
+				}
+				c := byte(tk.Value[ti&tokMask])
+				ti++
+				m.OrderBSFlag = c
+			} else {
+				switch d.dict.s9OrderBSFlagState {
+				case slotAssigned:
+					m.OrderBSFlag = d.dict.s9OrderBSFlag
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt64 BizIndex, mandatory, increment
+			if pm&(1<<54) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				m.BizIndex = x
+			} else {
+				switch d.dict.s4BizIndexState {
+				case slotAssigned:
+					m.BizIndex = d.dict.s4BizIndex + 1
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			if ti > tn {
+				return off
+			}
+			d.dict.s5OrderIndex, d.dict.s5OrderIndexState = m.OrderIndex, slotAssigned
+			d.dict.s6OrderChannel, d.dict.s6OrderChannelState = m.OrderChannel, slotEmpty-uint8(b2u(m.HasOrderChannel))
+			d.dict.s2SecurityID, d.dict.s2SecurityIDState = m.SecurityID, slotAssigned
+			d.dict.s7OrderTime, d.dict.s7OrderTimeState = uint32(m.OrderTime), slotEmpty-uint8(b2u(m.HasOrderTime))
+			d.dict.s8OrderType, d.dict.s8OrderTypeState = m.OrderType, slotAssigned
+			d.dict.s9OrderBSFlag, d.dict.s9OrderBSFlagState = m.OrderBSFlag, slotAssigned
+			d.dict.s4BizIndex, d.dict.s4BizIndexState = m.BizIndex, slotAssigned
+			d.dict.tid, d.dict.tidState = tid, slotAssigned
+			d.nOrder++
+			h.OnOrder(m)
+		default:
+			return off
+		}
+		off = int(tk.End[(ti-1)&tokMask]) + 1
 	}
 	return off
 }
@@ -1968,6 +2458,46 @@ func b2u(b bool) uint64 {
 		return 1
 	}
 	return 0
+}
+
+// tokMask masks token indexes into the batch, so that reads of the batch
+// need no bounds check; a read past the tokens Scan found is caught by the
+// record's final check instead.
+const tokMask = stopbit.MaxTokens - 1
+
+// tokenAt returns the index of the token starting at b[off] in the token
+// batch, scanning b again from off when the batch does not hold it. The
+// search starts at the record the token path last stopped at, which is at
+// or before off.
+func (d *Decoder) tokenAt(b []byte, off int) int {
+	if d.tokStart >= 0 {
+		for i := d.tokI; i < d.tokN; i++ {
+			start := d.tokStart
+			if i > 0 {
+				start = int(d.tok.End[i-1]) + 1
+			}
+			if start == off {
+				return i
+			}
+			if start > off {
+				break
+			}
+		}
+	}
+	d.tokN, d.tokFull = stopbit.Scan(b, off, &d.tok)
+	d.tokStart, d.tokI = off, 0
+	return 0
+}
+
+// unpack7 returns the ASCII string of a token of k bytes (at most 8) from
+// its packed value x: the 7-bit groups spread back into bytes (28-bit
+// halves, then 14-bit quarters, then 7-bit eighths), then reversed so that
+// the first character is in the low byte, the bytes after the k-th zero.
+func unpack7(x uint64, k int) uint64 {
+	x = x&0x000000000fffffff | x&0x00fffffff0000000<<4
+	x = x&0x00003fff00003fff | x&0x0fffc0000fffc000<<2
+	x = x&0x007f007f007f007f | x&0x3f803f803f803f80<<1
+	return bits.ReverseBytes64(x) >> (uint(64-8*k) & 63)
 }
 
 // asciiByte returns the single character of s, a string in wire form, or

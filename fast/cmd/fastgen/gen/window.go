@@ -119,10 +119,22 @@ func (g *generator) emitWindowDispatch() {
 // emitWindowDecode emits the window path of t, a case of decodeWindow: the
 // record's fields after the template id, the stop bitmap s holding the ends
 // of the fields still to read, pos the offset of the next one. It returns off
-// (the record's start) when the careful path must decide. Fields go straight into m (the careful
-// path rewrites every one of them); the dictionary is only read until the
-// record is known good, then its copy and increment slots are set from m.
+// (the record's start) when the careful path must decide.
 func (g *generator) emitWindowDecode(t *template) {
+	// A value not ending in the window has e == windowStops (no stop bit
+	// left): pos is then past windowStops.
+	g.emitFastFields(t, g.windowRead, "pos > windowStops")
+}
+
+// emitFastFields emits the fields of t for a fast path (window or token):
+// read emits the read of the next value and returns its expression (and
+// sets ok for an optional field), overrun is the condition, checked once
+// after the last field, under which some value was not really there. The
+// code returns off (the record's start) when the careful path must decide.
+// Fields go straight into m (the careful path rewrites every one of them);
+// the dictionary is only read until the record is known good, then its copy
+// and increment slots are set from m.
+func (g *generator) emitFastFields(t *template, read func(*field) string, overrun string) {
 	g.p("m := &d.rec%s", t.goName)
 	bit := 0
 	next := func() string {
@@ -159,12 +171,12 @@ func (g *generator) emitWindowDecode(t *template) {
 			}
 		case fast.OpNone:
 			g.p("{")
-			set(g.windowRead(f))
+			set(read(f))
 			present("ok")
 			g.p("}")
 		case fast.OpDefault:
 			g.p("if %s {", next())
-			set(g.windowRead(f))
+			set(read(f))
 			present("ok")
 			g.p("} else {")
 			if f.init != "" {
@@ -177,7 +189,7 @@ func (g *generator) emitWindowDecode(t *template) {
 		case fast.OpCopy, fast.OpIncrement:
 			sl := "d.dict." + f.slot.name
 			g.p("if %s {", next())
-			v := g.windowRead(f)
+			v := read(f)
 			if f.f.Optional {
 				g.p("if ok {")
 				set(v)
@@ -221,9 +233,7 @@ func (g *generator) emitWindowDecode(t *template) {
 			g.p("}")
 		}
 	}
-	// A value not ending in the window has e == windowStops (no stop bit
-	// left): pos is then past windowStops.
-	g.p("if pos > windowStops {")
+	g.p("if %s {", overrun)
 	g.p("return off")
 	g.p("}")
 	for _, f := range t.fields {

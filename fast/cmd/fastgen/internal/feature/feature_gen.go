@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/tickwire/tickwire/fast"
+	"github.com/tickwire/tickwire/fast/internal/stopbit"
 )
 
 // Template ids.
@@ -179,10 +180,18 @@ type Decoder struct {
 	dict         dictionary
 	err          error
 	tail         tail // windows near the end of a buffer
-	recInts      Ints
-	recStrings   Strings
-	nInts        uint64 // records passed to OnInts, never reset
-	nStrings     uint64 // records passed to OnStrings, never reset
+	// The token path's batch: tokens of the buffer from offset tokStart on,
+	// tokN of them (tokFull: Scan stopped for room), tokI the first token of
+	// the record the path last stopped at. tokStart is -1 when there is none.
+	tok        stopbit.Tokens
+	tokStart   int
+	tokN       int
+	tokFull    bool
+	tokI       int
+	recInts    Ints
+	recStrings Strings
+	nInts      uint64 // records passed to OnInts, never reset
+	nStrings   uint64 // records passed to OnStrings, never reset
 }
 
 // Reset forgets the dictionary, including the previous template id, and a
@@ -227,8 +236,16 @@ func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 	}
 	var err error
 	d.tail.start = -1
+	d.tokStart = -1
+	tokens := all && stopbit.Accelerated
 	for {
-		if next := d.decodeWindow(b, off, h, all); next != off {
+		if tokens {
+			if next := d.decodeTokens(b, off, h); next != off {
+				if off = next; off >= len(b) {
+					return off, nil
+				}
+			}
+		} else if next := d.decodeWindow(b, off, h, all); next != off {
 			if off = next; !all || off >= len(b) {
 				return off, nil
 			}
@@ -1014,6 +1031,605 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 		if !all {
 			break
 		}
+	}
+	return off
+}
+
+// tokenRecordMax is the most tokens a record of the token path takes.
+const tokenRecordMax = 20
+
+// decodeTokens decodes the records from b[off] on by the token path, calls
+// the handler for each and returns the offset reached: the end of b, or
+// the start of a record the careful path must decode (the token path
+// changed nothing for it).
+func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
+	lastPMapByte := windowPMapBytes - 1 // the presence map's last byte at most
+	if d.MaxPMapBytes > 0 && d.MaxPMapBytes < windowPMapBytes {
+		lastPMapByte = d.MaxPMapBytes - 1
+	}
+	tk := &d.tok
+	ti := d.tokenAt(b, off)
+	tn, full := d.tokN, d.tokFull
+	for off < len(b) {
+		if full && tn-ti < tokenRecordMax {
+			tn, full = stopbit.Scan(b, off, tk)
+			d.tokStart, d.tokN, d.tokFull, ti = off, tn, full, 0
+		}
+		d.tokI = ti
+		k := int(tk.Len[ti&tokMask]) // the presence map's length
+		if k-1 > lastPMapByte {
+			return off
+		}
+		// The presence map's bits from the top bit of pm down.
+		pm := tk.Value[ti&tokMask] << (uint(64-7*k) & 63)
+		ti++
+		tid := d.dict.tid
+		if pm&(1<<63) != 0 {
+			x := tk.Value[ti&tokMask]
+			ti++
+			if x > 0xffffffff {
+				return off
+			}
+			tid = uint32(x)
+		} else if d.dict.tidState != slotAssigned {
+			return off
+		}
+		switch tid {
+		case IntsTemplateID:
+			m := &d.recInts
+			// uInt32 U32None, mandatory
+			{
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0xffffffff {
+					return off
+				}
+				m.U32None = uint32(x)
+			}
+			// int32 I32OptNone, optional
+			{
+				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
+				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				ti++
+				if uint64(y+0x80000000) > 0x100000000 {
+					return off
+				}
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				m.I32OptNone = int32(y)
+				m.HasI32OptNone = ok
+			}
+			// uInt64 U64OptNone, optional
+			{
+				x := tk.Value[ti&tokMask]
+				ti++
+				ok := x != 0
+				x -= b2u(ok)
+				m.U64OptNone = x
+				m.HasU64OptNone = ok
+			}
+			// int64 I64None, mandatory
+			{
+				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
+				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				ti++
+				m.I64None = y
+			}
+			// uInt64 U64Const, mandatory, constant "18446744073709551615"
+			// int64 I64OptConst, optional, constant "-5"
+			m.HasI64OptConst = pm&(1<<62) != 0
+			// uInt32 U32Default, mandatory, default "7"
+			if pm&(1<<61) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0xffffffff {
+					return off
+				}
+				m.U32Default = uint32(x)
+			} else {
+				m.U32Default = 7
+			}
+			// int32 I32OptDefaultInit, optional, default "-3"
+			if pm&(1<<60) != 0 {
+				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
+				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				ti++
+				if uint64(y+0x80000000) > 0x100000000 {
+					return off
+				}
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				m.I32OptDefaultInit = int32(y)
+				m.HasI32OptDefaultInit = ok
+			} else {
+				m.I32OptDefaultInit = -3
+				m.HasI32OptDefaultInit = true
+			}
+			// int64 I64OptDefault, optional, default
+			if pm&(1<<59) != 0 {
+				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
+				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				ti++
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				m.I64OptDefault = y
+				m.HasI64OptDefault = ok
+			} else {
+				m.I64OptDefault, m.HasI64OptDefault = 0, false
+			}
+			// uInt32 U32Copy, mandatory, copy
+			if pm&(1<<58) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0xffffffff {
+					return off
+				}
+				m.U32Copy = uint32(x)
+			} else {
+				switch d.dict.s0U32CopyState {
+				case slotAssigned:
+					m.U32Copy = d.dict.s0U32Copy
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt32 U32CopyInit, mandatory, copy "100"
+			if pm&(1<<57) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0xffffffff {
+					return off
+				}
+				m.U32CopyInit = uint32(x)
+			} else {
+				switch d.dict.s1U32CopyInitState {
+				case slotAssigned:
+					m.U32CopyInit = d.dict.s1U32CopyInit
+				case slotUndefined:
+					m.U32CopyInit = 100
+				default:
+					return off // D6
+				}
+			}
+			// int32 I32OptCopy, optional, copy
+			if pm&(1<<56) != 0 {
+				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
+				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				ti++
+				if uint64(y+0x80000000) > 0x100000000 {
+					return off
+				}
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				if ok {
+					m.I32OptCopy = int32(y)
+				} else {
+					m.I32OptCopy = 0
+				}
+				m.HasI32OptCopy = ok
+			} else {
+				switch d.dict.s2I32OptCopyState {
+				case slotAssigned:
+					m.I32OptCopy = d.dict.s2I32OptCopy
+					m.HasI32OptCopy = true
+				case slotUndefined:
+					m.I32OptCopy, m.HasI32OptCopy = 0, false
+				default:
+					m.I32OptCopy, m.HasI32OptCopy = 0, false
+				}
+			}
+			// int64 I64OptCopyInit, optional, copy "-9"
+			if pm&(1<<55) != 0 {
+				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
+				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				ti++
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				if ok {
+					m.I64OptCopyInit = y
+				} else {
+					m.I64OptCopyInit = 0
+				}
+				m.HasI64OptCopyInit = ok
+			} else {
+				switch d.dict.s3I64OptCopyInitState {
+				case slotAssigned:
+					m.I64OptCopyInit = d.dict.s3I64OptCopyInit
+					m.HasI64OptCopyInit = true
+				case slotUndefined:
+					m.I64OptCopyInit = -9
+					m.HasI64OptCopyInit = true
+				default:
+					m.I64OptCopyInit, m.HasI64OptCopyInit = 0, false
+				}
+			}
+			// uInt64 U64Incr, mandatory, increment
+			if pm&(1<<54) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				m.U64Incr = x
+			} else {
+				switch d.dict.s4U64IncrState {
+				case slotAssigned:
+					m.U64Incr = d.dict.s4U64Incr + 1
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// int32 I32OptIncr, optional, increment
+			if pm&(1<<53) != 0 {
+				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
+				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				ti++
+				if uint64(y+0x80000000) > 0x100000000 {
+					return off
+				}
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				if ok {
+					m.I32OptIncr = int32(y)
+				} else {
+					m.I32OptIncr = 0
+				}
+				m.HasI32OptIncr = ok
+			} else {
+				switch d.dict.s5I32OptIncrState {
+				case slotAssigned:
+					m.I32OptIncr = d.dict.s5I32OptIncr + 1
+					m.HasI32OptIncr = true
+				case slotUndefined:
+					m.I32OptIncr, m.HasI32OptIncr = 0, false
+				default:
+					m.I32OptIncr, m.HasI32OptIncr = 0, false
+				}
+			}
+			// uInt32 U32IncrInit, mandatory, increment "4294967295"
+			if pm&(1<<52) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0xffffffff {
+					return off
+				}
+				m.U32IncrInit = uint32(x)
+			} else {
+				switch d.dict.s6U32IncrInitState {
+				case slotAssigned:
+					m.U32IncrInit = d.dict.s6U32IncrInit + 1
+				case slotUndefined:
+					m.U32IncrInit = 4294967295
+				default:
+					return off // D6
+				}
+			}
+			// int64 I64OptIncrInit, optional, increment "9223372036854775807"
+			if pm&(1<<51) != 0 {
+				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
+				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				ti++
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				if ok {
+					m.I64OptIncrInit = y
+				} else {
+					m.I64OptIncrInit = 0
+				}
+				m.HasI64OptIncrInit = ok
+			} else {
+				switch d.dict.s7I64OptIncrInitState {
+				case slotAssigned:
+					m.I64OptIncrInit = d.dict.s7I64OptIncrInit + 1
+					m.HasI64OptIncrInit = true
+				case slotUndefined:
+					m.I64OptIncrInit = 9223372036854775807
+					m.HasI64OptIncrInit = true
+				default:
+					m.I64OptIncrInit, m.HasI64OptIncrInit = 0, false
+				}
+			}
+			// uInt32 PerTemplate, mandatory, copy
+			if pm&(1<<50) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0xffffffff {
+					return off
+				}
+				m.PerTemplate = uint32(x)
+			} else {
+				switch d.dict.s8KState {
+				case slotAssigned:
+					m.PerTemplate = d.dict.s8K
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt32 NamedA, mandatory, copy
+			if pm&(1<<49) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0xffffffff {
+					return off
+				}
+				m.NamedA = uint32(x)
+			} else {
+				switch d.dict.s9XState {
+				case slotAssigned:
+					m.NamedA = d.dict.s9X
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// int64 Wide, optional, copy
+			if pm&(1<<48) != 0 {
+				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
+				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				ti++
+				ok := y != 0
+				y -= int64(uint64(-y) >> 63) // one down when positive
+				if ok {
+					if t := Narrow(y); int64(t) != y || ^Narrow(0) > 0 && y < 0 {
+						return off
+					}
+					m.Wide = Narrow(y)
+				} else {
+					m.Wide = 0
+				}
+				m.HasWide = ok
+			} else {
+				switch d.dict.s10WideState {
+				case slotAssigned:
+					if t := Narrow(d.dict.s10Wide); int64(t) != d.dict.s10Wide || ^Narrow(0) > 0 && d.dict.s10Wide < 0 {
+						return off
+					}
+					m.Wide = Narrow(d.dict.s10Wide)
+					m.HasWide = true
+				case slotUndefined:
+					m.Wide, m.HasWide = 0, false
+				default:
+					m.Wide, m.HasWide = 0, false
+				}
+			}
+			if ti > tn {
+				return off
+			}
+			d.dict.s0U32Copy, d.dict.s0U32CopyState = m.U32Copy, slotAssigned
+			d.dict.s1U32CopyInit, d.dict.s1U32CopyInitState = m.U32CopyInit, slotAssigned
+			d.dict.s2I32OptCopy, d.dict.s2I32OptCopyState = m.I32OptCopy, slotEmpty-uint8(b2u(m.HasI32OptCopy))
+			d.dict.s3I64OptCopyInit, d.dict.s3I64OptCopyInitState = m.I64OptCopyInit, slotEmpty-uint8(b2u(m.HasI64OptCopyInit))
+			d.dict.s4U64Incr, d.dict.s4U64IncrState = m.U64Incr, slotAssigned
+			d.dict.s5I32OptIncr, d.dict.s5I32OptIncrState = m.I32OptIncr, slotEmpty-uint8(b2u(m.HasI32OptIncr))
+			d.dict.s6U32IncrInit, d.dict.s6U32IncrInitState = m.U32IncrInit, slotAssigned
+			d.dict.s7I64OptIncrInit, d.dict.s7I64OptIncrInitState = m.I64OptIncrInit, slotEmpty-uint8(b2u(m.HasI64OptIncrInit))
+			d.dict.s8K, d.dict.s8KState = m.PerTemplate, slotAssigned
+			d.dict.s9X, d.dict.s9XState = m.NamedA, slotAssigned
+			d.dict.s10Wide, d.dict.s10WideState = int64(m.Wide), slotEmpty-uint8(b2u(m.HasWide))
+			d.dict.tid, d.dict.tidState = tid, slotAssigned
+			d.nInts++
+			h.OnInts(m)
+		case StringsTemplateID:
+			m := &d.recStrings
+			// string S4, mandatory
+			{
+				k := int(tk.Len[ti&tokMask])
+				w := unpack7(tk.Value[ti&tokMask], k)
+				ti++
+				if k > 4 || w&0xff == 0 && k != 1 {
+					return off
+				}
+				var a [8]byte
+				binary.LittleEndian.PutUint64(a[:], w)
+				m.S4 = [4]byte(a[:4])
+			}
+			// string S4Opt, optional
+			{
+				k := int(tk.Len[ti&tokMask])
+				w := unpack7(tk.Value[ti&tokMask], k)
+				ti++
+				if k > 4 || w&0xff == 0 && k != 1 {
+					return off
+				}
+				var a [8]byte
+				binary.LittleEndian.PutUint64(a[:], w)
+				ok := w != 0
+				m.S4Opt = [4]byte(a[:4])
+				m.HasS4Opt = ok
+			}
+			// string SConst, mandatory, constant "XY"
+			// string SOptConst, optional, constant "Z"
+			m.HasSOptConst = pm&(1<<62) != 0
+			// string S1Default, mandatory, default "A"
+			if pm&(1<<61) != 0 {
+				if tk.Len[ti&tokMask] != 1 {
+					return off
+				}
+				c := byte(tk.Value[ti&tokMask])
+				ti++
+				m.S1Default = c
+			} else {
+				m.S1Default = 'A'
+			}
+			// string S3OptDefault, optional, default "abc"
+			if pm&(1<<60) != 0 {
+				k := int(tk.Len[ti&tokMask])
+				w := unpack7(tk.Value[ti&tokMask], k)
+				ti++
+				if k > 3 || w&0xff == 0 && k != 1 {
+					return off
+				}
+				var a [8]byte
+				binary.LittleEndian.PutUint64(a[:], w)
+				ok := w != 0
+				m.S3OptDefault = [3]byte(a[:3])
+				m.HasS3OptDefault = ok
+			} else {
+				m.S3OptDefault = [3]byte{'a', 'b', 'c'}
+				m.HasS3OptDefault = true
+			}
+			// string S1OptDefault, optional, default
+			if pm&(1<<59) != 0 {
+				if tk.Len[ti&tokMask] != 1 {
+					return off
+				}
+				c := byte(tk.Value[ti&tokMask])
+				ti++
+				ok := c != 0
+				m.S1OptDefault = c
+				m.HasS1OptDefault = ok
+			} else {
+				m.S1OptDefault, m.HasS1OptDefault = 0, false
+			}
+			// string S2Copy, mandatory, copy
+			if pm&(1<<58) != 0 {
+				k := int(tk.Len[ti&tokMask])
+				w := unpack7(tk.Value[ti&tokMask], k)
+				ti++
+				if k > 2 || w&0xff == 0 && k != 1 {
+					return off
+				}
+				var a [8]byte
+				binary.LittleEndian.PutUint64(a[:], w)
+				m.S2Copy = [2]byte(a[:2])
+			} else {
+				switch d.dict.s11S2CopyState {
+				case slotAssigned:
+					m.S2Copy = d.dict.s11S2Copy
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// string S2OptCopyInit, optional, copy "zz"
+			if pm&(1<<57) != 0 {
+				k := int(tk.Len[ti&tokMask])
+				w := unpack7(tk.Value[ti&tokMask], k)
+				ti++
+				if k > 2 || w&0xff == 0 && k != 1 {
+					return off
+				}
+				var a [8]byte
+				binary.LittleEndian.PutUint64(a[:], w)
+				ok := w != 0
+				if ok {
+					m.S2OptCopyInit = [2]byte(a[:2])
+				} else {
+					m.S2OptCopyInit = [2]byte{}
+				}
+				m.HasS2OptCopyInit = ok
+			} else {
+				switch d.dict.s12S2OptCopyInitState {
+				case slotAssigned:
+					m.S2OptCopyInit = d.dict.s12S2OptCopyInit
+					m.HasS2OptCopyInit = true
+				case slotUndefined:
+					m.S2OptCopyInit = [2]byte{'z', 'z'}
+					m.HasS2OptCopyInit = true
+				default:
+					m.S2OptCopyInit, m.HasS2OptCopyInit = [2]byte{}, false
+				}
+			}
+			// string S1OptCopy, optional, copy
+			if pm&(1<<56) != 0 {
+				if tk.Len[ti&tokMask] != 1 {
+					return off
+				}
+				c := byte(tk.Value[ti&tokMask])
+				ti++
+				ok := c != 0
+				if ok {
+					m.S1OptCopy = c
+				} else {
+					m.S1OptCopy = 0
+				}
+				m.HasS1OptCopy = ok
+			} else {
+				switch d.dict.s13S1OptCopyState {
+				case slotAssigned:
+					m.S1OptCopy = d.dict.s13S1OptCopy
+					m.HasS1OptCopy = true
+				case slotUndefined:
+					m.S1OptCopy, m.HasS1OptCopy = 0, false
+				default:
+					m.S1OptCopy, m.HasS1OptCopy = 0, false
+				}
+			}
+			// uInt32 PerTemplate, mandatory, copy
+			if pm&(1<<55) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0xffffffff {
+					return off
+				}
+				m.PerTemplate = uint32(x)
+			} else {
+				switch d.dict.s14KState {
+				case slotAssigned:
+					m.PerTemplate = d.dict.s14K
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt32 NamedB, mandatory, copy
+			if pm&(1<<54) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0xffffffff {
+					return off
+				}
+				m.NamedB = uint32(x)
+			} else {
+				switch d.dict.s9XState {
+				case slotAssigned:
+					m.NamedB = d.dict.s9X
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			// uInt32 U32Copy, mandatory, copy
+			if pm&(1<<53) != 0 {
+				x := tk.Value[ti&tokMask]
+				ti++
+				if x > 0xffffffff {
+					return off
+				}
+				m.U32Copy = uint32(x)
+			} else {
+				switch d.dict.s0U32CopyState {
+				case slotAssigned:
+					m.U32Copy = d.dict.s0U32Copy
+				case slotUndefined:
+					return off // D5
+				default:
+					return off // D6
+				}
+			}
+			if ti > tn {
+				return off
+			}
+			d.dict.s11S2Copy, d.dict.s11S2CopyState = m.S2Copy, slotAssigned
+			d.dict.s12S2OptCopyInit, d.dict.s12S2OptCopyInitState = m.S2OptCopyInit, slotEmpty-uint8(b2u(m.HasS2OptCopyInit))
+			d.dict.s13S1OptCopy, d.dict.s13S1OptCopyState = m.S1OptCopy, slotEmpty-uint8(b2u(m.HasS1OptCopy))
+			d.dict.s14K, d.dict.s14KState = m.PerTemplate, slotAssigned
+			d.dict.s9X, d.dict.s9XState = m.NamedB, slotAssigned
+			d.dict.s0U32Copy, d.dict.s0U32CopyState = m.U32Copy, slotAssigned
+			d.dict.tid, d.dict.tidState = tid, slotAssigned
+			d.nStrings++
+			h.OnStrings(m)
+		default:
+			return off
+		}
+		off = int(tk.End[(ti-1)&tokMask]) + 1
 	}
 	return off
 }
@@ -2379,6 +2995,46 @@ func b2u(b bool) uint64 {
 		return 1
 	}
 	return 0
+}
+
+// tokMask masks token indexes into the batch, so that reads of the batch
+// need no bounds check; a read past the tokens Scan found is caught by the
+// record's final check instead.
+const tokMask = stopbit.MaxTokens - 1
+
+// tokenAt returns the index of the token starting at b[off] in the token
+// batch, scanning b again from off when the batch does not hold it. The
+// search starts at the record the token path last stopped at, which is at
+// or before off.
+func (d *Decoder) tokenAt(b []byte, off int) int {
+	if d.tokStart >= 0 {
+		for i := d.tokI; i < d.tokN; i++ {
+			start := d.tokStart
+			if i > 0 {
+				start = int(d.tok.End[i-1]) + 1
+			}
+			if start == off {
+				return i
+			}
+			if start > off {
+				break
+			}
+		}
+	}
+	d.tokN, d.tokFull = stopbit.Scan(b, off, &d.tok)
+	d.tokStart, d.tokI = off, 0
+	return 0
+}
+
+// unpack7 returns the ASCII string of a token of k bytes (at most 8) from
+// its packed value x: the 7-bit groups spread back into bytes (28-bit
+// halves, then 14-bit quarters, then 7-bit eighths), then reversed so that
+// the first character is in the low byte, the bytes after the k-th zero.
+func unpack7(x uint64, k int) uint64 {
+	x = x&0x000000000fffffff | x&0x00fffffff0000000<<4
+	x = x&0x00003fff00003fff | x&0x0fffc0000fffc000<<2
+	x = x&0x007f007f007f007f | x&0x3f803f803f803f80<<1
+	return bits.ReverseBytes64(x) >> (uint(64-8*k) & 63)
 }
 
 // asciiByte returns the single character of s, a string in wire form, or

@@ -186,13 +186,22 @@ func compare(t testing.TB, gd *fast.Decoder, b []byte) *collector {
 	typed := &collector{}
 	var dec Decoder
 	var typedErr error
+	failAt := len(b)
 	for off := 0; off < len(b); {
 		next, err := dec.DecodeRecord(b, off, typed)
 		if err != nil {
-			typedErr = err
+			typedErr, failAt = err, next
 			break
 		}
 		off = next
+	}
+	// DecodeRecords (the token path where stopbit has a kernel) must agree
+	// with DecodeRecord record by record, the failing record's offset too.
+	batch := &collector{}
+	var bdec Decoder
+	reached, batchErr := bdec.DecodeRecords(b, batch)
+	if fmt.Sprint(batch.text) != fmt.Sprint(typed.text) || fmt.Sprint(batchErr) != fmt.Sprint(typedErr) || reached != failAt {
+		t.Fatalf("DecodeRecords differs from DecodeRecord on % x\nbatch  %v (err %v, offset %d)\nsingle %v (err %v, offset %d)", b, batch.text, batchErr, reached, typed.text, typedErr, failAt)
 	}
 	generic, genericErr := generictest.Records(gd, b)
 	if errors.Is(typedErr, fast.ErrLimit) || errors.Is(typedErr, fast.ErrRange) {
@@ -429,6 +438,77 @@ func TestWindowPath(t *testing.T) {
 	for _, ints := range []bool{true, false} {
 		if window[ints] < total[ints]/2 {
 			t.Errorf("ints=%v: %d of %d records took the window path", ints, window[ints], total[ints])
+		}
+	}
+}
+
+// TestTokenPath is TestWindowPath for the token path: records with small
+// values, every operator path of both templates among them, decoded by
+// decodeTokens (the careful path taking the records it returns), and
+// compared with the generic decoder; compare also runs DecodeRecords, which
+// takes the token path where stopbit has a kernel.
+func TestTokenPath(t *testing.T) {
+	gd := newGeneric(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	tokens := map[bool]int{}
+	total := map[bool]int{}
+	for range 500 {
+		var enc Encoder
+		var b []byte
+		var ints []bool
+		var starts []int
+		var prevInts, prevStrs reflect.Value
+		for range 1 + r.IntN(40) {
+			starts = append(starts, len(b))
+			var err error
+			if r.IntN(2) == 0 {
+				var m Ints
+				fillValues(r, reflect.ValueOf(&m).Elem(), prevInts, true)
+				b, err = enc.AppendInts(b, &m)
+				prevInts = reflect.ValueOf(m)
+				ints = append(ints, true)
+			} else {
+				var m Strings
+				fillValues(r, reflect.ValueOf(&m).Elem(), prevStrs, true)
+				b, err = enc.AppendStrings(b, &m)
+				prevStrs = reflect.ValueOf(m)
+				ints = append(ints, false)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		var d Decoder
+		d.tokStart = -1
+		c := &collector{}
+		for i := 0; i < len(starts); {
+			off := starts[i]
+			next := d.decodeTokens(b, off, c)
+			for ; i < len(starts) && starts[i] < next; i++ {
+				tokens[ints[i]]++
+				total[ints[i]]++
+			}
+			if next >= len(b) {
+				break
+			}
+			if next != starts[i] {
+				t.Fatalf("token path stopped at %d, not at a record start", next)
+			}
+			if _, err := d.DecodeRecord(b, next, c); err != nil {
+				t.Fatal(err)
+			}
+			total[ints[i]]++
+			i++
+		}
+		if len(c.text) != len(starts) {
+			t.Fatalf("%d records decoded, want %d", len(c.text), len(starts))
+		}
+		compare(t, gd, b)
+	}
+	for _, ints := range []bool{true, false} {
+		t.Logf("ints=%v: %d of %d records took the token path", ints, tokens[ints], total[ints])
+		if tokens[ints] < total[ints]/2 {
+			t.Errorf("ints=%v: %d of %d records took the token path", ints, tokens[ints], total[ints])
 		}
 	}
 }

@@ -1,0 +1,234 @@
+package gen
+
+import (
+	"fmt"
+
+	"github.com/tickwire/tickwire/fast"
+)
+
+// The token path. Where package stopbit has an assembly kernel
+// (stopbit.Accelerated), DecodeRecords does not find the fields of each
+// record itself: one stopbit.Scan call splits the buffer into stop-bit
+// tokens (up to stopbit.MaxTokens at a time, every value of up to 8 bytes
+// already packed into an integer) and the generated code takes the next
+// token for every field its presence map says is there. A field then costs
+// a load and its checks; the stop bits, the packing and the field ends are
+// the kernel's work, done for the whole buffer at once.
+//
+// The token path covers the templates and the records the window path
+// covers (windowSupported), with the same checks and the same rule: it
+// writes only the record value, reads the dictionary, and sets the
+// dictionary once the record is known good; otherwise it returns the
+// record's offset and the careful path decodes it. A record that needs a
+// token the batch does not hold (past the end of a full batch, past a token
+// of more than 8 bytes, past the end of the buffer) is known by its last
+// token index being past the batch: the path then scans again from the
+// record (full batch) or leaves it to the careful path.
+
+// tokenRecordMax returns the most tokens a record of a token-path template
+// takes: the presence map, the template id and one per field on the wire.
+func (g *generator) tokenRecordMax() int {
+	most := 0
+	for _, t := range g.templates {
+		if !windowSupported(t) {
+			continue
+		}
+		n := 2
+		for _, f := range t.fields {
+			if f.f.Op.Kind != fast.OpConstant {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+// emitTokenDispatch emits Decoder.decodeTokens, the token path's record
+// loop, and tokenAt, which finds a record's first token in the batch.
+func (g *generator) emitTokenDispatch() {
+	g.p("// tokenRecordMax is the most tokens a record of the token path takes.")
+	g.p("const tokenRecordMax = %d", g.tokenRecordMax())
+	g.p("")
+	g.p("// decodeTokens decodes the records from b[off] on by the token path, calls")
+	g.p("// the handler for each and returns the offset reached: the end of b, or")
+	g.p("// the start of a record the careful path must decode (the token path")
+	g.p("// changed nothing for it).")
+	g.p("func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {")
+	g.p("lastPMapByte := windowPMapBytes - 1 // the presence map's last byte at most")
+	g.p("if d.MaxPMapBytes > 0 && d.MaxPMapBytes < windowPMapBytes {")
+	g.p("lastPMapByte = d.MaxPMapBytes - 1")
+	g.p("}")
+	g.p("tk := &d.tok")
+	g.p("ti := d.tokenAt(b, off)")
+	g.p("tn, full := d.tokN, d.tokFull")
+	g.p("for off < len(b) {")
+	g.p("if full && tn-ti < tokenRecordMax {")
+	g.p("tn, full = stopbit.Scan(b, off, tk)")
+	g.p("d.tokStart, d.tokN, d.tokFull, ti = off, tn, full, 0")
+	g.p("}")
+	g.p("d.tokI = ti")
+	g.p("k := int(tk.Len[ti&tokMask]) // the presence map's length")
+	g.p("if k-1 > lastPMapByte {")
+	g.p("return off")
+	g.p("}")
+	g.p("// The presence map's bits from the top bit of pm down.")
+	g.p("pm := tk.Value[ti&tokMask] << (uint(64-7*k) & 63)")
+	g.p("ti++")
+	g.p("tid := d.dict.tid")
+	g.p("if %s {", pmBit(0))
+	g.p("x := tk.Value[ti&tokMask]")
+	g.p("ti++")
+	g.p("if x > 0xffffffff {")
+	g.p("return off")
+	g.p("}")
+	g.p("tid = uint32(x)")
+	g.p("} else if d.dict.tidState != slotAssigned {")
+	g.p("return off")
+	g.p("}")
+	g.p("switch tid {")
+	for _, t := range g.templates {
+		if !windowSupported(t) {
+			continue
+		}
+		g.p("case %sTemplateID:", t.goName)
+		// A token index past tn read a stale entry: some value was not
+		// in the batch.
+		g.emitFastFields(t, g.tokenRead, "ti > tn")
+		g.p("d.dict.tid, d.dict.tidState = tid, slotAssigned")
+		g.p("d.n%s++", t.goName)
+		g.p("h.On%s(m)", t.goName)
+	}
+	g.p("default:")
+	g.p("return off")
+	g.p("}")
+	g.p("off = int(tk.End[(ti-1)&tokMask]) + 1")
+	g.p("}")
+	g.p("return off")
+	g.p("}")
+	g.p("")
+}
+
+// tokenRead emits the read of the field in the next token and returns the
+// expression of its wire value; ok is set for an optional field. The code
+// returns off on what the token path does not handle: a value out of range
+// or a string too long or starting with NUL (the kernel leaves values of
+// more than 8 bytes out of the batch).
+func (g *generator) tokenRead(f *field) string {
+	opt := f.f.Optional
+	if f.isASCII() {
+		if f.fixedLen == 1 {
+			g.p("if tk.Len[ti&tokMask] != 1 {")
+			g.p("return off")
+			g.p("}")
+			g.p("c := byte(tk.Value[ti&tokMask])")
+			g.p("ti++")
+			if opt {
+				g.p("ok := c != 0")
+			}
+			return "c"
+		}
+		// The stop bit alone is the empty string, or NULL when the field
+		// is optional (10.6.3); the other special encodings start with a
+		// NUL byte and go to the careful path.
+		g.p("k := int(tk.Len[ti&tokMask])")
+		g.p("w := unpack7(tk.Value[ti&tokMask], k)")
+		g.p("ti++")
+		g.p("if k > %d || w&0xff == 0 && k != 1 {", f.fixedLen)
+		g.p("return off")
+		g.p("}")
+		g.p("var a [8]byte")
+		g.p("binary.LittleEndian.PutUint64(a[:], w)")
+		if opt {
+			g.p("ok := w != 0")
+		}
+		return fmt.Sprintf("%s(a[:%d])", f.valType, f.fixedLen)
+	}
+	switch f.f.Kind {
+	case fast.KindUint64, fast.KindUint32:
+		g.p("x := tk.Value[ti&tokMask]")
+		g.p("ti++")
+		if f.f.Kind == fast.KindUint32 {
+			limit := "0xffffffff"
+			if opt {
+				limit = "0x100000000" // nullable: one up
+			}
+			g.p("if x > %s {", limit)
+			g.p("return off")
+			g.p("}")
+		}
+		if opt {
+			// Nullable: 0 is absent, other values are one up (10.6.1).
+			g.p("ok := x != 0")
+			g.p("x -= b2u(ok)")
+		}
+		if f.f.Kind == fast.KindUint64 {
+			return "x"
+		}
+		return "uint32(x)"
+	}
+	// Signed: the token's 7k bits sign-extended.
+	g.p("sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63")
+	g.p("y := int64(tk.Value[ti&tokMask]<<sh) >> sh")
+	g.p("ti++")
+	if f.f.Kind == fast.KindInt32 {
+		limit := "0xffffffff"
+		if opt {
+			limit = "0x100000000"
+		}
+		g.p("if uint64(y+0x80000000) > %s {", limit)
+		g.p("return off")
+		g.p("}")
+	}
+	if opt {
+		g.p("ok := y != 0")
+		g.p("y -= int64(uint64(-y) >> 63) // one down when positive")
+	}
+	if f.f.Kind == fast.KindInt32 {
+		return "int32(y)"
+	}
+	return "y"
+}
+
+// tokenHelpers are the generated token path's helpers.
+const tokenHelpers = `// tokMask masks token indexes into the batch, so that reads of the batch
+// need no bounds check; a read past the tokens Scan found is caught by the
+// record's final check instead.
+const tokMask = stopbit.MaxTokens - 1
+
+// tokenAt returns the index of the token starting at b[off] in the token
+// batch, scanning b again from off when the batch does not hold it. The
+// search starts at the record the token path last stopped at, which is at
+// or before off.
+func (d *Decoder) tokenAt(b []byte, off int) int {
+	if d.tokStart >= 0 {
+		for i := d.tokI; i < d.tokN; i++ {
+			start := d.tokStart
+			if i > 0 {
+				start = int(d.tok.End[i-1]) + 1
+			}
+			if start == off {
+				return i
+			}
+			if start > off {
+				break
+			}
+		}
+	}
+	d.tokN, d.tokFull = stopbit.Scan(b, off, &d.tok)
+	d.tokStart, d.tokI = off, 0
+	return 0
+}
+
+// unpack7 returns the ASCII string of a token of k bytes (at most 8) from
+// its packed value x: the 7-bit groups spread back into bytes (28-bit
+// halves, then 14-bit quarters, then 7-bit eighths), then reversed so that
+// the first character is in the low byte, the bytes after the k-th zero.
+func unpack7(x uint64, k int) uint64 {
+	x = x&0x000000000fffffff | x&0x00fffffff0000000<<4
+	x = x&0x00003fff00003fff | x&0x0fffc0000fffc000<<2
+	x = x&0x007f007f007f007f | x&0x3f803f803f803f80<<1
+	return bits.ReverseBytes64(x) >> (uint(64-8*k) & 63)
+}
+
+`

@@ -1,0 +1,98 @@
+#include "textflag.h"
+
+// Offsets of the arrays of Tokens (MaxTokens 256).
+#define VALUE 0
+#define END 2048
+#define LEN 3072
+
+// func scanAVX2(b *byte, n, off int, t *Tokens) (count int, full bool)
+//
+// Scan's kernel; n >= 32 and 0 <= off < n. For each block of 32 bytes from
+// off on (the last one read as the 32 bytes ending at n, its mask shifted
+// down to the block), VPMOVMSKB gives the stop bits; each set bit e ends a
+// token of e-prev bytes. Its value comes from the 8 bytes ending at e: BSWAP
+// puts the stop byte lowest, BZHI keeps the token's bytes and PEXT packs
+// their 7-bit groups. A token ending in b[0:7] reads b[0:8] shifted up
+// instead, so no load leaves b[0:n].
+//
+// Registers: SI b, DX n, BX block start, DI t, CX count, R8 prev (the last
+// stop byte), R9 the 7-bit group mask, R10 the block's stop bits, R11 e,
+// R12 the token's length, R13 its bytes, R14 scratch.
+TEXT ·scanAVX2(SB), NOSPLIT, $0-41
+	MOVQ b+0(FP), SI
+	MOVQ n+8(FP), DX
+	MOVQ off+16(FP), BX
+	MOVQ t+24(FP), DI
+	XORQ CX, CX
+	LEAQ -1(BX), R8
+	MOVQ $0x7f7f7f7f7f7f7f7f, R9
+
+block:
+	CMPQ BX, DX
+	JAE end
+	CMPQ CX, $(256-32)
+	JA full
+	MOVQ DX, AX
+	SUBQ BX, AX
+	CMPQ AX, $32
+	JB last
+	VMOVDQU (SI)(BX*1), Y0
+	VPMOVMSKB Y0, R10
+	JMP next
+
+last:
+	VMOVDQU -32(SI)(DX*1), Y0
+	VPMOVMSKB Y0, R10
+	MOVQ $32, R14
+	SUBQ AX, R14
+	SHRXQ R14, R10, R10
+	JMP next
+
+token:
+	TZCNTQ R10, R11
+	BLSRQ R10, R10
+	ADDQ BX, R11
+	MOVQ R11, R12
+	SUBQ R8, R12
+	CMPQ R12, $8
+	JA end
+	CMPQ R11, $7
+	JB front
+	MOVQ -7(SI)(R11*1), R13
+
+loaded:
+	BSWAPQ R13
+	LEAQ (R12*8), R14
+	BZHIQ R14, R13, R13
+	PEXTQ R9, R13, R13
+	MOVQ R13, VALUE(DI)(CX*8)
+	MOVL R11, END(DI)(CX*4)
+	MOVB R12, LEN(DI)(CX*1)
+	INCQ CX
+	MOVQ R11, R8
+
+next:
+	TESTQ R10, R10
+	JNZ token
+	ADDQ $32, BX
+	JMP block
+
+front:
+	MOVQ (SI), R13
+	MOVQ $7, R14
+	SUBQ R11, R14
+	SHLQ $3, R14
+	SHLXQ R14, R13, R13
+	JMP loaded
+
+full:
+	VZEROUPPER
+	MOVQ CX, count+32(FP)
+	MOVB $1, full+40(FP)
+	RET
+
+end:
+	VZEROUPPER
+	MOVQ CX, count+32(FP)
+	MOVB $0, full+40(FP)
+	RET

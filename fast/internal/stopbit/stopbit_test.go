@@ -1,0 +1,177 @@
+package stopbit_test
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tickwire/tickwire/fast/internal/stopbit"
+)
+
+// token is one stop-bit token as a byte-by-byte reading finds it.
+type token struct {
+	value uint64
+	end   int
+	len   int
+}
+
+// reference reads the tokens of b from off on the plain way and applies
+// Scan's stopping rules: blocks of 32 bytes from off, a new block only while
+// at most 224 tokens are held, a stop before a token over 8 bytes.
+func reference(b []byte, off int) (toks []token, full bool) {
+	if off < 0 {
+		return nil, false
+	}
+	start := off
+	for blk := off; blk < len(b); blk += 32 {
+		if len(toks) > stopbit.MaxTokens-32 {
+			return toks, true
+		}
+		for e := blk; e < min(blk+32, len(b)); e++ {
+			if b[e] < 0x80 {
+				continue
+			}
+			if e-start+1 > stopbit.MaxLen {
+				return toks, false
+			}
+			var v uint64
+			for _, c := range b[start : e+1] {
+				v = v<<7 | uint64(c&0x7f)
+			}
+			toks = append(toks, token{v, e, e - start + 1})
+			start = e + 1
+		}
+	}
+	return toks, false
+}
+
+// check scans b from off with the kernel (when the CPU has it) and with the
+// portable loop and compares both with reference.
+func check(t *testing.T, b []byte, off int) {
+	t.Helper()
+	want, wantFull := reference(b, off)
+	for _, kernel := range []bool{true, false} {
+		restore := stopbit.SetKernel(kernel)
+		var toks stopbit.Tokens
+		// Stale entries must not matter: fill the batch with junk first.
+		for i := range toks.Value {
+			toks.Value[i], toks.End[i], toks.Len[i] = ^uint64(0), ^uint32(0), 0xff
+		}
+		n, full := stopbit.Scan(b, off, &toks)
+		restore()
+		if n != len(want) || full != wantFull {
+			t.Fatalf("kernel=%v off=%d % x: %d tokens full=%v, want %d full=%v", kernel, off, b, n, full, len(want), wantFull)
+		}
+		for i, w := range want {
+			got := token{toks.Value[i], int(toks.End[i]), int(toks.Len[i])}
+			if got != w {
+				t.Fatalf("kernel=%v off=%d % x: token %d = %+v, want %+v", kernel, off, b, i, got, w)
+			}
+		}
+	}
+}
+
+// randomStream returns n bytes of tokens of random lengths (1 to 10 bytes,
+// mostly short), the stop bit on each token's last byte.
+func randomStream(r *rand.Rand, n int) []byte {
+	b := make([]byte, 0, n+10)
+	for len(b) < n {
+		l := 1 + r.IntN(4)
+		if r.IntN(8) == 0 {
+			l = 1 + r.IntN(10)
+		}
+		for i := range l {
+			c := byte(r.IntN(0x80))
+			if i == l-1 {
+				c |= 0x80
+			}
+			b = append(b, c)
+		}
+	}
+	return b[:n]
+}
+
+func TestScan(t *testing.T) {
+	if !stopbit.Accelerated {
+		t.Log("no kernel on this CPU: only the portable loop is tested")
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 3000 {
+		n := r.IntN(700)
+		if r.IntN(4) == 0 {
+			n = r.IntN(70)
+		}
+		b := randomStream(r, n)
+		check(t, b, 0)
+		if n > 0 {
+			check(t, b, r.IntN(n))
+		}
+	}
+}
+
+func TestScanEdges(t *testing.T) {
+	all := bytes.Repeat([]byte{0x80}, 600) // a token per byte: the batch fills
+	check(t, all, 0)
+	check(t, all, 5)
+	check(t, bytes.Repeat([]byte{0xff}, 40), 0)
+	check(t, make([]byte, 100), 0) // no stop bit: nothing
+	eight := []byte{0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0xff}
+	check(t, eight, 0)
+	check(t, append([]byte{1}, eight...), 0) // 9 bytes: stops before it
+	check(t, append(bytes.Repeat([]byte{0x81}, 40), eight...), 0)
+	check(t, append(bytes.Repeat([]byte{0x81}, 40), eight...), 39)
+	check(t, nil, 0)
+	check(t, []byte{0x80}, 0)
+	check(t, []byte{0x80}, 1)
+	check(t, []byte{0x80}, -1)
+	// Every length and alignment of an 8-byte token around block ends.
+	for pre := range 70 {
+		b := append(bytes.Repeat([]byte{0x85}, pre), eight...)
+		check(t, b, 0)
+		check(t, append(b, 0x81, 0x02), 0)
+	}
+}
+
+func TestScanDoesNotAllocate(t *testing.T) {
+	b := randomStream(rand.New(rand.NewPCG(3, 4)), 20)
+	var toks stopbit.Tokens
+	if a := testing.AllocsPerRun(100, func() { stopbit.Scan(b, 0, &toks) }); a != 0 {
+		t.Fatalf("%v allocations per Scan", a)
+	}
+}
+
+// FuzzScan compares the kernel and the portable loop with the reference on
+// any bytes and any start offset.
+func FuzzScan(f *testing.F) {
+	f.Add([]byte{0x81, 0x02, 0x83}, 0)
+	f.Add(bytes.Repeat([]byte{0x80}, 300), 3)
+	f.Add(randomStream(rand.New(rand.NewPCG(5, 6)), 100), 7)
+	f.Fuzz(func(t *testing.T, b []byte, off int) {
+		check(t, b, off)
+	})
+}
+
+func BenchmarkScan(b *testing.B) {
+	buf := randomStream(rand.New(rand.NewPCG(7, 8)), 570)
+	var toks stopbit.Tokens
+	for _, kernel := range []bool{true, false} {
+		name := "Go"
+		if kernel {
+			name = "Kernel"
+		}
+		b.Run(name, func(b *testing.B) {
+			defer stopbit.SetKernel(kernel)()
+			b.SetBytes(int64(len(buf)))
+			b.ReportAllocs()
+			for b.Loop() {
+				for off := 0; off < len(buf); {
+					n, _ := stopbit.Scan(buf, off, &toks)
+					if n == 0 {
+						break
+					}
+					off = int(toks.End[n-1]) + 1
+				}
+			}
+		})
+	}
+}
