@@ -35,7 +35,8 @@ type instr struct {
 type program struct {
 	t      *Template
 	fields []instr
-	tape   []op // fields flattened for the decoder
+	tape   []op  // fields flattened for the decoder
+	fast   []fop // tape in runFast's form; nil when runFast cannot run it
 }
 
 // compiler assigns dictionary slots. Entries are shared by (dictionary
@@ -248,6 +249,7 @@ func compileTemplates(ts *Templates, limits Limits) (*compiled, error) {
 			return nil, err
 		}
 		p := &program{t: t, fields: fs, tape: buildTape(fs)}
+		p.fast = buildFast(p.tape)
 		if t.ID < maxDenseID {
 			for int(t.ID) >= len(out.dense) {
 				out.dense = append(out.dense, nil)

@@ -217,6 +217,9 @@ type Decoder struct {
 	stats     Stats
 	short     DecodeError // reused for ErrShort so streaming never allocates
 	frames    []frame     // composites being decoded, MaxDepth+1
+	// Messages runFast decoded, and those it gave up on (tests check
+	// that valid feeds stay on the fast path).
+	fastDone, fastGaveUp uint64
 	// Context of a failure, filled where it happens.
 	errField *Field
 	errOff   int
@@ -334,6 +337,19 @@ func (d *Decoder) message(b []byte, m *Message) (int, error) {
 	p, pm, off, err := d.header(b, m)
 	if p == nil || err != nil {
 		return off, err
+	}
+	if p.fast != nil && pm.lo == 0 {
+		if next, ok := d.runFast(b, off, pm.hi, p, m); ok {
+			d.fastDone++
+			return d.finish(next), nil
+		}
+		d.fastGaveUp++
+		// Undo what runFast wrote and decode again with run, which
+		// reports errors exactly.
+		d.rollback()
+		d.undo = d.undo[:0]
+		m.Values = m.Values[:0]
+		m.arena = m.arena[:0]
 	}
 	if off, err = d.run(b, off, pm, p.tape, m); err != nil {
 		return 0, err

@@ -337,8 +337,9 @@ func sameResult(b []byte, dt, dr *Decoder, mt, mr *Message) (n int, err error, d
 
 // diffStream decodes stream with both decoders, message by message, each
 // message first cut short at a random point; after an error other than
-// ErrShort both are reset and decoding resumes one byte further.
-func diffStream(t *testing.T, r *rand.Rand, ts *Templates, opts *DecoderOptions, stream []byte) {
+// ErrShort both are reset and decoding resumes one byte further. It returns
+// the number of messages the tape decoder took to the end with runFast.
+func diffStream(t *testing.T, r *rand.Rand, ts *Templates, opts *DecoderOptions, stream []byte) uint64 {
 	t.Helper()
 	dt, err := NewDecoder(ts, opts)
 	if err != nil {
@@ -363,6 +364,7 @@ func diffStream(t *testing.T, r *rand.Rand, ts *Templates, opts *DecoderOptions,
 		}
 		off += n
 	}
+	return dt.fastDone
 }
 
 // mutate returns a copy of b with a few random bytes changed, inserted or
@@ -393,6 +395,7 @@ func TestTapeMatchesReference(t *testing.T) {
 	if testing.Short() {
 		seeds = 40
 	}
+	fastDone := uint64(0) // messages that took runFast
 	for seed := 0; seed < seeds; seed++ {
 		r := rand.New(rand.NewPCG(uint64(seed), 11))
 		xml := genTemplates(r)
@@ -423,12 +426,16 @@ func TestTapeMatchesReference(t *testing.T) {
 			opts.Limits = Limits{MaxDepth: 2, MaxSequenceLen: 3, MaxStringLen: 4, MaxByteVectorLen: 4, MaxValues: 20, MaxPMapBytes: 1}
 		}
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			diffStream(t, r, ts, opts, stream)
+			fastDone += diffStream(t, r, ts, opts, stream)
 			for k := 0; k < 5; k++ {
 				diffStream(t, r, ts, opts, mutate(r, stream))
 			}
 		})
 	}
+	if fastDone == 0 {
+		t.Error("no message took runFast")
+	}
+	t.Logf("%d messages took runFast to the end", fastDone)
 }
 
 // TestTapeMatchesReferenceComplex30000 runs the comparison on mFAST's

@@ -203,3 +203,96 @@ func TestPlainRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestFastPathComplex30000 checks that every message of mFAST's file takes
+// runFast to the end: a valid feed must not fall back to run.
+func TestFastPathComplex30000(t *testing.T) {
+	ts, recs, _ := loadComplex30000(t)
+	d, err := NewDecoder(ts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Message
+	for i, r := range recs {
+		if _, err := d.Decode(r, &m); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	if d.fastGaveUp != 0 || d.fastDone != uint64(len(recs)) {
+		t.Errorf("runFast decoded %d and gave up on %d of %d messages", d.fastDone, d.fastGaveUp, len(recs))
+	}
+}
+
+// TestFastIntegers decodes integers of every kind and encoded length (1 to
+// 10 bytes), mandatory and nullable, with runFast's inline reads, and checks
+// them against the values encoded.
+func TestFastIntegers(t *testing.T) {
+	const xml = `<templates xmlns="http://www.fixprotocol.org/ns/fast/td/1.1">
+<template name="I" id="1">
+ <uInt32 name="A"/><uInt32 name="B" presence="optional"/>
+ <int32 name="C"/><int32 name="D" presence="optional"/>
+ <uInt64 name="E"/><uInt64 name="F" presence="optional"/>
+ <int64 name="G"/><int64 name="H" presence="optional"/>
+ <int64 name="J"><delta/></int64><uInt32 name="K" presence="optional"><delta/></uInt32>
+</template></templates>`
+	ts, err := ParseTemplates([]byte(xml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, _ := ts.ByID(1)
+	enc, _ := NewEncoder(ts, nil)
+	d, _ := NewDecoder(ts, nil)
+	r := rand.New(rand.NewPCG(5, 6))
+	// value returns a random value of about bits bits, either sign for
+	// signed kinds.
+	value := func(bits int, signed bool) uint64 {
+		x := r.Uint64() >> (64 - bits)
+		if signed {
+			x >>= 1
+			if r.IntN(2) == 0 {
+				x = -x
+			}
+		}
+		return x
+	}
+	var in, out Message
+	var buf []byte
+	for i := 0; i < 20000; i++ {
+		in.SetTemplate(tm)
+		bits32, bits64 := 1+r.IntN(32), 1+r.IntN(64)
+		in.AddUint(value(bits32, false))
+		if r.IntN(4) == 0 {
+			in.AddAbsent()
+		} else {
+			in.AddUint(value(bits32, false))
+		}
+		in.AddInt(int64(int32(value(bits32, true))))
+		in.AddInt(int64(int32(value(bits32, true))))
+		in.AddUint(value(bits64, false))
+		if r.IntN(4) == 0 {
+			in.AddAbsent()
+		} else {
+			in.AddUint(value(bits64, false) >> 1) // nullable: not the maximum
+		}
+		in.AddInt(int64(value(bits64, true)))
+		in.AddInt(int64(value(bits64, true)) >> 1)
+		in.AddInt(int64(value(bits64, true)) >> 2) // deltas stay in range
+		in.AddAbsent()
+		if buf, err = enc.Encode(buf[:0], &in); err != nil {
+			t.Fatal(err)
+		}
+		n, err := d.Decode(buf, &out)
+		if err != nil || n != len(buf) {
+			t.Fatalf("%x: %d, %v", buf, n, err)
+		}
+		for k := range in.Values {
+			a, b := in.Values[k], out.Values[k]
+			if a.U != b.U || a.Present != b.Present {
+				t.Fatalf("%x: field %d: decoded %d %v, want %d %v", buf, k, b.U, b.Present, a.U, a.Present)
+			}
+		}
+	}
+	if d.fastDone == 0 {
+		t.Error("runFast decoded nothing")
+	}
+}
