@@ -284,7 +284,7 @@ func (p *Parser) Next() (*Message, error) {
 			if len(p.in) == 0 {
 				return nil, nil
 			}
-			total, skip, err := frame(p.in, p.cfg.MaxMessageSize)
+			total, body, skip, err := frame(p.in, p.cfg.MaxMessageSize)
 			if skip > 0 {
 				off := p.inOff
 				p.in = p.in[skip:]
@@ -306,10 +306,10 @@ func (p *Parser) Next() (*Message, error) {
 			off := p.inOff
 			p.in = p.in[total:]
 			p.inOff += int64(total)
-			return p.finish(raw, off)
+			return p.finish(raw, body, off)
 		}
 
-		total, skip, err := frame(p.buf, p.cfg.MaxMessageSize)
+		total, body, skip, err := frame(p.buf, p.cfg.MaxMessageSize)
 		bufOff := p.inOff - int64(len(p.buf))
 		if skip > 0 {
 			p.buf = p.buf[:copy(p.buf, p.buf[skip:])]
@@ -320,7 +320,7 @@ func (p *Parser) Next() (*Message, error) {
 		}
 		if total > 0 && total <= len(p.buf) {
 			p.drop = total
-			return p.finish(p.buf[:total], bufOff)
+			return p.finish(p.buf[:total], body, bufOff)
 		}
 		if len(p.in) == 0 {
 			return nil, nil
@@ -361,16 +361,73 @@ func (p *Parser) skipped(skip int, off int64, err error) error {
 // reason when v[:skip] must be dropped. A message is only accepted (total
 // > 0, skip == 0, total <= len(v)) when its trailer is well formed and its
 // checksum matches.
-func frame(v []byte, maxSize int) (total, skip int, err error) {
+func frame(v []byte, maxSize int) (total, body, skip int, err error) {
+	var i int // offset of the body length's digits
+	if len(v) >= 16 && binary.LittleEndian.Uint64(v) == stdStart0 &&
+		binary.LittleEndian.Uint64(v[8:])&0x00ffffffffffffff == stdStart1 {
+		i = len(stdStart) // the begin string AppendMessage writes
+	} else if i, skip, err = frameStart(v); i == 0 {
+		return 0, 0, skip, err
+	}
+	bodyLen, nd := 0, 0
+	for ; i < len(v) && v[i] != SOH; i++ {
+		c := v[i]
+		if c < '0' || c > '9' || nd == maxBodyLenDigits {
+			return 0, 0, 1, ErrFraming
+		}
+		bodyLen = bodyLen*10 + int(c-'0')
+		nd++
+	}
+	if i >= len(v) {
+		return 0, 0, 0, nil
+	}
+	if nd == 0 {
+		return 0, 0, 1, ErrFraming
+	}
+	i++
+	total = i + bodyLen + trailerLen
+	if total > maxSize {
+		return 0, 0, 1, ErrTooLarge
+	}
+	if total > len(v) {
+		return total, i, 0, nil
+	}
+	t := v[total-trailerLen : total]
+	if t[0] != '1' || t[1] != '0' || t[2] != '=' || t[6] != SOH ||
+		!isDigit(t[3]) || !isDigit(t[4]) || !isDigit(t[5]) {
+		return 0, 0, 1, ErrFraming
+	}
+	want := int(t[3]-'0')*100 + int(t[4]-'0')*10 + int(t[5]-'0')
+	if Checksum(v[:total-trailerLen]) != want {
+		return 0, 0, total, ErrChecksum
+	}
+	return total, i, 0, nil
+}
+
+// stdStart is how a message with the begin string BeginString starts, up to
+// the body length's digits; stdStart0 and stdStart1 are its first 8 and next
+// 7 bytes as little-endian words.
+const (
+	stdStart  = "8=" + BeginString + "\x019="
+	stdStart0 = uint64('8') | uint64('=')<<8 | uint64('S')<<16 | uint64('T')<<24 |
+		uint64('E')<<32 | uint64('P')<<40 | uint64('.')<<48 | uint64('1')<<56
+	stdStart1 = uint64('.') | uint64('0')<<8 | uint64('.')<<16 | uint64('0')<<24 |
+		uint64(SOH)<<32 | uint64('9')<<40 | uint64('=')<<48
+)
+
+// frameStart examines the start of v up to the body length: "8=", a begin
+// string starting "STEP", SOH, "9=". It returns the offset of the body
+// length's digits, or 0 with skip > 0 and the reason when v[:skip] must be
+// dropped, or 0, 0, nil while v is too short to tell.
+func frameStart(v []byte) (i, skip int, err error) {
 	if !bytes.HasPrefix(v, []byte(syncMarker)) {
 		if len(v) < len(syncMarker) && bytes.HasPrefix([]byte(syncMarker), v) {
 			return 0, 0, nil
 		}
 		return 0, garbageLen(v), ErrGarbage
 	}
-	// "8=STEP...|"
 	begin := v[2:min(len(v), 2+maxBeginStringLen+1)]
-	i := bytes.IndexByte(begin, SOH)
+	i = bytes.IndexByte(begin, SOH)
 	if i < 0 {
 		if len(begin) > maxBeginStringLen {
 			return 0, 1, ErrFraming
@@ -378,7 +435,6 @@ func frame(v []byte, maxSize int) (total, skip int, err error) {
 		return 0, 0, nil
 	}
 	i += 2 + 1
-	// "9=digits|"
 	if len(v) < i+2 {
 		if bytes.HasPrefix([]byte("9="), v[i:]) {
 			return 0, 0, nil
@@ -388,40 +444,7 @@ func frame(v []byte, maxSize int) (total, skip int, err error) {
 	if v[i] != '9' || v[i+1] != '=' {
 		return 0, 1, ErrFraming
 	}
-	i += 2
-	bodyLen, digits := 0, 0
-	for ; i < len(v) && v[i] != SOH; i++ {
-		c := v[i]
-		if c < '0' || c > '9' || digits == maxBodyLenDigits {
-			return 0, 1, ErrFraming
-		}
-		bodyLen = bodyLen*10 + int(c-'0')
-		digits++
-	}
-	if i >= len(v) {
-		return 0, 0, nil
-	}
-	if digits == 0 {
-		return 0, 1, ErrFraming
-	}
-	i++
-	total = i + bodyLen + trailerLen
-	if total > maxSize {
-		return 0, 1, ErrTooLarge
-	}
-	if total > len(v) {
-		return total, 0, nil
-	}
-	t := v[total-trailerLen : total]
-	if t[0] != '1' || t[1] != '0' || t[2] != '=' || t[6] != SOH ||
-		!isDigit(t[3]) || !isDigit(t[4]) || !isDigit(t[5]) {
-		return 0, 1, ErrFraming
-	}
-	want := int(t[3]-'0')*100 + int(t[4]-'0')*10 + int(t[5]-'0')
-	if Checksum(v[:total-trailerLen]) != want {
-		return 0, total, ErrChecksum
-	}
-	return total, 0, nil
+	return i + 2, 0, nil
 }
 
 // garbageLen returns how many leading bytes of v cannot start a message:
@@ -441,6 +464,8 @@ func garbageLen(v []byte) int {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // Checksum returns the STEP/FIX checksum of b: the sum of its bytes modulo 256.
+// On amd64 with AVX2 the leading multiple of 32 bytes is summed by a vector
+// loop (checksum_amd64.s), the rest as below.
 func Checksum(b []byte) int {
 	// Eight bytes at a time, two sums per block of words: all, the words
 	// themselves, and evens, their even bytes in 16-bit lanes (which do not
@@ -448,7 +473,8 @@ func Checksum(b []byte) int {
 	// the odd bytes' sums, in lanes one byte up. Only the low byte of each
 	// lane counts modulo 256; the lanes are added with one multiplication.
 	const even = 0x00ff00ff00ff00ff
-	var sum uint64
+	sum, n := vectorSum(b)
+	b = b[n:]
 	for len(b) >= 8 {
 		n := min(len(b)>>3, checksumBlock) << 3
 		blk := b[:n]
@@ -483,13 +509,11 @@ func Checksum(b []byte) int {
 // below 1<<16.
 const checksumBlock = 256
 
-// finish parses the fields of a framed, checksummed message.
-func (p *Parser) finish(raw []byte, off int64) (*Message, error) {
+// finish parses the fields of a framed, checksummed message whose body
+// (after "8=...|9=...|") starts at raw[i].
+func (p *Parser) finish(raw []byte, i int, off int64) (*Message, error) {
 	m := &p.msg
 	*m = Message{Raw: raw, Offset: off}
-	// Skip "8=...|9=...|"; the trailer is already verified.
-	i := bytes.IndexByte(raw, SOH) + 1
-	i += bytes.IndexByte(raw[i:], SOH) + 1
 	end := len(raw) - trailerLen
 	hdr := raw[:end] // every field ends before the trailer
 	rawLen := -1

@@ -299,6 +299,9 @@ func BenchmarkParse(b *testing.B) {
 	}
 }
 
+// TestChecksum checks Checksum with and without its vector loop on every
+// length up to 300 and longer ones, random bytes and all-0xff (every lane
+// carries).
 func TestChecksum(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
 	sizes := make([]int, 0, 320)
@@ -321,8 +324,13 @@ func TestChecksum(t *testing.T) {
 		for _, c := range b {
 			want += int(c)
 		}
-		if got := Checksum(b); got != want%256 {
-			t.Fatalf("len %d: Checksum %d, want %d", n, got, want%256)
+		for _, vector := range []bool{true, false} {
+			restore := setVector(vector)
+			got := Checksum(b)
+			restore()
+			if got != want%256 {
+				t.Fatalf("len %d, vector loop %v: Checksum %d, want %d", n, vector, got, want%256)
+			}
 		}
 	}
 }
@@ -351,3 +359,4 @@ func TestBeginStringBound(t *testing.T) {
 		t.Fatalf("cut begin string: %v, %v, %d buffered", m, err, q.Buffered())
 	}
 }
+

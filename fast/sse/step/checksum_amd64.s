@@ -1,0 +1,41 @@
+#include "textflag.h"
+
+// func sumAVX2(p *byte, n int) uint64
+//
+// n is a positive multiple of 32. VPSADBW against zero sums each 8-byte
+// group into a 64-bit lane; two accumulators take 64 bytes per iteration.
+TEXT ·sumAVX2(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	CMPQ CX, $64
+	JB one
+
+pair:
+	VPSADBW (SI), Y2, Y3
+	VPSADBW 32(SI), Y2, Y4
+	VPADDQ Y3, Y0, Y0
+	VPADDQ Y4, Y1, Y1
+	ADDQ $64, SI
+	SUBQ $64, CX
+	CMPQ CX, $64
+	JAE pair
+	TESTQ CX, CX
+	JZ fold
+
+one:
+	VPSADBW (SI), Y2, Y3
+	VPADDQ Y3, Y0, Y0
+
+fold:
+	VPADDQ Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDQ X1, X0, X0
+	VPSHUFD $0x4e, X0, X1
+	VPADDQ X1, X0, X0
+	VMOVQ X0, AX
+	VZEROUPPER
+	MOVQ AX, ret+16(FP)
+	RET
