@@ -9,7 +9,7 @@ var useKernel = cpu.X86.HasAVX2 && cpu.X86.HasBMI2
 //go:noescape
 func scanAVX2(b *byte, n, off int, t *Tokens) (count int, full bool)
 
-// scanKernel runs the kernel, which reads 32-byte blocks inside b[0:n]: a
+// scanKernel runs the kernel, which reads 64-byte blocks inside b[0:n]: a
 // buffer shorter than that is copied into a zero-padded one first (zero
 // bytes have no stop bit, so they add no token).
 func scanKernel(b []byte, off int, t *Tokens) (int, bool) {

@@ -1,19 +1,19 @@
 #include "textflag.h"
 
-// Offsets of the arrays of Tokens (MaxTokens 256).
+// Offsets of the arrays of Tokens (MaxTokens 512).
 #define VALUE 0
-#define END 2048
-#define LEN 3072
+#define END 4096
+#define LEN 6144
 
 // func scanAVX2(b *byte, n, off int, t *Tokens) (count int, full bool)
 //
-// Scan's kernel; n >= 32 and 0 <= off < n. For each block of 32 bytes from
-// off on (the last one read as the 32 bytes ending at n, its mask shifted
-// down to the block), VPMOVMSKB gives the stop bits; each set bit e ends a
-// token of e-prev bytes. Its value comes from the 8 bytes ending at e: BSWAP
-// puts the stop byte lowest, BZHI keeps the token's bytes and PEXT packs
-// their 7-bit groups. A token ending in b[0:7] reads b[0:8] shifted up
-// instead, so no load leaves b[0:n].
+// Scan's kernel; n >= 64 and 0 <= off < n. For each block of 64 bytes from
+// off on (the last one read as the 64 bytes ending at n, its mask shifted
+// down to the block), two VPMOVMSKB give the stop bits; each set bit e ends
+// a token of e-prev bytes. Its value comes from the 8 bytes ending at e:
+// BSWAP puts the stop byte lowest, BZHI keeps the token's bytes and PEXT
+// packs their 7-bit groups. A token ending in b[0:7] reads b[0:8] shifted
+// up instead, so no load leaves b[0:n].
 //
 // Registers: SI b, DX n, BX block start, DI t, CX count, R8 prev (the last
 // stop byte), R9 the 7-bit group mask, R10 the block's stop bits, R11 e,
@@ -30,20 +30,28 @@ TEXT ·scanAVX2(SB), NOSPLIT, $0-41
 block:
 	CMPQ BX, DX
 	JAE end
-	CMPQ CX, $(256-32)
+	CMPQ CX, $(512-64)
 	JA full
 	MOVQ DX, AX
 	SUBQ BX, AX
-	CMPQ AX, $32
+	CMPQ AX, $64
 	JB last
 	VMOVDQU (SI)(BX*1), Y0
+	VMOVDQU 32(SI)(BX*1), Y1
 	VPMOVMSKB Y0, R10
+	VPMOVMSKB Y1, R14
+	SHLQ $32, R14
+	ORQ R14, R10
 	JMP next
 
 last:
-	VMOVDQU -32(SI)(DX*1), Y0
+	VMOVDQU -64(SI)(DX*1), Y0
+	VMOVDQU -32(SI)(DX*1), Y1
 	VPMOVMSKB Y0, R10
-	MOVQ $32, R14
+	VPMOVMSKB Y1, R14
+	SHLQ $32, R14
+	ORQ R14, R10
+	MOVQ $64, R14
 	SUBQ AX, R14
 	SHRXQ R14, R10, R10
 	JMP next
@@ -74,7 +82,7 @@ loaded:
 next:
 	TESTQ R10, R10
 	JNZ token
-	ADDQ $32, BX
+	ADDQ $64, BX
 	JMP block
 
 front:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/tickwire/tickwire/fast/internal/stopbit"
 )
@@ -16,18 +17,18 @@ type token struct {
 }
 
 // reference reads the tokens of b from off on the plain way and applies
-// Scan's stopping rules: blocks of 32 bytes from off, a new block only while
-// at most 224 tokens are held, a stop before a token over 8 bytes.
+// Scan's stopping rules: blocks of 64 bytes from off, a new block only while
+// at most MaxTokens-64 tokens are held, a stop before a token over 8 bytes.
 func reference(b []byte, off int) (toks []token, full bool) {
 	if off < 0 {
 		return nil, false
 	}
 	start := off
-	for blk := off; blk < len(b); blk += 32 {
-		if len(toks) > stopbit.MaxTokens-32 {
+	for blk := off; blk < len(b); blk += 64 {
+		if len(toks) > stopbit.MaxTokens-64 {
 			return toks, true
 		}
-		for e := blk; e < min(blk+32, len(b)); e++ {
+		for e := blk; e < min(blk+64, len(b)); e++ {
 			if b[e] < 0x80 {
 				continue
 			}
@@ -173,5 +174,14 @@ func BenchmarkScan(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestLayout checks the offsets of Tokens' arrays that scan_amd64.s uses.
+func TestLayout(t *testing.T) {
+	var toks stopbit.Tokens
+	if stopbit.MaxTokens != 512 || unsafe.Offsetof(toks.End) != 4096 || unsafe.Offsetof(toks.Len) != 6144 {
+		t.Fatalf("Tokens layout changed (MaxTokens %d, End at %d, Len at %d): update scan_amd64.s",
+			stopbit.MaxTokens, unsafe.Offsetof(toks.End), unsafe.Offsetof(toks.Len))
 	}
 }
