@@ -6,6 +6,9 @@ import (
 	"unsafe"
 )
 
+// fopSize is the size of a fast-tape instruction.
+const fopSize = unsafe.Sizeof(fop{})
+
 // Masks of the stop-bit decoding in fastLoop.
 const (
 	stopBits8 = 0x8080808080808080
@@ -27,20 +30,19 @@ const (
 func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 	vals := m.Values[:cap(m.Values)]
 	n := len(m.Values)
-	off, pm, pc := st.off, st.pm, st.pc
+	off, pm := st.off, st.pm
 	// Indexes into ft and vals are checked where they are made (tape
 	// jumps, ensure), not at every use.
 	fbase, vbase := unsafe.Pointer(unsafe.SliceData(ft)), unsafe.Pointer(unsafe.SliceData(vals))
 	var (
-		o       *fop
 		u       uint64
 		present bool
 		sv      uint64 // bytes of a string value: Value.off, and Value.n in the high word
 		why     int
 	)
-	for {
-		o = (*fop)(unsafe.Add(fbase, uintptr(pc)*unsafe.Sizeof(fop{})))
-		pc++
+	// o is the instruction, the next one after each turn: there is no
+	// index to keep.
+	for o := (*fop)(unsafe.Add(fbase, uintptr(st.pc)*fopSize)); ; o = (*fop)(unsafe.Add(unsafe.Pointer(o), fopSize)) {
 		present = true
 		switch o.code {
 		case fInt, fIntDelta:
@@ -162,7 +164,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 			setValue((*Value)(unsafe.Add(vbase, uintptr(n)*unsafe.Sizeof(Value{}))), 0, 0, int32(n+1), 0, 0, tag)
 			n++
 			if !present {
-				pc = int(o.jump)
+				o = &ft[o.jump-1]
 				goto ensure
 			}
 			st.depth++
@@ -201,7 +203,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 			setValue((*Value)(unsafe.Add(vbase, uintptr(n)*unsafe.Sizeof(Value{}))), u, 0, int32(n+1), 0, 0, tag)
 			n++
 			if !present || u == 0 {
-				pc = int(o.jump)
+				o = &ft[o.jump-1]
 				goto ensure
 			}
 			st.depth++
@@ -214,7 +216,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 			f := &d.frames[st.depth-1]
 			vals[f.ei].End = int32(n)
 			if f.left--; f.left > 0 {
-				o, pc = &ft[o.jump], int(o.jump)+1
+				o = &ft[o.jump]
 				goto elem
 			}
 			vals[f.vi].End = int32(n)
@@ -361,7 +363,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 				st.exp = int32(u) // in range: checked where it came from
 				continue
 			}
-			pc++ // no mantissa
+			o = (*fop)(unsafe.Add(unsafe.Pointer(o), fopSize)) // no mantissa
 		}
 		{
 			tag := o.tag
@@ -424,7 +426,6 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 		{
 			var epm uint64
 			if n >= d.limits.MaxValues {
-				pc--
 				why = exitElem
 				goto exit
 			}
@@ -436,7 +437,6 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 					epm = uint64(b[off])<<57 | uint64(b[off+1]&dataBits)<<50
 					off += 2
 				} else {
-					pc--
 					why = exitElem
 					goto exit
 				}
@@ -451,7 +451,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 		// Control flow changes only at structural instructions: check
 		// here that there is room for the values up to the next one and
 		// for that one's own.
-		if n+int(ft[pc].run)+1 <= len(vals) {
+		if n+int((*fop)(unsafe.Add(unsafe.Pointer(o), fopSize)).run)+1 <= len(vals) {
 			continue
 		}
 		why = exitGrow
@@ -467,10 +467,13 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 			pm = pm>>1 | 1<<63
 		}
 	slow:
-		pc--
 		why = exitSlow
 	exit:
 		m.Values = vals[:n]
+		pc := int((uintptr(unsafe.Pointer(o)) - uintptr(fbase)) / fopSize)
+		if why == exitGrow {
+			pc++ // past the structural instruction
+		}
 		st.off, st.pm, st.pc = off, pm, pc
 		return why
 	}
