@@ -516,6 +516,19 @@ func (p *Parser) finish(raw []byte, i int, off int64) (*Message, error) {
 	*m = Message{Raw: raw, Offset: off}
 	end := len(raw) - trailerLen
 	hdr := raw[:end] // every field ends before the trailer
+	if !finishStd(m, hdr, i) {
+		*m = Message{Raw: raw, Offset: off}
+		if tag, ok := parseFields(m, hdr, i); !ok {
+			return p.fieldError(off, tag)
+		}
+	}
+	return p.accept(m)
+}
+
+// parseFields parses the fields of hdr from hdr[i] on into m, in any order;
+// it returns the tag of a malformed field and false.
+func parseFields(m *Message, hdr []byte, i int) (badTag int, ok bool) {
+	raw := m.Raw
 	rawLen := -1
 	for i < len(hdr) {
 		tag, j := 0, i
@@ -534,13 +547,13 @@ func (p *Parser) finish(raw []byte, i int, off int64) (*Message, error) {
 				tag = tag*10 + int(c)
 			}
 			if j == i || j >= len(hdr) || hdr[j] != '=' {
-				return p.fieldError(off, tag)
+				return tag, false
 			}
 		}
 		j++
 		if tag == TagRawData {
 			if rawLen < 0 || j+rawLen >= len(hdr) || hdr[j+rawLen] != SOH {
-				return p.fieldError(off, tag)
+				return tag, false
 			}
 			m.Payload = hdr[j : j+rawLen]
 			i = j + rawLen + 1
@@ -559,7 +572,7 @@ func (p *Parser) finish(raw []byte, i int, off int64) (*Message, error) {
 			k++
 		}
 		if k >= len(hdr) {
-			return p.fieldError(off, tag)
+			return tag, false
 		}
 	found:
 		val := hdr[j:k]
@@ -593,14 +606,102 @@ func (p *Parser) finish(raw []byte, i int, off int64) (*Message, error) {
 			ok = true
 		}
 		if !ok {
-			return p.fieldError(off, tag)
+			return tag, false
 		}
 	}
+	return 0, true
+}
+
+// accept counts m, a verified message, and checks its sequence.
+func (p *Parser) accept(m *Message) (*Message, error) {
 	p.resyncing = false
 	p.trackGap(m)
 	p.stats.Messages++
-	p.stats.Bytes += uint64(len(raw))
+	p.stats.Bytes += uint64(len(m.Raw))
 	return m, nil
+}
+
+// Tags with their '=' as little-endian words, for finishStd.
+const (
+	eq35    = uint64('3') | uint64('5')<<8 | uint64('=')<<16
+	eq49    = uint64('4') | uint64('9')<<8 | uint64('=')<<16
+	eq56    = uint64('5') | uint64('6')<<8 | uint64('=')<<16
+	eq34    = uint64('3') | uint64('4')<<8 | uint64('=')<<16
+	eq52    = uint64('5') | uint64('2')<<8 | uint64('=')<<16
+	eq10142 = uint64('1') | uint64('0')<<8 | uint64('1')<<16 | uint64('4')<<24 | uint64('2')<<32 | uint64('=')<<40
+	eq10072 = uint64('1') | uint64('0')<<8 | uint64('0')<<16 | uint64('7')<<24 | uint64('2')<<32 | uint64('=')<<40
+	eq95    = uint64('9') | uint64('5')<<8 | uint64('=')<<16
+	eq96    = uint64('9') | uint64('6')<<8 | uint64('=')<<16
+)
+
+// finishStd parses a body laid out as AppendMessage writes it with every
+// field present (35, 49, 56, 34, 52, 10142, 10072, 95, 96, in this order,
+// the raw data last), one word compare per tag and no loop over fields (the
+// same branches in the same order for every message). It returns false for
+// any other body, with m partly set: the general loop then decides.
+func finishStd(m *Message, hdr []byte, i int) bool {
+	var v []byte
+	var ok bool
+	var n uint64
+	if m.MsgType, i, ok = stdField(hdr, i, eq35, 3); !ok {
+		return false
+	}
+	if m.SenderCompID, i, ok = stdField(hdr, i, eq49, 3); !ok {
+		return false
+	}
+	if m.TargetCompID, i, ok = stdField(hdr, i, eq56, 3); !ok {
+		return false
+	}
+	if v, i, ok = stdField(hdr, i, eq34, 3); !ok {
+		return false
+	}
+	if m.SeqNum, ok = parseUint(v); !ok {
+		return false
+	}
+	if m.SendingTime, i, ok = stdField(hdr, i, eq52, 3); !ok {
+		return false
+	}
+	if v, i, ok = stdField(hdr, i, eq10142, 6); !ok {
+		return false
+	}
+	if n, ok = parseUint(v); !ok || n > 0xffffffff {
+		return false
+	}
+	m.Category, m.HasCategory = uint32(n), true
+	if v, i, ok = stdField(hdr, i, eq10072, 6); !ok {
+		return false
+	}
+	if m.CategorySeq, ok = parseUint(v); !ok {
+		return false
+	}
+	m.HasCategorySeq = true
+	if v, i, ok = stdField(hdr, i, eq95, 3); !ok {
+		return false
+	}
+	// The raw data must end the body, its SOH the body's last byte.
+	if n, ok = parseUint(v); !ok || n != uint64(len(hdr)-i-4) || i+4 > len(hdr) ||
+		binary.LittleEndian.Uint32(hdr[i:])&0xffffff != uint32(eq96) || hdr[len(hdr)-1] != SOH {
+		return false
+	}
+	m.Payload = hdr[i+3 : len(hdr)-1]
+	return true
+}
+
+// stdField reads the field at hdr[i] when its tag and '=' are the plen
+// bytes of eq and its value ends in hdr (found eight bytes at a time): it
+// returns the value and the offset after its SOH.
+func stdField(hdr []byte, i int, eq uint64, plen int) (val []byte, next int, ok bool) {
+	if i+8 > len(hdr) || binary.LittleEndian.Uint64(hdr[i:])&(1<<(uint(plen)*8&63)-1) != eq {
+		return nil, 0, false
+	}
+	j := i + plen
+	for k := j; k+8 <= len(hdr); k += 8 {
+		if z := zeroBytes(binary.LittleEndian.Uint64(hdr[k:]) ^ 0x0101010101010101); z != 0 {
+			k += bits.TrailingZeros64(z) >> 3
+			return hdr[j:k], k + 1, true
+		}
+	}
+	return nil, 0, false
 }
 
 func (p *Parser) fieldError(off int64, tag int) (*Message, error) {

@@ -37,6 +37,7 @@ func drain(t *testing.T, p *Parser, g *got) {
 		if m == nil {
 			return
 		}
+		checkStraightPath(t, m)
 		g.payloads = append(g.payloads, bytes.Clone(m.Payload))
 		g.seqs = append(g.seqs, m.SeqNum)
 		if m.Gap {
@@ -44,6 +45,24 @@ func drain(t *testing.T, p *Parser, g *got) {
 		}
 	}
 	t.Fatal("Next did not return (nil, nil)")
+}
+
+// checkStraightPath requires finishStd, when it takes m, to find what the
+// general field loop finds.
+func checkStraightPath(t *testing.T, m *Message) {
+	t.Helper()
+	_, body, _, err := frame(m.Raw, len(m.Raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := m.Raw[:len(m.Raw)-trailerLen]
+	std, general := Message{Raw: m.Raw}, Message{Raw: m.Raw}
+	if !finishStd(&std, hdr, body) {
+		return
+	}
+	if _, ok := parseFields(&general, hdr, body); !ok || fmt.Sprint(std) != fmt.Sprint(general) {
+		t.Fatalf("straight path %+v, general loop (ok %v) %+v", std, ok, general)
+	}
 }
 
 func feedChunks(t *testing.T, p *Parser, stream []byte, sizes func() int) *got {
@@ -254,6 +273,8 @@ func FuzzSTEP(f *testing.F) {
 	f.Add(msg(1, 7, 1, []byte{0x80, 0x01, 0xff}), uint8(3))
 	f.Add(append(msg(1, 7, 1, nil), msg(2, 58, 9, []byte("x"))...), uint8(1))
 	f.Add([]byte("junk8=STEP.1.0.0\x019=5\x0135=A\x0110=000\x01"), uint8(7))
+	reordered := bytes.Replace(msg(3, 7, 4, []byte{1, 0x81}), []byte("\x0149=VDE\x0156=VSS"), []byte("\x0156=VSS\x0149=VDE"), 1)
+	f.Add(fixChecksum(reordered), uint8(9))
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
 		size := int(chunk)%64 + 1
 		whole := NewParser(Config{MaxMessageSize: 256})
@@ -359,4 +380,3 @@ func TestBeginStringBound(t *testing.T) {
 		t.Fatalf("cut begin string: %v, %v, %d buffered", m, err, q.Buffered())
 	}
 }
-
