@@ -62,7 +62,8 @@ type fop struct {
 	run   int32 // as op.run
 	jump  int32 // as op.jump
 	// init is the initial value of an integer; for bytes, the Value's
-	// off (poolBit set) in the low word and n in the high word.
+	// off (poolBit set) in the low word and n in the high word. It is 0
+	// without an initial value.
 	init uint64
 	tag  uint64 // valueTag of the appended Value
 }
@@ -153,7 +154,7 @@ func buildFast(t []op) []fop {
 		default: // opDynRef
 			return nil
 		}
-		if o.role == roleBytes {
+		if o.role == roleBytes && (o.hasInit || o.code == opBytesConst) {
 			sp := o.initSpan
 			f.init = uint64(uint32(sp.start)) | uint64(uint32(sp.end-sp.start))<<32
 		}

@@ -60,8 +60,15 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 			if bit != 0 {
 				goto stream
 			}
-			u, present = o.init, o.flags&fHasInit != 0
-			goto store
+			if o.flags&(fExp|fMant) != 0 {
+				u, present = o.init, o.flags&fHasInit != 0
+				goto store
+			}
+			// The initial value, or absent (init is 0 then).
+			setValue((*Value)(unsafe.Add(vbase, uintptr(n)*unsafe.Sizeof(Value{}))), o.init, 0, int32(n+1), 0, 0,
+				o.tag|uint64(o.flags&fHasInit)*(presentTag/fHasInit))
+			n++
+			continue
 		case fIntCopy, fIntIncrement:
 			bit := pm >> 63
 			pm <<= 1
@@ -111,8 +118,11 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 			if bit != 0 {
 				goto ascii
 			}
-			sv, present = o.init, o.flags&fHasInit != 0
-			goto storeBytes
+			// The initial value, or absent (init is 0 then).
+			setValue((*Value)(unsafe.Add(vbase, uintptr(n)*unsafe.Sizeof(Value{}))), 0, 0, int32(n+1), uint32(o.init), uint32(o.init>>32),
+				o.tag|uint64(o.flags&fHasInit)*(presentTag/fHasInit))
+			n++
+			continue
 		case fASCIICopy:
 			bit := pm >> 63
 			pm <<= 1
