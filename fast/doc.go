@@ -75,13 +75,16 @@
 // NewDecoder flattens each template into an instruction tape: one small
 // struct per field with its operator, presence, kind and dictionary slot
 // resolved, plus instructions that open and close groups, sequence elements
-// and dynamic templateRefs. Decode runs the tape in one loop; the common
-// cases (one- to three-byte integers, one-character strings, operators whose
-// dictionary entry is assigned, absent defaults) are decoded in the loop
-// without calls, the rest by the general per-operator functions. Runs of
-// three or more fields that keep no dictionary state (no operator, constant,
-// default) are decoded by a second, smaller loop, which the compiler keeps in
-// registers. Undo for
+// and dynamic templateRefs. A template without dynamic templateRefs also
+// gets a packed copy of its tape, which Decode runs first: a loop that makes
+// no calls decodes the common cases (integers of up to 8 bytes in one load,
+// one-character strings, assigned or initial previous values, absent
+// defaults, sequence elements and groups with short presence maps) and
+// stops at anything else, which the general per-operator functions then
+// decode. Where a message could fail, that loop gives up on it instead:
+// Decode undoes its dictionary writes and decodes the message again with
+// the plain tape, whose errors carry the exact offsets and fields, so an
+// invalid message costs two decodes. Undo for
 // ErrShort costs one record the first time a message writes an entry.
 // Absent string and byte-vector values have no bytes (Message.Bytes returns
 // an empty slice).

@@ -35,8 +35,72 @@ const fuzzTemplates = `<templates xmlns="http://www.fixprotocol.org/ns/fast/td/1
   <sequence name="S" presence="optional"><length name="N"><increment/></length><uInt32 name="X"><copy/></uInt32></sequence></group>
  <templateRef/>
 </template>
+<template name="MD" id="2" reset="Y">
+ <uInt32 name="SeqNum"/>
+ <sequence name="E"><length name="NE"/>
+  <uInt32 name="Action"><copy value="1"/></uInt32>
+  <uInt32 name="Level" presence="optional"><default value="1"/></uInt32>
+  <string name="Type"><copy value="0"/></string>
+  <uInt32 name="Flag" presence="optional"/>
+  <uInt32 name="Src"><constant value="9"/></uInt32>
+  <uInt32 name="Sec"><copy/></uInt32>
+  <uInt32 name="Rpt"><increment/></uInt32>
+  <decimal name="Px"><exponent><default value="0"/></exponent><mantissa><delta/></mantissa></decimal>
+  <int32 name="Size" presence="optional"><delta/></int32>
+  <string name="Sess" presence="optional"><default value="2"/></string>
+  <decimal name="Chg" presence="optional"><exponent><default/></exponent><mantissa><delta/></mantissa></decimal>
+  <int64 name="Vol" presence="optional"><default/></int64>
+  <group name="G" presence="optional"><uInt64 name="X"><copy/></uInt64></group>
+ </sequence>
+</template>
 <template name="Reset" id="120"/>
 </templates>`
+
+// fuzzMDSeed encodes two messages of the fuzz template MD (id 2), whose
+// fields all take Decode's fast path, as a seed.
+func fuzzMDSeed(t testing.TB, ts *Templates) []byte {
+	tm, _ := ts.ByID(2)
+	enc, err := NewEncoder(ts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Message
+	var out []byte
+	for k := 0; k < 2; k++ {
+		m.SetTemplate(tm)
+		m.AddUint(uint64(7 + k))
+		m.AddSequence(2)
+		for e := 0; e < 2; e++ {
+			m.AddElement()
+			m.AddUint(1)                         // Action
+			m.AddUint(uint64(1 + e))             // Level
+			m.AddBytes([]byte{'0' + byte(e)})    // Type
+			m.AddAbsent()                        // Flag
+			m.AddUint(9)                         // Src
+			m.AddUint(uint64(1000 + 300*k))      // Sec
+			m.AddUint(uint64(50 + 2*k + e))      // Rpt
+			m.AddDecimal(int64(12345+e*700), -2) // Px
+			m.AddInt(int64(-5 + 20*e))           // Size
+			m.AddBytes([]byte("2"))              // Sess
+			if e == 0 {
+				m.AddDecimal(-3, -1) // Chg
+			} else {
+				m.AddAbsent()
+			}
+			m.AddInt(int64(1) << (20 * e)) // Vol
+			if e == 1 {
+				m.AddGroup()
+				m.AddUint(1 << 40) // X
+			} else {
+				m.AddAbsent()
+			}
+		}
+		if out, err = enc.Encode(out, &m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
 
 func fuzzDecoder(t testing.TB) (*Templates, *Decoder) {
 	ts, err := ParseTemplates([]byte(fuzzTemplates))
@@ -58,6 +122,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(unhex(f, "e0a33a6f19bd23512e71364611bc83aab047455ab60560f5b286cb84ff7a26ba998380055994c9fd80"))
 	f.Add(unhex(f, "c081"))
 	ts, d := fuzzDecoder(f)
+	f.Add(fuzzMDSeed(f, ts))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d.Reset()
 		var m Message

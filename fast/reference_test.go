@@ -460,6 +460,7 @@ func FuzzTapeMatchesReference(f *testing.F) {
 	f.Add(unhex(f, "e0a33a6f19bd23512e71364611bc83aab047455ab60560f5b286cb84ff7a26ba998380055994c9fd80"))
 	f.Add(unhex(f, "c081"))
 	ts, _ := fuzzDecoder(f)
+	f.Add(fuzzMDSeed(f, ts))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r := rand.New(rand.NewPCG(uint64(len(b)), 3))
 		diffStream(t, r, ts, &DecoderOptions{Limits: Limits{MaxSequenceLen: 64, MaxStringLen: 256, MaxByteVectorLen: 256}}, b)

@@ -6,9 +6,9 @@ import "slices"
 // every message of a template without dynamic templateRefs. fop i is tape
 // instruction i (same jumps, same value counts), with the opcode narrowed to
 // the path the operands select (ascii or not, which operators run inline)
-// and the operands packed into 32 bytes. runFast decodes the common cases
-// inline and hands the rest of each field to the general per-operator
-// functions, like run; but whenever anything could fail (end of buffer,
+// and the operands packed into 32 bytes. fastLoop decodes the common cases
+// inline and runFast hands the rest of each field to the general
+// per-operator functions, like run; but whenever anything could fail (end of buffer,
 // limits, range, undefined or empty previous values a mandatory field needs)
 // it gives up on the message instead of reporting: Decode then undoes its
 // dictionary writes and decodes the message again with run, whose errors

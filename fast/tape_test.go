@@ -296,3 +296,22 @@ func TestFastIntegers(t *testing.T) {
 		t.Error("runFast decoded nothing")
 	}
 }
+
+// TestFastPathFuzzSeed checks that the fuzz seed of template MD decodes,
+// both messages with runFast, so that the fuzz targets start from the fast
+// path.
+func TestFastPathFuzzSeed(t *testing.T) {
+	ts, d := fuzzDecoder(t)
+	b := fuzzMDSeed(t, ts)
+	var m Message
+	for off := 0; off < len(b); {
+		n, err := d.Decode(b[off:], &m)
+		if err != nil {
+			t.Fatalf("at %d: %v", off, err)
+		}
+		off += n
+	}
+	if d.fastDone != 2 || d.fastGaveUp != 0 {
+		t.Errorf("runFast decoded %d messages and gave up on %d, want 2 and 0", d.fastDone, d.fastGaveUp)
+	}
+}
