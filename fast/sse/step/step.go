@@ -634,74 +634,126 @@ const (
 	eq96    = uint64('9') | uint64('6')<<8 | uint64('=')<<16
 )
 
+// stdHead bounds the bytes finishStd reads before the raw data (the fields
+// 35 to 95 and "96="; about 100 bytes in SSE's messages). It reads them from
+// an array of stdHead+8 bytes (the message's own bytes, or a zero-padded
+// copy when fewer remain), so offsets masked into it need no bounds checks.
+const stdHead = 128
+
+// stdBytes is finishStd's view of a body.
+type stdBytes = [stdHead + 8]byte
+
 // finishStd parses a body laid out as AppendMessage writes it with every
 // field present (35, 49, 56, 34, 52, 10142, 10072, 95, 96, in this order,
 // the raw data last), one word compare per tag and no loop over fields (the
 // same branches in the same order for every message). It returns false for
 // any other body, with m partly set: the general loop then decides.
 func finishStd(m *Message, hdr []byte, i int) bool {
-	var v []byte
-	var ok bool
-	var n uint64
-	if m.MsgType, i, ok = stdField(hdr, i, eq35, 3); !ok {
+	var h *stdBytes
+	if len(hdr)-i >= len(stdBytes{}) {
+		h = (*stdBytes)(hdr[i:])
+	} else {
+		var pad stdBytes
+		copy(pad[:], hdr[i:])
+		h = &pad
+	}
+	s, e, ok := stdValue(h, 0, eq35, 3)
+	if !ok {
 		return false
 	}
-	if m.SenderCompID, i, ok = stdField(hdr, i, eq49, 3); !ok {
+	m.MsgType = hdr[i+s : i+e]
+	if s, e, ok = stdValue(h, e+1, eq49, 3); !ok {
 		return false
 	}
-	if m.TargetCompID, i, ok = stdField(hdr, i, eq56, 3); !ok {
+	m.SenderCompID = hdr[i+s : i+e]
+	if s, e, ok = stdValue(h, e+1, eq56, 3); !ok {
 		return false
 	}
-	if v, i, ok = stdField(hdr, i, eq34, 3); !ok {
+	m.TargetCompID = hdr[i+s : i+e]
+	if s, e, ok = stdValue(h, e+1, eq34, 3); !ok {
 		return false
 	}
-	if m.SeqNum, ok = parseUint(v); !ok {
+	if m.SeqNum, ok = stdNumber(h, hdr[i:], s, e); !ok {
 		return false
 	}
-	if m.SendingTime, i, ok = stdField(hdr, i, eq52, 3); !ok {
+	if s, e, ok = stdValue(h, e+1, eq52, 3); !ok {
 		return false
 	}
-	if v, i, ok = stdField(hdr, i, eq10142, 6); !ok {
+	m.SendingTime = hdr[i+s : i+e]
+	if s, e, ok = stdValue(h, e+1, eq10142, 6); !ok {
 		return false
 	}
-	if n, ok = parseUint(v); !ok || n > 0xffffffff {
+	n, ok := stdNumber(h, hdr[i:], s, e)
+	if !ok || n > 0xffffffff {
 		return false
 	}
 	m.Category, m.HasCategory = uint32(n), true
-	if v, i, ok = stdField(hdr, i, eq10072, 6); !ok {
+	if s, e, ok = stdValue(h, e+1, eq10072, 6); !ok {
 		return false
 	}
-	if m.CategorySeq, ok = parseUint(v); !ok {
+	if m.CategorySeq, ok = stdNumber(h, hdr[i:], s, e); !ok {
 		return false
 	}
 	m.HasCategorySeq = true
-	if v, i, ok = stdField(hdr, i, eq95, 3); !ok {
+	if s, e, ok = stdValue(h, e+1, eq95, 3); !ok {
+		return false
+	}
+	if n, ok = stdNumber(h, hdr[i:], s, e); !ok {
 		return false
 	}
 	// The raw data must end the body, its SOH the body's last byte.
-	if n, ok = parseUint(v); !ok || n != uint64(len(hdr)-i-4) || i+4 > len(hdr) ||
-		binary.LittleEndian.Uint32(hdr[i:])&0xffffff != uint32(eq96) || hdr[len(hdr)-1] != SOH {
+	raw := i + e + 1 + 3 // the raw data's first byte
+	if e+1 >= stdHead || binary.LittleEndian.Uint32(h[(e+1)&(stdHead-1):])&0xffffff != uint32(eq96) ||
+		n != uint64(len(hdr)-raw-1) || hdr[len(hdr)-1] != SOH {
 		return false
 	}
-	m.Payload = hdr[i+3 : len(hdr)-1]
+	m.Payload = hdr[raw : len(hdr)-1]
 	return true
 }
 
-// stdField reads the field at hdr[i] when its tag and '=' are the plen
-// bytes of eq and its value ends in hdr (found eight bytes at a time): it
-// returns the value and the offset after its SOH.
-func stdField(hdr []byte, i int, eq uint64, plen int) (val []byte, next int, ok bool) {
-	if i+8 > len(hdr) || binary.LittleEndian.Uint64(hdr[i:])&(1<<(uint(plen)*8&63)-1) != eq {
-		return nil, 0, false
+// stdValue checks that the field at h[p] starts with the plen bytes of eq
+// (its tag and '=') and returns the offsets in h of its value and of the SOH
+// after it, found eight bytes at a time; ok is false when the field does not
+// match or does not end in h.
+func stdValue(h *stdBytes, p int, eq uint64, plen int) (start, end int, ok bool) {
+	if p >= stdHead || binary.LittleEndian.Uint64(h[p&(stdHead-1):])&(1<<(uint(plen)*8&63)-1) != eq {
+		return 0, 0, false
 	}
-	j := i + plen
-	for k := j; k+8 <= len(hdr); k += 8 {
-		if z := zeroBytes(binary.LittleEndian.Uint64(hdr[k:]) ^ 0x0101010101010101); z != 0 {
-			k += bits.TrailingZeros64(z) >> 3
-			return hdr[j:k], k + 1, true
+	start = p + plen
+	for q := start; q < stdHead; q += 8 {
+		if z := zeroBytes(binary.LittleEndian.Uint64(h[q&(stdHead-1):]) ^ 0x0101010101010101); z != 0 {
+			return start, q + bits.TrailingZeros64(z)>>3, true
 		}
 	}
-	return nil, 0, false
+	return 0, 0, false
+}
+
+// stdNumber parses the digits in h[start:end] (body[start:end]): from one
+// word when there are at most 8.
+func stdNumber(h *stdBytes, body []byte, start, end int) (uint64, bool) {
+	if end-start <= 8 {
+		return digits(binary.LittleEndian.Uint64(h[start&(stdHead-1):]), end-start)
+	}
+	return parseUint(body[start:end])
+}
+
+// digits returns the number written by the n ASCII digits in the low bytes
+// of w (first digit lowest) and true, or false when n is not in [1, 8] or
+// one of them is not a digit. The digits are moved to the top of the word
+// (the bytes below become leading zeros) and checked all at once (a digit's
+// value plus 0x76 stays below 0x80), then joined by pairs, quads and halves
+// with one multiplication each.
+func digits(w uint64, n int) (uint64, bool) {
+	if n < 1 || n > 8 {
+		return 0, false
+	}
+	d := (w ^ 0x3030303030303030) << (uint(64-8*n) & 63)
+	if (d|(d+0x7676767676767676))&0x8080808080808080 != 0 {
+		return 0, false
+	}
+	d = d * (10<<8 + 1) >> 8 & 0x00ff00ff00ff00ff
+	d = d * (100<<16 + 1) >> 16 & 0x0000ffff0000ffff
+	return d * (10000<<32 + 1) >> 32, true
 }
 
 func (p *Parser) fieldError(off int64, tag int) (*Message, error) {

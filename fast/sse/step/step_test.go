@@ -2,6 +2,7 @@ package step
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -378,5 +379,51 @@ func TestBeginStringBound(t *testing.T) {
 	q.Feed(withBegin(maxBeginStringLen)[:2+maxBeginStringLen])
 	if m, err := q.Next(); m != nil || err != nil || q.Buffered() != 2+maxBeginStringLen {
 		t.Fatalf("cut begin string: %v, %v, %d buffered", m, err, q.Buffered())
+	}
+}
+
+// TestDigits checks the one-word number parser of the straight path against
+// parseUint, on every length, digits and other bytes (those next to '0' and
+// '9' included) at every position.
+func TestDigits(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	others := []byte{'/', ':', '=', SOH, 0, 0x80, 0xb0, 0xff, ' '}
+	for range 200000 {
+		var b [8]byte
+		for i := range b {
+			b[i] = byte('0' + r.IntN(10))
+			if r.IntN(30) == 0 {
+				b[i] = others[r.IntN(len(others))]
+			}
+		}
+		n := r.IntN(10)
+		got, ok := digits(binary.LittleEndian.Uint64(b[:]), n)
+		var want uint64
+		wantOK := n >= 1 && n <= 8
+		if wantOK {
+			want, wantOK = parseUint(b[:n])
+		}
+		if ok != wantOK || ok && got != want {
+			t.Fatalf("digits(%q, %d) = %d, %v; want %d, %v", b, n, got, ok, want, wantOK)
+		}
+	}
+}
+
+// TestStraightPathTaken checks that finishStd takes AppendMessage's
+// messages with raw data, short and long (its zero-padded copy and its
+// in-place view), with sequence numbers of up to 8 digits and longer.
+func TestStraightPathTaken(t *testing.T) {
+	for _, n := range []int{1, 40, 300} {
+		for _, seq := range []uint64{1, 12345678, 123456789012} {
+			m := msg(seq, 7, seq, bytes.Repeat([]byte{0x81}, n))
+			_, body, _, err := frame(m, len(m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got Message
+			if !finishStd(&got, m[:len(m)-trailerLen], body) || got.SeqNum != seq || got.CategorySeq != seq || len(got.Payload) != n {
+				t.Fatalf("payload %d, seq %d: straight path not taken or wrong: %+v", n, seq, got)
+			}
+		}
 	}
 }
