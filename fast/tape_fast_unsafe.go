@@ -28,12 +28,12 @@ const (
 // map bit it took (fBit says whether it took one; the path, which value it
 // had) and leaves the offset where it was.
 func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
-	vals := m.Values[:cap(m.Values)]
 	n := len(m.Values)
+	m.Values = m.Values[:cap(m.Values)] // m.Values[:n] are the message's until the end
 	off, pm := st.off, st.pm
 	// Indexes into ft and vals are checked where they are made (tape
 	// jumps, ensure), not at every use.
-	fbase, vbase := unsafe.Pointer(unsafe.SliceData(ft)), unsafe.Pointer(unsafe.SliceData(vals))
+	fbase := unsafe.Pointer(unsafe.SliceData(ft))
 	var (
 		u       uint64
 		present bool
@@ -65,7 +65,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 				goto store
 			}
 			// The initial value, or absent (init is 0 then).
-			setValue((*Value)(unsafe.Add(vbase, uintptr(n)*unsafe.Sizeof(Value{}))), o.init, 0, int32(n+1), 0, 0,
+			setValue(valueAt(m, n), o.init, 0, int32(n+1), 0, 0,
 				o.tag|uint64(o.flags&fHasInit)*(presentTag/fHasInit))
 			n++
 			continue
@@ -119,7 +119,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 				goto ascii
 			}
 			// The initial value, or absent (init is 0 then).
-			setValue((*Value)(unsafe.Add(vbase, uintptr(n)*unsafe.Sizeof(Value{}))), 0, 0, int32(n+1), uint32(o.init), uint32(o.init>>32),
+			setValue(valueAt(m, n), 0, 0, int32(n+1), uint32(o.init), uint32(o.init>>32),
 				o.tag|uint64(o.flags&fHasInit)*(presentTag/fHasInit))
 			n++
 			continue
@@ -171,7 +171,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 			if present {
 				tag |= presentTag
 			}
-			setValue((*Value)(unsafe.Add(vbase, uintptr(n)*unsafe.Sizeof(Value{}))), 0, 0, int32(n+1), 0, 0, tag)
+			setValue(valueAt(m, n), 0, 0, int32(n+1), 0, 0, tag)
 			n++
 			if !present {
 				o = &ft[o.jump-1]
@@ -185,7 +185,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 			goto ensure
 		case fGroupEnd:
 			f := &d.frames[st.depth-1]
-			vals[f.vi].End = int32(n)
+			m.Values[f.vi].End = int32(n)
 			pm = f.pm.hi
 			st.depth--
 			goto ensure
@@ -210,7 +210,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 			if present {
 				tag |= presentTag
 			}
-			setValue((*Value)(unsafe.Add(vbase, uintptr(n)*unsafe.Sizeof(Value{}))), u, 0, int32(n+1), 0, 0, tag)
+			setValue(valueAt(m, n), u, 0, int32(n+1), 0, 0, tag)
 			n++
 			if !present || u == 0 {
 				o = &ft[o.jump-1]
@@ -224,12 +224,12 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 			goto elem
 		case fElemEnd:
 			f := &d.frames[st.depth-1]
-			vals[f.ei].End = int32(n)
+			m.Values[f.ei].End = int32(n)
 			if f.left--; f.left > 0 {
 				o = &ft[o.jump]
 				goto elem
 			}
-			vals[f.vi].End = int32(n)
+			m.Values[f.vi].End = int32(n)
 			pm = f.pm.hi
 			st.depth--
 			goto ensure
@@ -364,7 +364,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 			} else {
 				u = 0
 			}
-			setValue((*Value)(unsafe.Add(vbase, uintptr(n)*unsafe.Sizeof(Value{}))), u, 0, int32(n+1), 0, 0, tag)
+			setValue(valueAt(m, n), u, 0, int32(n+1), 0, 0, tag)
 			n++
 			continue
 		}
@@ -383,7 +383,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 			} else {
 				u, exp = 0, 0
 			}
-			setValue((*Value)(unsafe.Add(vbase, uintptr(n)*unsafe.Sizeof(Value{}))), u, exp, int32(n+1), 0, 0, tag)
+			setValue(valueAt(m, n), u, exp, int32(n+1), 0, 0, tag)
 			n++
 		}
 		continue
@@ -427,7 +427,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 			} else {
 				sv = 0
 			}
-			setValue((*Value)(unsafe.Add(vbase, uintptr(n)*unsafe.Sizeof(Value{}))), 0, 0, int32(n+1), uint32(sv), uint32(sv>>32), tag)
+			setValue(valueAt(m, n), 0, 0, int32(n+1), uint32(sv), uint32(sv>>32), tag)
 			n++
 		}
 		continue
@@ -452,7 +452,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 				}
 			}
 			d.frames[st.depth-1].ei = int32(n)
-			setValue((*Value)(unsafe.Add(vbase, uintptr(n)*unsafe.Sizeof(Value{}))), 0, 0, 0, 0, 0, o.tag)
+			setValue(valueAt(m, n), 0, 0, 0, 0, 0, o.tag)
 			n++
 			pm = epm
 		}
@@ -461,7 +461,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 		// Control flow changes only at structural instructions: check
 		// here that there is room for the values up to the next one and
 		// for that one's own.
-		if n+int((*fop)(unsafe.Add(unsafe.Pointer(o), fopSize)).run)+1 <= len(vals) {
+		if n+int((*fop)(unsafe.Add(unsafe.Pointer(o), fopSize)).run)+1 <= len(m.Values) {
 			continue
 		}
 		why = exitGrow
@@ -479,7 +479,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 	slow:
 		why = exitSlow
 	exit:
-		m.Values = vals[:n]
+		m.Values = m.Values[:n]
 		pc := int((uintptr(unsafe.Pointer(o)) - uintptr(fbase)) / fopSize)
 		if why == exitGrow {
 			pc++ // past the structural instruction
@@ -487,4 +487,10 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 		st.off, st.pm, st.pc = off, pm, pc
 		return why
 	}
+}
+
+// valueAt returns m.Values[n], which the caller made room for, without a
+// bounds check.
+func valueAt(m *Message, n int) *Value {
+	return (*Value)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.Values)), uintptr(n)*unsafe.Sizeof(Value{})))
 }
