@@ -21,18 +21,21 @@ const (
 // runs it with the general functions (slowOp). m.Values has room for the
 // values up to the next structural instruction and that one's own.
 //
-// Few variables live from one instruction to the next (the offset, the
-// presence map, the instruction and value indexes), so that they stay in
-// registers: the nesting depth and a decimal's exponent wait in st, the
-// frames in d. An instruction that stops the loop puts back the presence
-// map bit it took (fBit says whether it took one; the path, which value it
-// had) and leaves the offset where it was.
+// Few variables live from one instruction to the next (the instruction,
+// the offset, the presence map and the value count) and few stay the same
+// throughout, because the compiler stores the former to the stack at every
+// turn once a path anywhere in the loop runs out of registers (tape_run.go
+// has the measurements): the nesting depth and a decimal's exponent wait in
+// st, the frames in d, the values are addressed through m. An instruction
+// that stops the loop puts back the presence map bit it took (fBit says
+// whether it took one; the path, which value it had) and leaves the offset
+// where it was.
 func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 	n := len(m.Values)
 	m.Values = m.Values[:cap(m.Values)] // m.Values[:n] are the message's until the end
 	off, pm := st.off, st.pm
-	// Indexes into ft and vals are checked where they are made (tape
-	// jumps, ensure), not at every use.
+	// Indexes into ft and m.Values are checked where they are made (tape
+	// jumps, the room check at structural instructions), not at every use.
 	fbase := unsafe.Pointer(unsafe.SliceData(ft))
 	var (
 		u       uint64
