@@ -9,6 +9,10 @@
 // It is meant for go:generate lines, e.g. in fast/sse:
 //
 //	//go:generate go run ../cmd/fastgen -in templates.xml -pkg sse -out sse_gen.go
+//
+// For a package outside module github.com/tickwire/tickwire add -external:
+// the generated code then does without the token path, which uses an
+// internal package of the module.
 package main
 
 import (
@@ -25,14 +29,15 @@ func main() {
 	in := flag.String("in", "", "template XML file")
 	pkg := flag.String("pkg", "", "package name of the generated file")
 	out := flag.String("out", "", "output Go file (default: standard output)")
+	external := flag.Bool("external", false, "generate for a package outside module github.com/tickwire/tickwire (no token path)")
 	flag.Parse()
-	if err := run(*in, *pkg, *out); err != nil {
+	if err := run(*in, *pkg, *out, *external); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(in, pkg, out string) error {
+func run(in, pkg, out string, external bool) error {
 	if in == "" || pkg == "" {
 		return fmt.Errorf("fastgen: -in and -pkg are required")
 	}
@@ -40,7 +45,7 @@ func run(in, pkg, out string) error {
 	if err != nil {
 		return err
 	}
-	src, err := gen.Generate(ts, gen.Options{Package: pkg, Source: filepath.Base(in)})
+	src, err := gen.Generate(ts, gen.Options{Package: pkg, Source: filepath.Base(in), External: external})
 	if err != nil {
 		return err
 	}

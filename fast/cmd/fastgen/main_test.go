@@ -2,6 +2,11 @@ package main
 
 import (
 	"bytes"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +18,7 @@ import (
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "x_gen.go")
-	if err := run("../../sse/templates.xml", "x", out); err != nil {
+	if err := run("../../sse/templates.xml", "x", out, false); err != nil {
 		t.Fatal(err)
 	}
 	src, err := os.ReadFile(out)
@@ -31,7 +36,7 @@ func TestRun(t *testing.T) {
 		{filepath.Join(dir, "missing.xml"), "x", "no such file"},
 		{bad, "x", `field "D" (line 1): decimal fields are not supported`},
 	} {
-		if err := run(tc.in, tc.pkg, filepath.Join(dir, "y.go")); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := run(tc.in, tc.pkg, filepath.Join(dir, "y.go"), false); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("run(%q): %v, want an error containing %q", tc.in, err, tc.want)
 		}
 	}
@@ -43,7 +48,7 @@ func TestRun(t *testing.T) {
 // SecurityID string) and accepts the file once that is given.
 func TestLegacyTemplateFile(t *testing.T) {
 	path := shareddata.Path(t, "sse", "3201_legacy_reconstructed.xml")
-	err := run(path, "legacy", filepath.Join(t.TempDir(), "legacy_gen.go"))
+	err := run(path, "legacy", filepath.Join(t.TempDir(), "legacy_gen.go"), false)
 	if err == nil || !strings.Contains(err.Error(), `field "SecurityID"`) || !strings.Contains(err.Error(), "twf:fixedLen") {
 		t.Fatalf("got %v, want a request for twf:fixedLen on SecurityID", err)
 	}
@@ -58,11 +63,48 @@ func TestLegacyTemplateFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "legacy_gen.go")
-	if err := run(in, "legacy", out); err != nil {
+	if err := run(in, "legacy", out, false); err != nil {
 		t.Fatal(err)
 	}
 	src, _ := os.ReadFile(out)
 	if !bytes.Contains(src, []byte("type NGTSTransaction struct")) || !bytes.Contains(src, []byte("NGTSTransactionTemplateID = 3201")) {
 		t.Fatal("generated code lacks the NGTSTransaction type")
+	}
+}
+
+// TestExternal checks that -external output does without the module's
+// internal package and type-checks (package fast loaded from source).
+func TestExternal(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "t.xml"), filepath.Join(dir, "x_gen.go")
+	xml := `<templates xmlns="http://www.fixprotocol.org/ns/fast/td/1.1" xmlns:twf="urn:tickwire:fast">
+  <template name="T" id="7">
+    <uInt32 name="A"><increment/></uInt32>
+    <int64 name="B" presence="optional"><default/></int64>
+    <string name="C" twf:fixedLen="4"><copy/></string>
+    <uInt64 name="D"/>
+  </template>
+</templates>`
+	if err := os.WriteFile(in, []byte(xml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(in, "x", out, true); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(src, []byte("internal/")) || bytes.Contains(src, []byte("stopbit")) {
+		t.Fatal("external output refers to an internal package")
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, out, src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
+	if _, err := conf.Check("x", fset, []*ast.File{f}, nil); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -10,7 +10,15 @@
 // template, and Decoder.DecodeRecord dispatches on the template id
 // (Decoder.DecodeRecords does so for every record of a payload in one call).
 //
-// A record is first tried by the window path (window.go): the stop bits of
+// DecodeRecords first tries the token path (tokens.go) where package
+// fast/internal/stopbit has an assembly kernel (amd64 with AVX2 and BMI2):
+// one kernel call splits the whole buffer into stop-bit tokens, values
+// already packed, and each field takes the next token its presence map
+// says is there. The token path imports an internal package of this module:
+// code generated for a package elsewhere (Options.External, fastgen
+// -external) goes without it.
+//
+// A record is otherwise first tried by the window path (window.go): the stop bits of
 // the 48 bytes at the record are gathered into one bitmap, which gives the
 // end of every field at once, and each value is decoded from an 8-byte load
 // without bounds checks; the dictionary is set only once the whole record is
@@ -60,6 +68,11 @@ type Options struct {
 	Package string
 	// Source names the template file in the generated header comment.
 	Source string
+	// External generates code for a package outside module
+	// github.com/tickwire/tickwire: without the token path, which imports
+	// the module's internal package fast/internal/stopbit. DecodeRecords
+	// then takes the window path.
+	External bool
 }
 
 // Attribute local names read by the generator.
@@ -400,14 +413,18 @@ func (g *generator) emit() {
 	g.p(`"strconv"`)
 	g.p("")
 	g.p(`"github.com/tickwire/tickwire/fast"`)
-	g.p(`"github.com/tickwire/tickwire/fast/internal/stopbit"`)
+	if !g.opt.External {
+		g.p(`"github.com/tickwire/tickwire/fast/internal/stopbit"`)
+	}
 	g.p(")")
 	g.p("")
 	g.emitTypes()
 	g.emitDictionary()
 	g.emitDecoder()
 	g.emitWindowDispatch()
-	g.emitTokenDispatch()
+	if !g.opt.External {
+		g.emitTokenDispatch()
+	}
 	for _, t := range g.templates {
 		g.emitDecode(t)
 	}
@@ -535,14 +552,16 @@ func (g *generator) emitDecoder() {
 	g.p("dict dictionary")
 	g.p("err error")
 	g.p("tail tail // windows near the end of a buffer")
-	g.p("// The token path's batch: tokens of the buffer from offset tokStart on,")
-	g.p("// tokN of them (tokFull: Scan stopped for room), tokI the first token of")
-	g.p("// the record the path last stopped at. tokStart is -1 when there is none.")
-	g.p("tok      stopbit.Tokens")
-	g.p("tokStart int")
-	g.p("tokN     int")
-	g.p("tokFull  bool")
-	g.p("tokI     int")
+	if !g.opt.External {
+		g.p("// The token path's batch: tokens of the buffer from offset tokStart on,")
+		g.p("// tokN of them (tokFull: Scan stopped for room), tokI the first token of")
+		g.p("// the record the path last stopped at. tokStart is -1 when there is none.")
+		g.p("tok      stopbit.Tokens")
+		g.p("tokStart int")
+		g.p("tokN     int")
+		g.p("tokFull  bool")
+		g.p("tokI     int")
+	}
 	for _, t := range g.templates {
 		g.p("rec%s %s", t.goName, t.goName)
 	}
@@ -593,16 +612,21 @@ func (g *generator) emitDecoder() {
 	g.p("}")
 	g.p("var err error")
 	g.p("d.tail.start = -1")
-	g.p("d.tokStart = -1")
-	g.p("tokens := all && stopbit.Accelerated")
-	g.p("for {")
-	g.p("if tokens {")
-	g.p("if next := d.decodeTokens(b, off, h); next != off {")
-	g.p("if off = next; off >= len(b) {")
-	g.p("return off, nil")
-	g.p("}")
-	g.p("}")
-	g.p("} else if next := d.decodeWindow(b, off, h, all); next != off {")
+	if g.opt.External {
+		g.p("for {")
+		g.p("if next := d.decodeWindow(b, off, h, all); next != off {")
+	} else {
+		g.p("d.tokStart = -1")
+		g.p("tokens := all && stopbit.Accelerated")
+		g.p("for {")
+		g.p("if tokens {")
+		g.p("if next := d.decodeTokens(b, off, h); next != off {")
+		g.p("if off = next; off >= len(b) {")
+		g.p("return off, nil")
+		g.p("}")
+		g.p("}")
+		g.p("} else if next := d.decodeWindow(b, off, h, all); next != off {")
+	}
 	g.p("if off = next; !all || off >= len(b) {")
 	g.p("return off, nil")
 	g.p("}")
@@ -1092,7 +1116,9 @@ func (g *generator) emitHelpers() {
 	g.p("")
 	g.p("%s", decodeHelpers)
 	g.p("%s", windowHelpers)
-	g.p("%s", tokenHelpers)
+	if !g.opt.External {
+		g.p("%s", tokenHelpers)
+	}
 	g.p("// asciiByte returns the single character of s, a string in wire form, or")
 	g.p("// 0 for the empty string.")
 	g.p("func asciiByte(s []byte) byte {")
