@@ -26,12 +26,12 @@ type Stats struct {
 
 	// Drops by reason.
 	DropEtherType     uint64 // frames neither IPv4 nor ARP (tickwire)
-	DropIPv4Checksum  uint64 // IPv4 header checksum wrong (tickwire)
+	DropIPv4Checksum  uint64 // IPv4 header checksum wrong (tickwire, or a link that verifies)
 	DropIPv4Malformed uint64 // IPv4 packets netstack found malformed: bad version, lengths, options, fragments
 	DropIPv4NotForUs  uint64 // IPv4 destination neither ours nor broadcast/multicast we accept
 	DropIPv4Protocol  uint64 // IPv4 protocol other than ICMP, UDP or TCP
 	DropARPMalformed  uint64 // ARP packets netstack found malformed
-	DropICMPInvalid   uint64 // ICMP messages netstack found invalid (short, bad checksum)
+	DropICMPInvalid   uint64 // ICMP messages found invalid (short, bad checksum)
 	DropUDPChecksum   uint64 // UDP datagrams with a bad checksum
 	DropUDPMalformed  uint64 // UDP datagrams with bad lengths
 	DropUDPNoListener uint64 // UDP datagrams to a port nobody listens on (answered with ICMP port unreachable)
@@ -320,6 +320,12 @@ func (w *wireCounters) byIPProtocol(proto uint8, rx bool) *counter {
 	return nil
 }
 
+// checksumDropper is a link that verifies checksums itself and drops the
+// frames that fail, which the stack then never sees (link/tap).
+type checksumDropper interface {
+	RxChecksumDrops() (ipv4, tcp, udp, icmp uint64)
+}
+
 // Stats returns a snapshot of the stack's counters. It is safe to call
 // concurrently with traffic and after Close.
 func (s *Stack) Stats() Stats {
@@ -358,6 +364,13 @@ func (s *Stack) Stats() Stats {
 	st.DropTCPInvalid = ns.TCP.InvalidSegmentsReceived.Value()
 	st.DropTCPListenFull = ns.TCP.ListenOverflowSynDrop.Value() + ns.TCP.ListenOverflowAckDrop.Value()
 	st.DropTotal = ns.DroppedPackets.Value()
+	if l, ok := s.cfg.Link.(checksumDropper); ok {
+		ipv4, tcp, udp, icmp := l.RxChecksumDrops()
+		st.DropIPv4Checksum += ipv4
+		st.DropTCPChecksum += tcp
+		st.DropUDPChecksum += udp
+		st.DropICMPInvalid += icmp
+	}
 
 	st.ICMPEchoRequestsRx = ns.ICMP.V4.PacketsReceived.EchoRequest.Value()
 	st.ICMPEchoRepliesTx = ns.ICMP.V4.PacketsSent.EchoReply.Value()

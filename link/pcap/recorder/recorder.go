@@ -32,12 +32,19 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/link/nested"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
+	"github.com/tickwire/tickwire/link/internal/linkbase"
 	"github.com/tickwire/tickwire/link/pcap"
 )
 
 // ErrShortFrame is returned by InjectFrame for a frame shorter than the
 // link header.
 var ErrShortFrame = errors.New("recorder: frame shorter than its link header")
+
+// ErrBadChecksum is returned by InjectFrame for an IPv4 frame with a wrong
+// header or transport checksum when the wrapped link verifies checksums for
+// the stack (it reports stack.CapabilityRXChecksumOffload, as link/tap
+// does): the stack would not check it.
+var ErrBadChecksum = errors.New("recorder: frame with a wrong checksum")
 
 // Stats counts the recorder's work. All counters only grow.
 type Stats struct {
@@ -198,6 +205,16 @@ func (e *Endpoint) InjectFrame(frame []byte) error {
 			proto = header.IPv6ProtocolNumber
 		}
 	}
+	if proto == header.IPv4ProtocolNumber && e.Capabilities()&stack.CapabilityRXChecksumOffload != 0 {
+		ip := frame
+		if e.ethernet {
+			ip = frame[header.EthernetMinimumSize:]
+		}
+		if linkbase.VerifyIPv4(ip) != linkbase.ChecksumOK {
+			e.rejected.Add(1)
+			return ErrBadChecksum
+		}
+	}
 	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
 	defer pkt.DecRef()
 	if e.ethernet {
@@ -213,6 +230,18 @@ func (e *Endpoint) InjectFrame(frame []byte) error {
 	e.injected.Add(1)
 	e.DeliverNetworkPacket(proto, pkt)
 	return nil
+}
+
+// RxChecksumDrops passes on the wrapped link's count of frames it dropped
+// for a wrong checksum (link/tap has one; tickwire's Stack adds them to its
+// own drop counters). Zeros when the wrapped link has none.
+func (e *Endpoint) RxChecksumDrops() (ipv4, tcp, udp, icmp uint64) {
+	if l, ok := e.Child().(interface {
+		RxChecksumDrops() (ipv4, tcp, udp, icmp uint64)
+	}); ok {
+		return l.RxChecksumDrops()
+	}
+	return 0, 0, 0, 0
 }
 
 // Stats returns the counters.
