@@ -161,6 +161,18 @@ type syncer struct {
 	nhandlers atomic.Int32
 
 	processed, fallbacks, inline atomic.Uint64
+
+	// clock is netstack's clock stamp (clock_unsafe.go): frozen for a
+	// frame's delivery until a handler runs.
+	clock clockStamp
+}
+
+// stamp returns sy's clock stamp; nil, never frozen, for a nil syncer.
+func (sy *syncer) stamp() *clockStamp {
+	if sy == nil {
+		return nil
+	}
+	return &sy.clock
 }
 
 func newSyncer() *syncer {
@@ -206,8 +218,10 @@ func (sy *syncer) record(ep *tcp.Endpoint) bool {
 
 // finish processes the recorded endpoints, then counts the delivery out.
 // It runs on the delivering goroutine after netstack's inbound path
-// returned, so no netstack lock is held.
-func (sy *syncer) finish() {
+// returned, so no netstack lock is held. frozen says that the delivery
+// froze the clock; it is thawed before a handler runs, and at the end.
+func (sy *syncer) finish(frozen bool) {
+	defer func() { sy.clock.thaw(frozen) }()
 	var batch [16]*tcp.Endpoint
 	for {
 		sy.mu.Lock()
@@ -224,7 +238,7 @@ func (sy *syncer) finish() {
 		inline := sy.inlineAllowed()
 		for i := range n {
 			if inline {
-				sy.process(batch[i])
+				sy.process(batch[i], &frozen)
 			} else {
 				kick(batch[i]) // to a processor: see inlineAllowed
 			}
@@ -234,8 +248,10 @@ func (sy *syncer) finish() {
 }
 
 // process runs netstack's TCP processing for ep on this goroutine, then the
-// connection's OnReceive handler if the processing made it readable.
-func (sy *syncer) process(ep *tcp.Endpoint) {
+// connection's OnReceive handler if the processing made it readable. When
+// *frozen, this goroutine froze the clock, which is thawed (and *frozen
+// cleared) before the handler runs; frozen may be nil.
+func (sy *syncer) process(ep *tcp.Endpoint, frozen *bool) {
 	var c *TCPConn
 	if sy.nhandlers.Load() > 0 {
 		if v, ok := sy.handlers.Load(ep); ok {
@@ -264,6 +280,10 @@ func (sy *syncer) process(ep *tcp.Endpoint) {
 		// The handler runs inside the hold, so that its answer leaves with
 		// (and carries) the ACK the processing owes.
 		sy.inline.Add(1)
+		if frozen != nil && *frozen {
+			sy.clock.thaw(true)
+			*frozen = false
+		}
 		c.inScope.Store(true)
 		c.runHandler()
 		c.inScope.Store(false)
@@ -293,7 +313,7 @@ func (sy *syncer) oweACK(ep *tcp.Endpoint) {
 // already running and usually gets there first.
 func (sy *syncer) afterUser(ep *tcp.Endpoint) {
 	if !tcpQueueEmpty(ep) {
-		sy.process(ep)
+		sy.process(ep, nil)
 	}
 }
 

@@ -56,9 +56,10 @@ func (w *wire) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, pkt *gsta
 		w.deliver(proto, pkt)
 		return
 	}
+	frozen := w.sy.clock.freeze()
 	w.sy.begin()
 	w.deliver(proto, pkt)
-	w.sy.finish()
+	w.sy.finish(frozen)
 }
 
 func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer) {

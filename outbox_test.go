@@ -258,7 +258,7 @@ func TestMonoClock(t *testing.T) {
 	if !monotonicIsNanoseconds {
 		t.Fatal("tcpip.MonotonicTime is no longer one int64: the stack runs on the slower standard clock")
 	}
-	c := newClock()
+	c := newClock(nil)
 	if _, ok := c.(monoClock); !ok {
 		t.Fatalf("newClock returned %T, want monoClock", c)
 	}
@@ -273,5 +273,41 @@ func TestMonoClock(t *testing.T) {
 	}
 	if got := c.Now(); time.Since(got) < 0 || time.Since(got) > time.Minute {
 		t.Errorf("Now() = %v, not the wall clock", got)
+	}
+}
+
+// TestClockStamp: while a delivery holds the stamp, every reading is the
+// frozen time; a nested freeze does not take it over; thawing returns the
+// clock to real time, and a nil stamp never freezes.
+func TestClockStamp(t *testing.T) {
+	var s clockStamp
+	c := newClock(&s)
+	owned := s.freeze()
+	if !owned {
+		t.Fatal("freeze of an idle stamp did not take it")
+	}
+	a := c.NowMonotonic()
+	time.Sleep(time.Millisecond)
+	if b := c.NowMonotonic(); b != a {
+		t.Fatalf("frozen clock moved by %v", b.Sub(a))
+	}
+	if s.freeze() {
+		t.Fatal("a nested freeze took the stamp over")
+	}
+	s.thaw(false)
+	if b := c.NowMonotonic(); b != a {
+		t.Fatal("thaw by a non-owner unfroze the clock")
+	}
+	s.thaw(owned)
+	if b := c.NowMonotonic(); b.Sub(a) < time.Millisecond {
+		t.Fatalf("thawed clock reads %v after a 1 ms sleep", b.Sub(a))
+	}
+	var none *clockStamp
+	if none.freeze() {
+		t.Fatal("a nil stamp froze")
+	}
+	none.thaw(false)
+	if none.read() == 0 {
+		t.Fatal("a nil stamp reads zero")
 	}
 }

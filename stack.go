@@ -87,7 +87,7 @@ func New(cfg Config) (*Stack, error) {
 		NetworkProtocols:   []gstack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
 		TransportProtocols: []gstack.TransportProtocolFactory{tcpFactory, udp.NewProtocol, icmp.NewProtocol4},
 		NUDDisp:            s.arp,
-		Clock:              newClock(),
+		Clock:              newClock(s.sy.stamp()),
 	})
 	if err := s.configure(); err != nil {
 		s.st.Destroy()

@@ -353,7 +353,9 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 		}
 		c.wr.Reset(b[n:])
 		c.hold()
+		frozen := c.sy.stamp().freeze() // one clock reading for the segments this builds
 		m, err := c.ep.Write(&c.wr, tcpip.WriteOptions{})
+		c.sy.stamp().thaw(frozen)
 		c.release()
 		c.wr.Reset(nil)
 		n += int(m)
