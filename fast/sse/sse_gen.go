@@ -870,25 +870,24 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 	if d.MaxPMapBytes > 0 && d.MaxPMapBytes < windowPMapBytes {
 		lastPMapByte = d.MaxPMapBytes - 1
 	}
-	tk := &d.tok
 	ti := d.tokenAt(b, off)
 	tn, full := d.tokN, d.tokFull
 	for off < len(b) {
 		if full && tn-ti < tokenRecordMax {
-			tn, full = stopbit.Scan(b, off, tk)
+			tn, full = stopbit.Scan(b, off, &d.tok)
 			d.tokStart, d.tokN, d.tokFull, ti = off, tn, full, 0
 		}
 		d.tokI = ti
-		k := int(tk.Len[ti&tokMask]) // the presence map's length
+		k := int(d.tok.Len[ti&tokMask]) // the presence map's length
 		if k-1 > lastPMapByte {
 			return off
 		}
 		// The presence map's bits from the top bit of pm down.
-		pm := tk.Value[ti&tokMask] << (uint(64-7*k) & 63)
+		pm := d.tok.Value[ti&tokMask] << (uint(64-7*k) & 63)
 		ti++
 		tid := d.dict.tid
 		if pm&(1<<63) != 0 {
-			x := tk.Value[ti&tokMask]
+			x := d.tok.Value[ti&tokMask]
 			ti++
 			if x > 0xffffffff {
 				return off
@@ -903,8 +902,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string MessageType, id 35, mandatory, constant "UA3201"
 			// int32 DataStatus, id 10121, optional, default
 			if pm&(1<<62) != 0 {
-				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
-				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
+				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
 				ti++
 				if uint64(y+0x80000000) > 0x100000000 {
 					return off
@@ -918,7 +917,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt32 TradeIndex, id 10011, mandatory, increment
 			if pm&(1<<61) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
 					return off
@@ -936,7 +935,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt32 TradeChannel, id 10115, optional, copy
 			if pm&(1<<60) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0x100000000 {
 					return off
@@ -962,8 +961,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// string SecurityID, id 48, mandatory, copy
 			if pm&(1<<59) != 0 {
-				k := int(tk.Len[ti&tokMask])
-				w := unpack7(tk.Value[ti&tokMask], k)
+				k := int(d.tok.Len[ti&tokMask])
+				w := unpack7(d.tok.Value[ti&tokMask], k)
 				ti++
 				if k > 6 || w&0xff == 0 && k != 1 {
 					return off
@@ -983,7 +982,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt32 TradeTime, id 10013, optional, copy
 			if pm&(1<<58) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0x100000000 {
 					return off
@@ -1015,8 +1014,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int32 TradePrice, id 10014, optional, default, decimalPlaces="3"
 			if pm&(1<<57) != 0 {
-				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
-				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
+				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
 				ti++
 				if uint64(y+0x80000000) > 0x100000000 {
 					return off
@@ -1033,8 +1032,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int64 TradeQty, id 10015, optional, default, decimalPlaces="3"
 			if pm&(1<<56) != 0 {
-				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
-				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
+				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
 				ti++
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
@@ -1048,8 +1047,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int64 TradeMoney, id 10016, optional, default, decimalPlaces="5"
 			if pm&(1<<55) != 0 {
-				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
-				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
+				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
 				ti++
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
@@ -1063,7 +1062,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt64 TradeBuyNo, optional, default
 			if pm&(1<<54) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				ok := x != 0
 				x -= b2u(ok)
@@ -1074,7 +1073,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt64 TradeSellNo, optional, default
 			if pm&(1<<53) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				ok := x != 0
 				x -= b2u(ok)
@@ -1085,10 +1084,10 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// string TradeBSFlag, optional, default
 			if pm&(1<<52) != 0 {
-				if tk.Len[ti&tokMask] != 1 {
+				if d.tok.Len[ti&tokMask] != 1 {
 					return off
 				}
-				c := byte(tk.Value[ti&tokMask])
+				c := byte(d.tok.Value[ti&tokMask])
 				ti++
 				ok := c != 0
 				m.TradeBSFlag = c
@@ -1098,7 +1097,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt64 BizIndex, mandatory, increment
 			if pm&(1<<51) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				m.BizIndex = x
 			} else {
@@ -1127,7 +1126,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string MessageType, id 35, mandatory, constant "UA5801"
 			// uInt32 OrderIndex, mandatory, increment
 			if pm&(1<<62) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
 					return off
@@ -1145,7 +1144,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt32 OrderChannel, optional, copy
 			if pm&(1<<61) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0x100000000 {
 					return off
@@ -1171,8 +1170,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// string SecurityID, id 48, mandatory, copy
 			if pm&(1<<60) != 0 {
-				k := int(tk.Len[ti&tokMask])
-				w := unpack7(tk.Value[ti&tokMask], k)
+				k := int(d.tok.Len[ti&tokMask])
+				w := unpack7(d.tok.Value[ti&tokMask], k)
 				ti++
 				if k > 6 || w&0xff == 0 && k != 1 {
 					return off
@@ -1192,7 +1191,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt32 OrderTime, optional, copy
 			if pm&(1<<59) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0x100000000 {
 					return off
@@ -1224,10 +1223,10 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// string OrderType, mandatory, copy
 			if pm&(1<<58) != 0 {
-				if tk.Len[ti&tokMask] != 1 {
+				if d.tok.Len[ti&tokMask] != 1 {
 					return off
 				}
-				c := byte(tk.Value[ti&tokMask])
+				c := byte(d.tok.Value[ti&tokMask])
 				ti++
 				m.OrderType = c
 			} else {
@@ -1242,13 +1241,13 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt64 OrderNO, mandatory
 			{
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				m.OrderNO = x
 			}
 			// uInt32 OrderPrice, optional, default, decimalPlaces="3"
 			if pm&(1<<57) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0x100000000 {
 					return off
@@ -1265,7 +1264,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt64 Balance, optional, default, decimalPlaces="3"
 			if pm&(1<<56) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				ok := x != 0
 				x -= b2u(ok)
@@ -1279,10 +1278,10 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// string OrderBSFlag, mandatory, copy
 			if pm&(1<<55) != 0 {
-				if tk.Len[ti&tokMask] != 1 {
+				if d.tok.Len[ti&tokMask] != 1 {
 					return off
 				}
-				c := byte(tk.Value[ti&tokMask])
+				c := byte(d.tok.Value[ti&tokMask])
 				ti++
 				m.OrderBSFlag = c
 			} else {
@@ -1297,7 +1296,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt64 BizIndex, mandatory, increment
 			if pm&(1<<54) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				m.BizIndex = x
 			} else {
@@ -1326,7 +1325,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 		default:
 			return off
 		}
-		off = int(tk.End[(ti-1)&tokMask]) + 1
+		off = int(d.tok.End[(ti-1)&tokMask]) + 1
 	}
 	return off
 }

@@ -59,25 +59,24 @@ func (g *generator) emitTokenDispatch() {
 	g.p("if d.MaxPMapBytes > 0 && d.MaxPMapBytes < windowPMapBytes {")
 	g.p("lastPMapByte = d.MaxPMapBytes - 1")
 	g.p("}")
-	g.p("tk := &d.tok")
 	g.p("ti := d.tokenAt(b, off)")
 	g.p("tn, full := d.tokN, d.tokFull")
 	g.p("for off < len(b) {")
 	g.p("if full && tn-ti < tokenRecordMax {")
-	g.p("tn, full = stopbit.Scan(b, off, tk)")
+	g.p("tn, full = stopbit.Scan(b, off, &d.tok)")
 	g.p("d.tokStart, d.tokN, d.tokFull, ti = off, tn, full, 0")
 	g.p("}")
 	g.p("d.tokI = ti")
-	g.p("k := int(tk.Len[ti&tokMask]) // the presence map's length")
+	g.p("k := int(d.tok.Len[ti&tokMask]) // the presence map's length")
 	g.p("if k-1 > lastPMapByte {")
 	g.p("return off")
 	g.p("}")
 	g.p("// The presence map's bits from the top bit of pm down.")
-	g.p("pm := tk.Value[ti&tokMask] << (uint(64-7*k) & 63)")
+	g.p("pm := d.tok.Value[ti&tokMask] << (uint(64-7*k) & 63)")
 	g.p("ti++")
 	g.p("tid := d.dict.tid")
 	g.p("if %s {", pmBit(0))
-	g.p("x := tk.Value[ti&tokMask]")
+	g.p("x := d.tok.Value[ti&tokMask]")
 	g.p("ti++")
 	g.p("if x > 0xffffffff {")
 	g.p("return off")
@@ -102,7 +101,7 @@ func (g *generator) emitTokenDispatch() {
 	g.p("default:")
 	g.p("return off")
 	g.p("}")
-	g.p("off = int(tk.End[(ti-1)&tokMask]) + 1")
+	g.p("off = int(d.tok.End[(ti-1)&tokMask]) + 1")
 	g.p("}")
 	g.p("return off")
 	g.p("}")
@@ -118,10 +117,10 @@ func (g *generator) tokenRead(f *field) string {
 	opt := f.f.Optional
 	if f.isASCII() {
 		if f.fixedLen == 1 {
-			g.p("if tk.Len[ti&tokMask] != 1 {")
+			g.p("if d.tok.Len[ti&tokMask] != 1 {")
 			g.p("return off")
 			g.p("}")
-			g.p("c := byte(tk.Value[ti&tokMask])")
+			g.p("c := byte(d.tok.Value[ti&tokMask])")
 			g.p("ti++")
 			if opt {
 				g.p("ok := c != 0")
@@ -131,8 +130,8 @@ func (g *generator) tokenRead(f *field) string {
 		// The stop bit alone is the empty string, or NULL when the field
 		// is optional (10.6.3); the other special encodings start with a
 		// NUL byte and go to the careful path.
-		g.p("k := int(tk.Len[ti&tokMask])")
-		g.p("w := unpack7(tk.Value[ti&tokMask], k)")
+		g.p("k := int(d.tok.Len[ti&tokMask])")
+		g.p("w := unpack7(d.tok.Value[ti&tokMask], k)")
 		g.p("ti++")
 		g.p("if k > %d || w&0xff == 0 && k != 1 {", f.fixedLen)
 		g.p("return off")
@@ -146,7 +145,7 @@ func (g *generator) tokenRead(f *field) string {
 	}
 	switch f.f.Kind {
 	case fast.KindUint64, fast.KindUint32:
-		g.p("x := tk.Value[ti&tokMask]")
+		g.p("x := d.tok.Value[ti&tokMask]")
 		g.p("ti++")
 		if f.f.Kind == fast.KindUint32 {
 			limit := "0xffffffff"
@@ -168,8 +167,8 @@ func (g *generator) tokenRead(f *field) string {
 		return "uint32(x)"
 	}
 	// Signed: the token's 7k bits sign-extended.
-	g.p("sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63")
-	g.p("y := int64(tk.Value[ti&tokMask]<<sh) >> sh")
+	g.p("sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63")
+	g.p("y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh")
 	g.p("ti++")
 	if f.f.Kind == fast.KindInt32 {
 		limit := "0xffffffff"

@@ -1047,25 +1047,24 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 	if d.MaxPMapBytes > 0 && d.MaxPMapBytes < windowPMapBytes {
 		lastPMapByte = d.MaxPMapBytes - 1
 	}
-	tk := &d.tok
 	ti := d.tokenAt(b, off)
 	tn, full := d.tokN, d.tokFull
 	for off < len(b) {
 		if full && tn-ti < tokenRecordMax {
-			tn, full = stopbit.Scan(b, off, tk)
+			tn, full = stopbit.Scan(b, off, &d.tok)
 			d.tokStart, d.tokN, d.tokFull, ti = off, tn, full, 0
 		}
 		d.tokI = ti
-		k := int(tk.Len[ti&tokMask]) // the presence map's length
+		k := int(d.tok.Len[ti&tokMask]) // the presence map's length
 		if k-1 > lastPMapByte {
 			return off
 		}
 		// The presence map's bits from the top bit of pm down.
-		pm := tk.Value[ti&tokMask] << (uint(64-7*k) & 63)
+		pm := d.tok.Value[ti&tokMask] << (uint(64-7*k) & 63)
 		ti++
 		tid := d.dict.tid
 		if pm&(1<<63) != 0 {
-			x := tk.Value[ti&tokMask]
+			x := d.tok.Value[ti&tokMask]
 			ti++
 			if x > 0xffffffff {
 				return off
@@ -1079,7 +1078,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			m := &d.recInts
 			// uInt32 U32None, mandatory
 			{
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
 					return off
@@ -1088,8 +1087,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int32 I32OptNone, optional
 			{
-				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
-				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
+				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
 				ti++
 				if uint64(y+0x80000000) > 0x100000000 {
 					return off
@@ -1101,7 +1100,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt64 U64OptNone, optional
 			{
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				ok := x != 0
 				x -= b2u(ok)
@@ -1110,8 +1109,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int64 I64None, mandatory
 			{
-				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
-				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
+				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
 				ti++
 				m.I64None = y
 			}
@@ -1120,7 +1119,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			m.HasI64OptConst = pm&(1<<62) != 0
 			// uInt32 U32Default, mandatory, default "7"
 			if pm&(1<<61) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
 					return off
@@ -1131,8 +1130,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int32 I32OptDefaultInit, optional, default "-3"
 			if pm&(1<<60) != 0 {
-				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
-				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
+				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
 				ti++
 				if uint64(y+0x80000000) > 0x100000000 {
 					return off
@@ -1147,8 +1146,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int64 I64OptDefault, optional, default
 			if pm&(1<<59) != 0 {
-				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
-				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
+				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
 				ti++
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
@@ -1159,7 +1158,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt32 U32Copy, mandatory, copy
 			if pm&(1<<58) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
 					return off
@@ -1177,7 +1176,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt32 U32CopyInit, mandatory, copy "100"
 			if pm&(1<<57) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
 					return off
@@ -1195,8 +1194,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int32 I32OptCopy, optional, copy
 			if pm&(1<<56) != 0 {
-				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
-				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
+				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
 				ti++
 				if uint64(y+0x80000000) > 0x100000000 {
 					return off
@@ -1222,8 +1221,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int64 I64OptCopyInit, optional, copy "-9"
 			if pm&(1<<55) != 0 {
-				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
-				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
+				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
 				ti++
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
@@ -1247,7 +1246,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt64 U64Incr, mandatory, increment
 			if pm&(1<<54) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				m.U64Incr = x
 			} else {
@@ -1262,8 +1261,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int32 I32OptIncr, optional, increment
 			if pm&(1<<53) != 0 {
-				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
-				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
+				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
 				ti++
 				if uint64(y+0x80000000) > 0x100000000 {
 					return off
@@ -1289,7 +1288,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt32 U32IncrInit, mandatory, increment "4294967295"
 			if pm&(1<<52) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
 					return off
@@ -1307,8 +1306,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int64 I64OptIncrInit, optional, increment "9223372036854775807"
 			if pm&(1<<51) != 0 {
-				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
-				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
+				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
 				ti++
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
@@ -1332,7 +1331,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt32 PerTemplate, mandatory, copy
 			if pm&(1<<50) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
 					return off
@@ -1350,7 +1349,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt32 NamedA, mandatory, copy
 			if pm&(1<<49) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
 					return off
@@ -1368,8 +1367,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int64 Wide, optional, copy
 			if pm&(1<<48) != 0 {
-				sh := uint(64-7*int(tk.Len[ti&tokMask])) & 63
-				y := int64(tk.Value[ti&tokMask]<<sh) >> sh
+				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
+				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
 				ti++
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
@@ -1417,8 +1416,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			m := &d.recStrings
 			// string S4, mandatory
 			{
-				k := int(tk.Len[ti&tokMask])
-				w := unpack7(tk.Value[ti&tokMask], k)
+				k := int(d.tok.Len[ti&tokMask])
+				w := unpack7(d.tok.Value[ti&tokMask], k)
 				ti++
 				if k > 4 || w&0xff == 0 && k != 1 {
 					return off
@@ -1429,8 +1428,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// string S4Opt, optional
 			{
-				k := int(tk.Len[ti&tokMask])
-				w := unpack7(tk.Value[ti&tokMask], k)
+				k := int(d.tok.Len[ti&tokMask])
+				w := unpack7(d.tok.Value[ti&tokMask], k)
 				ti++
 				if k > 4 || w&0xff == 0 && k != 1 {
 					return off
@@ -1446,10 +1445,10 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			m.HasSOptConst = pm&(1<<62) != 0
 			// string S1Default, mandatory, default "A"
 			if pm&(1<<61) != 0 {
-				if tk.Len[ti&tokMask] != 1 {
+				if d.tok.Len[ti&tokMask] != 1 {
 					return off
 				}
-				c := byte(tk.Value[ti&tokMask])
+				c := byte(d.tok.Value[ti&tokMask])
 				ti++
 				m.S1Default = c
 			} else {
@@ -1457,8 +1456,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// string S3OptDefault, optional, default "abc"
 			if pm&(1<<60) != 0 {
-				k := int(tk.Len[ti&tokMask])
-				w := unpack7(tk.Value[ti&tokMask], k)
+				k := int(d.tok.Len[ti&tokMask])
+				w := unpack7(d.tok.Value[ti&tokMask], k)
 				ti++
 				if k > 3 || w&0xff == 0 && k != 1 {
 					return off
@@ -1474,10 +1473,10 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// string S1OptDefault, optional, default
 			if pm&(1<<59) != 0 {
-				if tk.Len[ti&tokMask] != 1 {
+				if d.tok.Len[ti&tokMask] != 1 {
 					return off
 				}
-				c := byte(tk.Value[ti&tokMask])
+				c := byte(d.tok.Value[ti&tokMask])
 				ti++
 				ok := c != 0
 				m.S1OptDefault = c
@@ -1487,8 +1486,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// string S2Copy, mandatory, copy
 			if pm&(1<<58) != 0 {
-				k := int(tk.Len[ti&tokMask])
-				w := unpack7(tk.Value[ti&tokMask], k)
+				k := int(d.tok.Len[ti&tokMask])
+				w := unpack7(d.tok.Value[ti&tokMask], k)
 				ti++
 				if k > 2 || w&0xff == 0 && k != 1 {
 					return off
@@ -1508,8 +1507,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// string S2OptCopyInit, optional, copy "zz"
 			if pm&(1<<57) != 0 {
-				k := int(tk.Len[ti&tokMask])
-				w := unpack7(tk.Value[ti&tokMask], k)
+				k := int(d.tok.Len[ti&tokMask])
+				w := unpack7(d.tok.Value[ti&tokMask], k)
 				ti++
 				if k > 2 || w&0xff == 0 && k != 1 {
 					return off
@@ -1537,10 +1536,10 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// string S1OptCopy, optional, copy
 			if pm&(1<<56) != 0 {
-				if tk.Len[ti&tokMask] != 1 {
+				if d.tok.Len[ti&tokMask] != 1 {
 					return off
 				}
-				c := byte(tk.Value[ti&tokMask])
+				c := byte(d.tok.Value[ti&tokMask])
 				ti++
 				ok := c != 0
 				if ok {
@@ -1562,7 +1561,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt32 PerTemplate, mandatory, copy
 			if pm&(1<<55) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
 					return off
@@ -1580,7 +1579,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt32 NamedB, mandatory, copy
 			if pm&(1<<54) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
 					return off
@@ -1598,7 +1597,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// uInt32 U32Copy, mandatory, copy
 			if pm&(1<<53) != 0 {
-				x := tk.Value[ti&tokMask]
+				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
 					return off
@@ -1629,7 +1628,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 		default:
 			return off
 		}
-		off = int(tk.End[(ti-1)&tokMask]) + 1
+		off = int(d.tok.End[(ti-1)&tokMask]) + 1
 	}
 	return off
 }
