@@ -10,6 +10,14 @@
 // editing code. The same XML, TemplatesXML, loads into package fast's
 // generic decoder.
 //
+// Decoder.DecodeRecords, which FeedDecoder calls for every STEP message,
+// decodes a payload's records in one call: on amd64 with AVX2 and BMI2 an
+// assembly kernel (package fast/internal/stopbit) first splits the whole
+// payload into its stop-bit fields, values packed, and the generated code
+// takes them field by field (the token path); elsewhere the generated code
+// finds each record's fields itself (the window path). Both fall back to
+// the careful code for anything unusual and decode exactly alike.
+//
 // FeedDecoder is the feed-level API: it takes the STEP byte stream in chunks
 // of any size (package step frames it), resets the FAST dictionary for every
 // STEP message (the SSE rule: operator scope is one STEP message), decodes
