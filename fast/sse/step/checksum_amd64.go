@@ -20,3 +20,17 @@ func vectorSum(b []byte) (sum uint64, n int) {
 	}
 	return sumAVX2(&b[0], n), n
 }
+
+// sohMaskAVX2 returns the SOH bytes of p[0:128] as a bitmap, bit i for p[i]
+// (lo for the first 64 bytes): VPCMPEQB and VPMOVMSKB, 32 bytes at a time.
+//
+//go:noescape
+func sohMaskAVX2(p *[128]byte) (lo, hi uint64)
+
+// sohMask returns the SOH bytes of p[0:128] as a bitmap.
+func sohMask(p *[128]byte) (lo, hi uint64) {
+	if useAVX2 {
+		return sohMaskAVX2(p)
+	}
+	return sohMaskGo(p)
+}

@@ -649,61 +649,62 @@ type stdBytes = [stdHead + 8]byte
 // same branches in the same order for every message). It returns false for
 // any other body, with m partly set: the general loop then decides.
 func finishStd(m *Message, hdr []byte, i int) bool {
-	var h *stdBytes
+	var c stdCursor
 	if len(hdr)-i >= len(stdBytes{}) {
-		h = (*stdBytes)(hdr[i:])
+		c.h = (*stdBytes)(hdr[i:])
 	} else {
 		var pad stdBytes
 		copy(pad[:], hdr[i:])
-		h = &pad
+		c.h = &pad
 	}
-	s, e, ok := stdValue(h, 0, eq35, 3)
+	c.lo, c.hi = sohMask((*[stdHead]byte)(c.h[:stdHead]))
+	s, e, ok := c.field(eq35, 3)
 	if !ok {
 		return false
 	}
 	m.MsgType = hdr[i+s : i+e]
-	if s, e, ok = stdValue(h, e+1, eq49, 3); !ok {
+	if s, e, ok = c.field(eq49, 3); !ok {
 		return false
 	}
 	m.SenderCompID = hdr[i+s : i+e]
-	if s, e, ok = stdValue(h, e+1, eq56, 3); !ok {
+	if s, e, ok = c.field(eq56, 3); !ok {
 		return false
 	}
 	m.TargetCompID = hdr[i+s : i+e]
-	if s, e, ok = stdValue(h, e+1, eq34, 3); !ok {
+	if s, e, ok = c.field(eq34, 3); !ok {
 		return false
 	}
-	if m.SeqNum, ok = stdNumber(h, hdr[i:], s, e); !ok {
+	if m.SeqNum, ok = stdNumber(c.h, hdr[i:], s, e); !ok {
 		return false
 	}
-	if s, e, ok = stdValue(h, e+1, eq52, 3); !ok {
+	if s, e, ok = c.field(eq52, 3); !ok {
 		return false
 	}
 	m.SendingTime = hdr[i+s : i+e]
-	if s, e, ok = stdValue(h, e+1, eq10142, 6); !ok {
+	if s, e, ok = c.field(eq10142, 6); !ok {
 		return false
 	}
-	n, ok := stdNumber(h, hdr[i:], s, e)
+	n, ok := stdNumber(c.h, hdr[i:], s, e)
 	if !ok || n > 0xffffffff {
 		return false
 	}
 	m.Category, m.HasCategory = uint32(n), true
-	if s, e, ok = stdValue(h, e+1, eq10072, 6); !ok {
+	if s, e, ok = c.field(eq10072, 6); !ok {
 		return false
 	}
-	if m.CategorySeq, ok = stdNumber(h, hdr[i:], s, e); !ok {
+	if m.CategorySeq, ok = stdNumber(c.h, hdr[i:], s, e); !ok {
 		return false
 	}
 	m.HasCategorySeq = true
-	if s, e, ok = stdValue(h, e+1, eq95, 3); !ok {
+	if s, e, ok = c.field(eq95, 3); !ok {
 		return false
 	}
-	if n, ok = stdNumber(h, hdr[i:], s, e); !ok {
+	if n, ok = stdNumber(c.h, hdr[i:], s, e); !ok {
 		return false
 	}
 	// The raw data must end the body, its SOH the body's last byte.
 	raw := i + e + 1 + 3 // the raw data's first byte
-	if e+1 >= stdHead || binary.LittleEndian.Uint32(h[(e+1)&(stdHead-1):])&0xffffff != uint32(eq96) ||
+	if e+1 >= stdHead || binary.LittleEndian.Uint32(c.h[(e+1)&(stdHead-1):])&0xffffff != uint32(eq96) ||
 		n != uint64(len(hdr)-raw-1) || hdr[len(hdr)-1] != SOH {
 		return false
 	}
@@ -711,21 +712,46 @@ func finishStd(m *Message, hdr []byte, i int) bool {
 	return true
 }
 
-// stdValue checks that the field at h[p] starts with the plen bytes of eq
-// (its tag and '=') and returns the offsets in h of its value and of the SOH
-// after it, found eight bytes at a time; ok is false when the field does not
-// match or does not end in h.
-func stdValue(h *stdBytes, p int, eq uint64, plen int) (start, end int, ok bool) {
-	if p >= stdHead || binary.LittleEndian.Uint64(h[p&(stdHead-1):])&(1<<(uint(plen)*8&63)-1) != eq {
-		return 0, 0, false
+// stdCursor walks finishStd's fields: h holds the bytes, lo and hi the SOH
+// bytes of h[0:stdHead] not yet taken (bit i for h[i], lo for the first 64),
+// p the offset of the next field.
+type stdCursor struct {
+	h      *stdBytes
+	lo, hi uint64
+	p      int
+}
+
+// field checks that the next field starts with the plen bytes of eq (its
+// tag and '=') and returns the offsets in h of its value and of the SOH that
+// ends it: the next SOH, as every one before p ended an earlier field. ok is
+// false when the field does not match or does not end in h[0:stdHead].
+func (c *stdCursor) field(eq uint64, plen int) (start, end int, ok bool) {
+	if c.lo != 0 {
+		end = bits.TrailingZeros64(c.lo)
+		c.lo &= c.lo - 1
+	} else {
+		end = 64 + bits.TrailingZeros64(c.hi) // stdHead when none is left
+		c.hi &= c.hi - 1
 	}
-	start = p + plen
-	for q := start; q < stdHead; q += 8 {
-		if z := zeroBytes(binary.LittleEndian.Uint64(h[q&(stdHead-1):]) ^ 0x0101010101010101); z != 0 {
-			return start, q + bits.TrailingZeros64(z)>>3, true
-		}
+	p := c.p
+	c.p = end + 1
+	// A SOH inside the tag makes the comparison fail (eq has none).
+	ok = end < stdHead && binary.LittleEndian.Uint64(c.h[p&(stdHead-1):])&(1<<(uint(plen)*8&63)-1) == eq
+	return p + plen, end, ok
+}
+
+// sohMaskGo is sohMask without vector instructions: an exact zero-byte test
+// of each word XOR 0x01..., its top bits gathered into a byte by one
+// multiplication.
+func sohMaskGo(h *[stdHead]byte) (lo, hi uint64) {
+	const low7, top, gather = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080, 0x0002040810204081
+	for k := 0; k < 8; k++ {
+		x := binary.LittleEndian.Uint64(h[8*k:]) ^ 0x0101010101010101
+		lo |= ^((x&low7 + low7) | x) & top * gather >> 56 << (8 * k)
+		y := binary.LittleEndian.Uint64(h[64+8*k:]) ^ 0x0101010101010101
+		hi |= ^((y&low7 + low7) | y) & top * gather >> 56 << (8 * k)
 	}
-	return 0, 0, false
+	return lo, hi
 }
 
 // stdNumber parses the digits in h[start:end] (body[start:end]): from one

@@ -427,3 +427,37 @@ func TestStraightPathTaken(t *testing.T) {
 		}
 	}
 }
+
+// TestSOHMask checks the SOH bitmap of the straight path, with and without
+// its vector code, against a byte loop (bytes next to SOH included).
+func TestSOHMask(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	near := []byte{SOH, SOH, 0, 2, 0x81, 0xff, 0x80, '='}
+	for range 20000 {
+		var b [128]byte
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+			if r.IntN(3) == 0 {
+				b[i] = near[r.IntN(len(near))]
+			}
+		}
+		var wantLo, wantHi uint64
+		for i, c := range b {
+			if c == SOH {
+				if i < 64 {
+					wantLo |= 1 << i
+				} else {
+					wantHi |= 1 << (i - 64)
+				}
+			}
+		}
+		for _, vector := range []bool{true, false} {
+			restore := setVector(vector)
+			lo, hi := sohMask(&b)
+			restore()
+			if lo != wantLo || hi != wantHi {
+				t.Fatalf("vector %v: %x %x, want %x %x", vector, lo, hi, wantLo, wantHi)
+			}
+		}
+	}
+}
