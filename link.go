@@ -173,10 +173,8 @@ func (w *wire) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 			w.counters.arpTx.add(size)
 		case header.IPv4ProtocolNumber:
 			w.counters.ipTx.add(size)
-			if ip := header.IPv4(pkt.NetworkHeader().Slice()); len(ip) >= header.IPv4MinimumSize {
-				if c := w.counters.byIPProtocol(ip.Protocol(), false); c != nil {
-					c.add(size)
-				}
+			if c := w.counters.byIPProtocol(txProtocol(pkt), false); c != nil {
+				c.add(size)
 			}
 			// A GSO packet's checksum field holds a partial sum that the
 			// device completes; the incremental patch would not fit it.
@@ -190,6 +188,19 @@ func (w *wire) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 		}
 	}
 	return w.send(pkts)
+}
+
+// txProtocol returns the IPv4 protocol of pkt, an outbound IPv4 packet:
+// netstack's transport layers say it in the packet (cheaper than finding
+// the network header); others are read from the header, 0 if it is short.
+func txProtocol(pkt *gstack.PacketBuffer) uint8 {
+	if p := pkt.TransportProtocolNumber; p != 0 {
+		return uint8(p)
+	}
+	if ip := header.IPv4(pkt.NetworkHeader().Slice()); len(ip) >= header.IPv4MinimumSize {
+		return ip.Protocol()
+	}
+	return 0
 }
 
 // passThrough is the NIC's queueing discipline: like netstack's default it

@@ -487,10 +487,8 @@ func (w *wire) uncountTx(pkt *gstack.PacketBuffer) {
 		w.counters.arpTx.remove(size)
 	case header.IPv4ProtocolNumber:
 		w.counters.ipTx.remove(size)
-		if ip := header.IPv4(pkt.NetworkHeader().Slice()); len(ip) >= header.IPv4MinimumSize {
-			if c := w.counters.byIPProtocol(ip.Protocol(), false); c != nil {
-				c.remove(size)
-			}
+		if c := w.counters.byIPProtocol(txProtocol(pkt), false); c != nil {
+			c.remove(size)
 		}
 	}
 }

@@ -19,6 +19,7 @@ package linkbase
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -34,63 +35,52 @@ const HeaderLength = header.EthernetMinimumSize
 // an Ethernet link. Its zero value is a link with MTU 0 and no address: call
 // Init first.
 //
-// All methods are safe for concurrent use. Attach, SetMTU and SetLinkAddress
-// take a write lock; DeliverFrame, MTU and LinkAddress a read lock, which
-// DeliverFrame releases before it calls the dispatcher, so a dispatcher may
-// send (and a link may deliver inline) without deadlocking on it.
+// All methods are safe for concurrent use. The dispatcher, MTU and address,
+// read for every frame (the stack asks for the MTU and address on its send
+// path too), are atomic values: a read costs a load, no lock. DeliverFrame
+// holds nothing while it calls the dispatcher, so a dispatcher may send (and
+// a link may deliver inline) without deadlocking on the endpoint.
 type Endpoint struct {
-	mu sync.RWMutex
-	// +checklocks:mu
-	dispatcher stack.NetworkDispatcher
-	// +checklocks:mu
-	mtu uint32
-	// +checklocks:mu
-	addr tcpip.LinkAddress
+	dispatcher atomic.Pointer[dispatcherRef] // nil: detached
+	mtu        atomic.Uint32
+	addr       atomic.Pointer[tcpip.LinkAddress] // nil: no address
+
+	mu sync.Mutex
 	// +checklocks:mu
 	onClose func()
 	// +checklocks:mu
 	closed bool
 }
 
+// dispatcherRef holds a dispatcher for an atomic pointer.
+type dispatcherRef struct{ d stack.NetworkDispatcher }
+
 // Init sets the link address and MTU (the largest network-layer packet,
 // excluding the Ethernet header).
 func (e *Endpoint) Init(addr tcpip.LinkAddress, mtu uint32) {
-	e.mu.Lock()
-	e.addr = addr
-	e.mtu = mtu
-	e.mu.Unlock()
+	e.SetLinkAddress(addr)
+	e.mtu.Store(mtu)
 }
 
 // MTU implements stack.LinkEndpoint.MTU.
-func (e *Endpoint) MTU() uint32 {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.mtu
-}
+func (e *Endpoint) MTU() uint32 { return e.mtu.Load() }
 
 // SetMTU implements stack.LinkEndpoint.SetMTU.
-func (e *Endpoint) SetMTU(mtu uint32) {
-	e.mu.Lock()
-	e.mtu = mtu
-	e.mu.Unlock()
-}
+func (e *Endpoint) SetMTU(mtu uint32) { e.mtu.Store(mtu) }
 
 // MaxHeaderLength implements stack.LinkEndpoint.MaxHeaderLength.
 func (*Endpoint) MaxHeaderLength() uint16 { return HeaderLength }
 
 // LinkAddress implements stack.LinkEndpoint.LinkAddress.
 func (e *Endpoint) LinkAddress() tcpip.LinkAddress {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.addr
+	if a := e.addr.Load(); a != nil {
+		return *a
+	}
+	return ""
 }
 
 // SetLinkAddress implements stack.LinkEndpoint.SetLinkAddress.
-func (e *Endpoint) SetLinkAddress(addr tcpip.LinkAddress) {
-	e.mu.Lock()
-	e.addr = addr
-	e.mu.Unlock()
-}
+func (e *Endpoint) SetLinkAddress(addr tcpip.LinkAddress) { e.addr.Store(&addr) }
 
 // Capabilities implements stack.LinkEndpoint.Capabilities. Ethernet needs ARP,
 // and checksums are neither offloaded nor pre-verified.
@@ -100,23 +90,22 @@ func (*Endpoint) Capabilities() stack.LinkEndpointCapabilities {
 
 // Attach implements stack.LinkEndpoint.Attach.
 func (e *Endpoint) Attach(dispatcher stack.NetworkDispatcher) {
-	e.mu.Lock()
-	e.dispatcher = dispatcher
-	e.mu.Unlock()
+	if dispatcher == nil {
+		e.dispatcher.Store(nil)
+		return
+	}
+	e.dispatcher.Store(&dispatcherRef{dispatcher})
 }
 
 // IsAttached implements stack.LinkEndpoint.IsAttached.
-func (e *Endpoint) IsAttached() bool {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.dispatcher != nil
-}
+func (e *Endpoint) IsAttached() bool { return e.dispatcher.Load() != nil }
 
 // Dispatcher returns the attached dispatcher, nil when detached.
 func (e *Endpoint) Dispatcher() stack.NetworkDispatcher {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.dispatcher
+	if r := e.dispatcher.Load(); r != nil {
+		return r.d
+	}
+	return nil
 }
 
 // Wait implements stack.LinkEndpoint.Wait. The base owns no goroutine; a link
@@ -161,8 +150,8 @@ func (e *Endpoint) Close() {
 
 // Closed reports whether Close was called.
 func (e *Endpoint) Closed() bool {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	return e.closed
 }
 
@@ -182,12 +171,11 @@ func (e *Endpoint) SetOnCloseAction(action func()) {
 // It reports false, delivering nothing, when no dispatcher is attached or the
 // frame is shorter than an Ethernet header.
 func (e *Endpoint) DeliverFrame(pkt *stack.PacketBuffer) bool {
-	e.mu.RLock()
-	d, own := e.dispatcher, e.addr
-	e.mu.RUnlock()
-	if d == nil {
+	r := e.dispatcher.Load()
+	if r == nil {
 		return false
 	}
+	d, own := r.d, e.LinkAddress()
 	hdr, ok := pkt.LinkHeader().Consume(HeaderLength)
 	if !ok {
 		return false
