@@ -365,11 +365,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				pos = e + 1
 				ok := x != 0
 				x -= b2u(ok)
-				if ok {
-					m.TradeChannel = uint32(x)
-				} else {
-					m.TradeChannel = 0
-				}
+				m.TradeChannel = uint32(x)
 				m.HasTradeChannel = ok
 			} else {
 				switch d.dict.s1TradeChannelState {
@@ -418,14 +414,10 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				pos = e + 1
 				ok := x != 0
 				x -= b2u(ok)
-				if ok {
-					if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
-						return off
-					}
-					m.TradeTime = Time(uint32(x))
-				} else {
-					m.TradeTime = 0
+				if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
+					return off
 				}
+				m.TradeTime = Time(uint32(x))
 				m.HasTradeTime = ok
 			} else {
 				switch d.dict.s3TradeTimeState {
@@ -637,11 +629,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				pos = e + 1
 				ok := x != 0
 				x -= b2u(ok)
-				if ok {
-					m.OrderChannel = uint32(x)
-				} else {
-					m.OrderChannel = 0
-				}
+				m.OrderChannel = uint32(x)
 				m.HasOrderChannel = ok
 			} else {
 				switch d.dict.s6OrderChannelState {
@@ -690,14 +678,10 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				pos = e + 1
 				ok := x != 0
 				x -= b2u(ok)
-				if ok {
-					if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
-						return off
-					}
-					m.OrderTime = Time(uint32(x))
-				} else {
-					m.OrderTime = 0
+				if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
+					return off
 				}
+				m.OrderTime = Time(uint32(x))
 				m.HasOrderTime = ok
 			} else {
 				switch d.dict.s7OrderTimeState {
@@ -942,11 +926,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				}
 				ok := x != 0
 				x -= b2u(ok)
-				if ok {
-					m.TradeChannel = uint32(x)
-				} else {
-					m.TradeChannel = 0
-				}
+				m.TradeChannel = uint32(x)
 				m.HasTradeChannel = ok
 			} else {
 				switch d.dict.s1TradeChannelState {
@@ -989,14 +969,10 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				}
 				ok := x != 0
 				x -= b2u(ok)
-				if ok {
-					if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
-						return off
-					}
-					m.TradeTime = Time(uint32(x))
-				} else {
-					m.TradeTime = 0
+				if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
+					return off
 				}
+				m.TradeTime = Time(uint32(x))
 				m.HasTradeTime = ok
 			} else {
 				switch d.dict.s3TradeTimeState {
@@ -1151,11 +1127,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				}
 				ok := x != 0
 				x -= b2u(ok)
-				if ok {
-					m.OrderChannel = uint32(x)
-				} else {
-					m.OrderChannel = 0
-				}
+				m.OrderChannel = uint32(x)
 				m.HasOrderChannel = ok
 			} else {
 				switch d.dict.s6OrderChannelState {
@@ -1198,14 +1170,10 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				}
 				ok := x != 0
 				x -= b2u(ok)
-				if ok {
-					if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
-						return off
-					}
-					m.OrderTime = Time(uint32(x))
-				} else {
-					m.OrderTime = 0
+				if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
+					return off
 				}
+				m.OrderTime = Time(uint32(x))
 				m.HasOrderTime = ok
 			} else {
 				switch d.dict.s7OrderTimeState {

@@ -189,21 +189,11 @@ func (g *generator) emitFastFields(t *template, read func(*field) string, overru
 		case fast.OpCopy, fast.OpIncrement:
 			sl := "d.dict." + f.slot.name
 			g.p("if %s {", next())
-			v := read(f)
-			if f.f.Optional {
-				g.p("if ok {")
-				set(v)
-				g.p("} else {")
-				zero := "0"
-				if f.isASCII() && f.fixedLen > 1 {
-					zero = f.valType + "{}"
-				}
-				g.p("m.%s = %s", f.goName, zero)
-				g.p("}")
-				present("ok")
-			} else {
-				set(v)
-			}
+			// A NULL reads as the zero value (the integers are one
+			// down, the string all zero bytes), so an optional field
+			// takes the read value unconditionally, with no branch.
+			set(read(f))
+			present("ok")
 			g.p("} else {")
 			g.p("switch %sState {", sl)
 			g.p("case slotAssigned:")

@@ -523,11 +523,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				y := signed7(x, k)
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
-				if ok {
-					m.I32OptCopy = int32(y)
-				} else {
-					m.I32OptCopy = 0
-				}
+				m.I32OptCopy = int32(y)
 				m.HasI32OptCopy = ok
 			} else {
 				switch d.dict.s2I32OptCopyState {
@@ -555,11 +551,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				y := signed7(x, k)
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
-				if ok {
-					m.I64OptCopyInit = y
-				} else {
-					m.I64OptCopyInit = 0
-				}
+				m.I64OptCopyInit = y
 				m.HasI64OptCopyInit = ok
 			} else {
 				switch d.dict.s3I64OptCopyInitState {
@@ -611,11 +603,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				y := signed7(x, k)
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
-				if ok {
-					m.I32OptIncr = int32(y)
-				} else {
-					m.I32OptIncr = 0
-				}
+				m.I32OptIncr = int32(y)
 				m.HasI32OptIncr = ok
 			} else {
 				switch d.dict.s5I32OptIncrState {
@@ -666,11 +654,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				y := signed7(x, k)
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
-				if ok {
-					m.I64OptIncrInit = y
-				} else {
-					m.I64OptIncrInit = 0
-				}
+				m.I64OptIncrInit = y
 				m.HasI64OptIncrInit = ok
 			} else {
 				switch d.dict.s7I64OptIncrInitState {
@@ -745,14 +729,10 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				y := signed7(x, k)
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
-				if ok {
-					if t := Narrow(y); int64(t) != y || ^Narrow(0) > 0 && y < 0 {
-						return off
-					}
-					m.Wide = Narrow(y)
-				} else {
-					m.Wide = 0
+				if t := Narrow(y); int64(t) != y || ^Narrow(0) > 0 && y < 0 {
+					return off
 				}
+				m.Wide = Narrow(y)
 				m.HasWide = ok
 			} else {
 				switch d.dict.s10WideState {
@@ -898,11 +878,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				var a [8]byte
 				binary.LittleEndian.PutUint64(a[:], w)
 				ok := w != 0
-				if ok {
-					m.S2OptCopyInit = [2]byte(a[:2])
-				} else {
-					m.S2OptCopyInit = [2]byte{}
-				}
+				m.S2OptCopyInit = [2]byte(a[:2])
 				m.HasS2OptCopyInit = ok
 			} else {
 				switch d.dict.s12S2OptCopyInitState {
@@ -926,11 +902,7 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				c := win[pos&(windowLoads-1)] & 0x7f
 				pos++
 				ok := c != 0
-				if ok {
-					m.S1OptCopy = c
-				} else {
-					m.S1OptCopy = 0
-				}
+				m.S1OptCopy = c
 				m.HasS1OptCopy = ok
 			} else {
 				switch d.dict.s13S1OptCopyState {
@@ -1202,11 +1174,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				}
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
-				if ok {
-					m.I32OptCopy = int32(y)
-				} else {
-					m.I32OptCopy = 0
-				}
+				m.I32OptCopy = int32(y)
 				m.HasI32OptCopy = ok
 			} else {
 				switch d.dict.s2I32OptCopyState {
@@ -1226,11 +1194,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				ti++
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
-				if ok {
-					m.I64OptCopyInit = y
-				} else {
-					m.I64OptCopyInit = 0
-				}
+				m.I64OptCopyInit = y
 				m.HasI64OptCopyInit = ok
 			} else {
 				switch d.dict.s3I64OptCopyInitState {
@@ -1269,11 +1233,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				}
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
-				if ok {
-					m.I32OptIncr = int32(y)
-				} else {
-					m.I32OptIncr = 0
-				}
+				m.I32OptIncr = int32(y)
 				m.HasI32OptIncr = ok
 			} else {
 				switch d.dict.s5I32OptIncrState {
@@ -1311,11 +1271,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				ti++
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
-				if ok {
-					m.I64OptIncrInit = y
-				} else {
-					m.I64OptIncrInit = 0
-				}
+				m.I64OptIncrInit = y
 				m.HasI64OptIncrInit = ok
 			} else {
 				switch d.dict.s7I64OptIncrInitState {
@@ -1372,14 +1328,10 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				ti++
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
-				if ok {
-					if t := Narrow(y); int64(t) != y || ^Narrow(0) > 0 && y < 0 {
-						return off
-					}
-					m.Wide = Narrow(y)
-				} else {
-					m.Wide = 0
+				if t := Narrow(y); int64(t) != y || ^Narrow(0) > 0 && y < 0 {
+					return off
 				}
+				m.Wide = Narrow(y)
 				m.HasWide = ok
 			} else {
 				switch d.dict.s10WideState {
@@ -1516,11 +1468,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				var a [8]byte
 				binary.LittleEndian.PutUint64(a[:], w)
 				ok := w != 0
-				if ok {
-					m.S2OptCopyInit = [2]byte(a[:2])
-				} else {
-					m.S2OptCopyInit = [2]byte{}
-				}
+				m.S2OptCopyInit = [2]byte(a[:2])
 				m.HasS2OptCopyInit = ok
 			} else {
 				switch d.dict.s12S2OptCopyInitState {
@@ -1542,11 +1490,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				c := byte(d.tok.Value[ti&tokMask])
 				ti++
 				ok := c != 0
-				if ok {
-					m.S1OptCopy = c
-				} else {
-					m.S1OptCopy = 0
-				}
+				m.S1OptCopy = c
 				m.HasS1OptCopy = ok
 			} else {
 				switch d.dict.s13S1OptCopyState {
