@@ -179,9 +179,9 @@ func (c *TCPConn) drainLocked() {
 	r := &c.recv
 	for !r.finished.Load() && !c.closed.Load() {
 		r.w = r.buf
-		c.hold()
+		held := c.hold()
 		res, err := c.ep.Read(&r.w, tcpip.ReadOptions{})
-		c.release()
+		c.release(held)
 		r.w = nil
 		switch err.(type) {
 		case nil:

@@ -238,15 +238,6 @@ func (w *wire) hold() {
 	}
 }
 
-// unhold marks the end of a call nested in another hold, which flushes.
-func (w *wire) unhold() {
-	if o := w.out; o != nil {
-		o.mu.Lock()
-		o.holds--
-		o.mu.Unlock()
-	}
-}
-
 // release marks the end of such a call and sends the queued frames, unless
 // another goroutine is already sending them (it sends these too).
 func (w *wire) release() {

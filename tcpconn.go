@@ -272,19 +272,20 @@ func (c *TCPConn) opError(op string, err error) error {
 
 // hold and release bracket a netstack call on the endpoint in latency
 // mode: frames it writes wait until it returns (see outbox), then release
-// processes what arrived while the call held the endpoint.
-func (c *TCPConn) hold() {
-	if c.sy != nil {
-		c.s.wire.hold()
+// processes what arrived while the call held the endpoint. A call from the
+// connection's handler, which the syncer runs inside its own hold, takes
+// none: the syncer flushes and processes when the handler returns. hold
+// reports whether it held; release is given that answer.
+func (c *TCPConn) hold() bool {
+	if c.sy == nil || c.inScope.Load() {
+		return false
 	}
+	c.s.wire.hold()
+	return true
 }
 
-func (c *TCPConn) release() {
-	if c.sy == nil {
-		return
-	}
-	if c.inScope.Load() {
-		c.s.wire.unhold() // the syncer running the handler inline flushes
+func (c *TCPConn) release(held bool) {
+	if !held {
 		return
 	}
 	c.s.wire.release()
@@ -312,9 +313,9 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 			return 0, nil
 		}
 		c.rw = b
-		c.hold()
+		held := c.hold()
 		res, err := c.ep.Read(&c.rw, tcpip.ReadOptions{})
-		c.release()
+		c.release(held)
 		c.rw = nil
 		switch err.(type) {
 		case nil:
@@ -352,11 +353,11 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 			return n, nil
 		}
 		c.wr.Reset(b[n:])
-		c.hold()
+		held := c.hold()
 		frozen := c.sy.stamp().freeze() // one clock reading for the segments this builds
 		m, err := c.ep.Write(&c.wr, tcpip.WriteOptions{})
 		c.sy.stamp().thaw(frozen)
-		c.release()
+		c.release(held)
 		c.wr.Reset(nil)
 		n += int(m)
 		switch err.(type) {
