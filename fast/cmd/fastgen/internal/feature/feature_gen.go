@@ -1059,8 +1059,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int32 I32OptNone, optional
 			{
-				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
-				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
+				s := tokenSign[d.tok.Len[ti&tokMask]]
+				y := int64(d.tok.Value[ti&tokMask] ^ s - s)
 				ti++
 				if uint64(y+0x80000000) > 0x100000000 {
 					return off
@@ -1081,8 +1081,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int64 I64None, mandatory
 			{
-				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
-				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
+				s := tokenSign[d.tok.Len[ti&tokMask]]
+				y := int64(d.tok.Value[ti&tokMask] ^ s - s)
 				ti++
 				m.I64None = y
 			}
@@ -1102,8 +1102,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int32 I32OptDefaultInit, optional, default "-3"
 			if pm&(1<<60) != 0 {
-				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
-				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
+				s := tokenSign[d.tok.Len[ti&tokMask]]
+				y := int64(d.tok.Value[ti&tokMask] ^ s - s)
 				ti++
 				if uint64(y+0x80000000) > 0x100000000 {
 					return off
@@ -1118,8 +1118,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int64 I64OptDefault, optional, default
 			if pm&(1<<59) != 0 {
-				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
-				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
+				s := tokenSign[d.tok.Len[ti&tokMask]]
+				y := int64(d.tok.Value[ti&tokMask] ^ s - s)
 				ti++
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
@@ -1166,8 +1166,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int32 I32OptCopy, optional, copy
 			if pm&(1<<56) != 0 {
-				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
-				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
+				s := tokenSign[d.tok.Len[ti&tokMask]]
+				y := int64(d.tok.Value[ti&tokMask] ^ s - s)
 				ti++
 				if uint64(y+0x80000000) > 0x100000000 {
 					return off
@@ -1189,8 +1189,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int64 I64OptCopyInit, optional, copy "-9"
 			if pm&(1<<55) != 0 {
-				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
-				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
+				s := tokenSign[d.tok.Len[ti&tokMask]]
+				y := int64(d.tok.Value[ti&tokMask] ^ s - s)
 				ti++
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
@@ -1225,8 +1225,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int32 I32OptIncr, optional, increment
 			if pm&(1<<53) != 0 {
-				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
-				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
+				s := tokenSign[d.tok.Len[ti&tokMask]]
+				y := int64(d.tok.Value[ti&tokMask] ^ s - s)
 				ti++
 				if uint64(y+0x80000000) > 0x100000000 {
 					return off
@@ -1266,8 +1266,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int64 I64OptIncrInit, optional, increment "9223372036854775807"
 			if pm&(1<<51) != 0 {
-				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
-				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
+				s := tokenSign[d.tok.Len[ti&tokMask]]
+				y := int64(d.tok.Value[ti&tokMask] ^ s - s)
 				ti++
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
@@ -1323,8 +1323,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			// int64 Wide, optional, copy
 			if pm&(1<<48) != 0 {
-				sh := uint(64-7*int(d.tok.Len[ti&tokMask])) & 63
-				y := int64(d.tok.Value[ti&tokMask]<<sh) >> sh
+				s := tokenSign[d.tok.Len[ti&tokMask]]
+				y := int64(d.tok.Value[ti&tokMask] ^ s - s)
 				ti++
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
@@ -2968,6 +2968,12 @@ func (d *Decoder) tokenAt(b []byte, off int) int {
 	d.tokStart, d.tokI = off, 0
 	return 0
 }
+
+// tokenSign holds, for a token of k bytes (1 to 8), the sign bit of its 7k
+// bits: (v^s)-s sign-extends the value v with two operations and no
+// variable shift (which ties up CX on amd64). The table covers every uint8
+// so that its index needs no bounds check; stale tokens (k 0) keep v.
+var tokenSign = [256]uint64{1: 1 << 6, 2: 1 << 13, 3: 1 << 20, 4: 1 << 27, 5: 1 << 34, 6: 1 << 41, 7: 1 << 48, 8: 1 << 55}
 
 // unpack7 returns the ASCII string of a token of k bytes (at most 8) from
 // its packed value x: the 7-bit groups spread back into bytes (28-bit
