@@ -7,8 +7,8 @@
 //	defer s.Close() // closes ep, which removes tw0 if New created it
 //
 // New opens /dev/net/tun with IFF_TAP|IFF_NO_PI|IFF_VNET_HDR and checksum
-// offload (TUN_F_CSUM), creating the device when it does not exist, sets
-// its MTU, optionally gives the kernel side an IPv4
+// offload (TUN_F_CSUM), creating the device when it does not exist (with no
+// queueing discipline, like a veth: see qdisc_linux.go), sets its MTU, optionally gives the kernel side an IPv4
 // address (ioctl SIOCSIFADDR/SIOCSIFNETMASK, no exec), and brings it up.
 // A device that New created is not persistent: the kernel removes it when
 // the endpoint closes its descriptor. A device that existed before (for

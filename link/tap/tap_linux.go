@@ -107,6 +107,12 @@ func New(cfg Config) (*Endpoint, error) {
 		unix.Close(fd)
 		return nil, err
 	}
+	if e.created {
+		if err := setNoQueue(cfg.Name); err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
+	}
 	// A non-blocking descriptor makes an os.File the runtime poller serves,
 	// so a read deadline can interrupt the reader.
 	e.file = os.NewFile(uintptr(fd), "/dev/net/tun:"+cfg.Name)

@@ -108,7 +108,7 @@ func TestDeviceStateAndFramesBothWays(t *testing.T) {
 	}
 
 	link := string(ns.MustRun(t, "ip", "-o", "link", "show", "dev", name))
-	if !strings.Contains(link, "mtu 1400") || !strings.Contains(link, ",UP") {
+	if !strings.Contains(link, "mtu 1400") || !strings.Contains(link, ",UP") || !strings.Contains(link, "qdisc noqueue") {
 		t.Fatalf("device state: %s", link)
 	}
 	addr := string(ns.MustRun(t, "ip", "-o", "-4", "addr", "show", "dev", name))
