@@ -947,9 +947,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				if k > 6 || w&0xff == 0 && k != 1 {
 					return off
 				}
-				var a [8]byte
-				binary.LittleEndian.PutUint64(a[:], w)
-				m.SecurityID = [6]byte(a[:6])
+				binary.LittleEndian.PutUint32(m.SecurityID[0:4], uint32(w))
+				binary.LittleEndian.PutUint16(m.SecurityID[4:6], uint16(w>>32))
 			} else {
 				switch d.dict.s2SecurityIDState {
 				case slotAssigned:
@@ -1148,9 +1147,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				if k > 6 || w&0xff == 0 && k != 1 {
 					return off
 				}
-				var a [8]byte
-				binary.LittleEndian.PutUint64(a[:], w)
-				m.SecurityID = [6]byte(a[:6])
+				binary.LittleEndian.PutUint32(m.SecurityID[0:4], uint32(w))
+				binary.LittleEndian.PutUint16(m.SecurityID[4:6], uint16(w>>32))
 			} else {
 				switch d.dict.s2SecurityIDState {
 				case slotAssigned:

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tickwire/tickwire/fast"
 )
@@ -136,12 +137,13 @@ func (g *generator) tokenRead(f *field) string {
 		g.p("if k > %d || w&0xff == 0 && k != 1 {", f.fixedLen)
 		g.p("return off")
 		g.p("}")
-		g.p("var a [8]byte")
-		g.p("binary.LittleEndian.PutUint64(a[:], w)")
+		// Stored in place, in stores as wide as the array allows (an
+		// [8]byte copy would be stored whole and loaded back in parts).
+		g.p("%s", putTextWord("m."+f.goName, "w", f.fixedLen))
 		if opt {
 			g.p("ok := w != 0")
 		}
-		return fmt.Sprintf("%s(a[:%d])", f.valType, f.fixedLen)
+		return "m." + f.goName
 	}
 	switch f.f.Kind {
 	case fast.KindUint64, fast.KindUint32:
@@ -187,6 +189,40 @@ func (g *generator) tokenRead(f *field) string {
 		return "int32(y)"
 	}
 	return "y"
+}
+
+// textPieces splits an array of n bytes (at most 8) into the widths of the
+// stores that write it from a word, widest first.
+func textPieces(n int) (widths []int) {
+	for _, w := range []int{8, 4, 2, 1} {
+		for n >= w {
+			widths = append(widths, w)
+			n -= w
+		}
+	}
+	return widths
+}
+
+// putTextWord returns the statements storing the low n bytes of the word w
+// into the [n]byte array a (n at most 8), little-endian.
+func putTextWord(a, w string, n int) string {
+	put := map[int]string{8: "PutUint64", 4: "PutUint32", 2: "PutUint16"}
+	conv := map[int]string{8: "uint64", 4: "uint32", 2: "uint16"}
+	var stmts []string
+	at := 0
+	for _, width := range textPieces(n) {
+		val := w
+		if at > 0 {
+			val = fmt.Sprintf("%s>>%d", w, 8*at)
+		}
+		if width == 1 {
+			stmts = append(stmts, fmt.Sprintf("%s[%d] = byte(%s)", a, at, val))
+		} else {
+			stmts = append(stmts, fmt.Sprintf("binary.LittleEndian.%s(%s[%d:%d], %s(%s))", put[width], a, at, at+width, conv[width], val))
+		}
+		at += width
+	}
+	return strings.Join(stmts, "\n")
 }
 
 // tokenHelpers are the generated token path's helpers.

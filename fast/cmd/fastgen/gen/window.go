@@ -145,6 +145,9 @@ func (g *generator) emitFastFields(t *template, read func(*field) string, overru
 		g.p("// %s", fieldDoc(f.f))
 		op := f.f.Op
 		set := func(expr string) {
+			if expr == "m."+f.goName {
+				return // read stored the value in place
+			}
 			if f.goType != f.valType && !f.isASCII() {
 				g.p("if t := %s; %s {", conv(f, expr), goTypeMisfit(f, "t", expr))
 				g.p("return off")

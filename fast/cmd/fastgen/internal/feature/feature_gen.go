@@ -1374,9 +1374,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				if k > 4 || w&0xff == 0 && k != 1 {
 					return off
 				}
-				var a [8]byte
-				binary.LittleEndian.PutUint64(a[:], w)
-				m.S4 = [4]byte(a[:4])
+				binary.LittleEndian.PutUint32(m.S4[0:4], uint32(w))
 			}
 			// string S4Opt, optional
 			{
@@ -1386,10 +1384,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				if k > 4 || w&0xff == 0 && k != 1 {
 					return off
 				}
-				var a [8]byte
-				binary.LittleEndian.PutUint64(a[:], w)
+				binary.LittleEndian.PutUint32(m.S4Opt[0:4], uint32(w))
 				ok := w != 0
-				m.S4Opt = [4]byte(a[:4])
 				m.HasS4Opt = ok
 			}
 			// string SConst, mandatory, constant "XY"
@@ -1414,10 +1410,9 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				if k > 3 || w&0xff == 0 && k != 1 {
 					return off
 				}
-				var a [8]byte
-				binary.LittleEndian.PutUint64(a[:], w)
+				binary.LittleEndian.PutUint16(m.S3OptDefault[0:2], uint16(w))
+				m.S3OptDefault[2] = byte(w >> 16)
 				ok := w != 0
-				m.S3OptDefault = [3]byte(a[:3])
 				m.HasS3OptDefault = ok
 			} else {
 				m.S3OptDefault = [3]byte{'a', 'b', 'c'}
@@ -1444,9 +1439,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				if k > 2 || w&0xff == 0 && k != 1 {
 					return off
 				}
-				var a [8]byte
-				binary.LittleEndian.PutUint64(a[:], w)
-				m.S2Copy = [2]byte(a[:2])
+				binary.LittleEndian.PutUint16(m.S2Copy[0:2], uint16(w))
 			} else {
 				switch d.dict.s11S2CopyState {
 				case slotAssigned:
@@ -1465,10 +1458,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				if k > 2 || w&0xff == 0 && k != 1 {
 					return off
 				}
-				var a [8]byte
-				binary.LittleEndian.PutUint64(a[:], w)
+				binary.LittleEndian.PutUint16(m.S2OptCopyInit[0:2], uint16(w))
 				ok := w != 0
-				m.S2OptCopyInit = [2]byte(a[:2])
 				m.HasS2OptCopyInit = ok
 			} else {
 				switch d.dict.s12S2OptCopyInitState {
