@@ -139,6 +139,10 @@ type Config struct {
 	//     three, and the synchronous processing does not even build the
 	//     ACK; duplicate ACKs and window updates are never delayed, and a
 	//     bulk sender still gets an ACK for every other full segment;
+	//   - netstack's clock is read once per delivered frame (until a
+	//     handler runs) and once per Write, as Linux stamps a segment once:
+	//     a reading on another goroutine meanwhile may be that many
+	//     microseconds in the past (clock_unsafe.go);
 	//   - with BusyPoll > 0, a Read or Write that would block spins for up
 	//     to BusyPoll before it sleeps, and so does the link's reader when
 	//     the link has a SetBusyPoll(time.Duration) method (link/tap).
