@@ -133,6 +133,25 @@ func TestScanEdges(t *testing.T) {
 	}
 }
 
+// TestScanLongTokens puts tokens of 8 to 17 bytes at every position around
+// two block ends, after one-byte tokens, from several start offsets: Scan
+// must stop exactly before a long token wherever it starts or ends (in the
+// block it starts in or a later one, as the block's first token or not).
+func TestScanLongTokens(t *testing.T) {
+	for l := 8; l <= 17; l++ {
+		long := append(bytes.Repeat([]byte{0x01}, l-1), 0x82)
+		for pre := range 140 {
+			b := append(bytes.Repeat([]byte{0x81}, pre), long...)
+			b = append(b, bytes.Repeat([]byte{0x83}, 70)...)
+			for _, off := range []int{0, 1, 7, 8, 30, 63, 64, 65} {
+				if off < len(b) {
+					check(t, b, off)
+				}
+			}
+		}
+	}
+}
+
 func TestScanDoesNotAllocate(t *testing.T) {
 	b := randomStream(rand.New(rand.NewPCG(3, 4)), 20)
 	var toks stopbit.Tokens
