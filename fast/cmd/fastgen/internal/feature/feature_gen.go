@@ -1369,7 +1369,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S4, mandatory
 			{
 				k := int(d.tok.Len[ti&tokMask])
-				w := unpack7(d.tok.Value[ti&tokMask], k)
+				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
 				ti++
 				if k > 4 || w&0xff == 0 && k != 1 {
 					return off
@@ -1379,7 +1379,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S4Opt, optional
 			{
 				k := int(d.tok.Len[ti&tokMask])
-				w := unpack7(d.tok.Value[ti&tokMask], k)
+				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
 				ti++
 				if k > 4 || w&0xff == 0 && k != 1 {
 					return off
@@ -1405,7 +1405,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S3OptDefault, optional, default "abc"
 			if pm&(1<<60) != 0 {
 				k := int(d.tok.Len[ti&tokMask])
-				w := unpack7(d.tok.Value[ti&tokMask], k)
+				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
 				ti++
 				if k > 3 || w&0xff == 0 && k != 1 {
 					return off
@@ -1434,7 +1434,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S2Copy, mandatory, copy
 			if pm&(1<<58) != 0 {
 				k := int(d.tok.Len[ti&tokMask])
-				w := unpack7(d.tok.Value[ti&tokMask], k)
+				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
 				ti++
 				if k > 2 || w&0xff == 0 && k != 1 {
 					return off
@@ -1453,7 +1453,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S2OptCopyInit, optional, copy "zz"
 			if pm&(1<<57) != 0 {
 				k := int(d.tok.Len[ti&tokMask])
-				w := unpack7(d.tok.Value[ti&tokMask], k)
+				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
 				ti++
 				if k > 2 || w&0xff == 0 && k != 1 {
 					return off
@@ -2966,15 +2966,21 @@ func (d *Decoder) tokenAt(b []byte, off int) int {
 // so that its index needs no bounds check; stale tokens (k 0) keep v.
 var tokenSign = [256]uint64{1: 1 << 6, 2: 1 << 13, 3: 1 << 20, 4: 1 << 27, 5: 1 << 34, 6: 1 << 41, 7: 1 << 48, 8: 1 << 55}
 
+// tokenText holds, for a token of k bytes (1 to 8), the factor 1<<(64-8k)
+// that moves k bytes to the top of a word: a multiplication by a table
+// entry instead of a variable shift, as for tokenSign.
+var tokenText = [256]uint64{1: 1 << 56, 2: 1 << 48, 3: 1 << 40, 4: 1 << 32, 5: 1 << 24, 6: 1 << 16, 7: 1 << 8, 8: 1}
+
 // unpack7 returns the ASCII string of a token of k bytes (at most 8) from
 // its packed value x: the 7-bit groups spread back into bytes (28-bit
-// halves, then 14-bit quarters, then 7-bit eighths), then reversed so that
-// the first character is in the low byte, the bytes after the k-th zero.
-func unpack7(x uint64, k int) uint64 {
+// halves, then 14-bit quarters, then 7-bit eighths), moved to the top of the
+// word and reversed so that the first character is in the low byte, the
+// bytes after the k-th zero.
+func unpack7(x uint64, k uint8) uint64 {
 	x = x&0x000000000fffffff | x&0x00fffffff0000000<<4
 	x = x&0x00003fff00003fff | x&0x0fffc0000fffc000<<2
 	x = x&0x007f007f007f007f | x&0x3f803f803f803f80<<1
-	return bits.ReverseBytes64(x) >> (uint(64-8*k) & 63)
+	return bits.ReverseBytes64(x * tokenText[k])
 }
 
 // asciiByte returns the single character of s, a string in wire form, or
