@@ -855,11 +855,14 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 		lastPMapByte = d.MaxPMapBytes - 1
 	}
 	ti := d.tokenAt(b, off)
-	tn, full := d.tokN, d.tokFull
+	tn := d.tokN
+	rescan := rescanAt(tn, d.tokFull)
 	for off < len(b) {
-		if full && tn-ti < tokenRecordMax {
+		if ti > rescan {
+			var full bool
 			tn, full = stopbit.Scan(b, off, &d.tok)
 			d.tokStart, d.tokN, d.tokFull, ti = off, tn, full, 0
+			rescan = rescanAt(tn, full)
 		}
 		d.tokI = ti
 		k := int(d.tok.Len[ti&tokMask]) // the presence map's length
@@ -2464,6 +2467,17 @@ var tokenSign = [256]uint64{1: 1 << 6, 2: 1 << 13, 3: 1 << 20, 4: 1 << 27, 5: 1 
 // that moves k bytes to the top of a word: a multiplication by a table
 // entry instead of a variable shift, as for tokenSign.
 var tokenText = [256]uint64{1: 1 << 56, 2: 1 << 48, 3: 1 << 40, 4: 1 << 32, 5: 1 << 24, 6: 1 << 16, 7: 1 << 8, 8: 1}
+
+// rescanAt returns the token index past which the token path scans again
+// before a record: when Scan stopped for room (full), the batch may not
+// hold all of a record's tokens from n-tokenRecordMax on; otherwise it
+// holds every token there is (one compare per record either way).
+func rescanAt(n int, full bool) int {
+	if full {
+		return n - tokenRecordMax
+	}
+	return int(^uint(0) >> 1)
+}
 
 // unpack7 returns the ASCII string of a token of k bytes (at most 8) from
 // its packed value x: the 7-bit groups spread back into bytes (28-bit

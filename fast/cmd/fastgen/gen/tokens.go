@@ -61,11 +61,14 @@ func (g *generator) emitTokenDispatch() {
 	g.p("lastPMapByte = d.MaxPMapBytes - 1")
 	g.p("}")
 	g.p("ti := d.tokenAt(b, off)")
-	g.p("tn, full := d.tokN, d.tokFull")
+	g.p("tn := d.tokN")
+	g.p("rescan := rescanAt(tn, d.tokFull)")
 	g.p("for off < len(b) {")
-	g.p("if full && tn-ti < tokenRecordMax {")
+	g.p("if ti > rescan {")
+	g.p("var full bool")
 	g.p("tn, full = stopbit.Scan(b, off, &d.tok)")
 	g.p("d.tokStart, d.tokN, d.tokFull, ti = off, tn, full, 0")
+	g.p("rescan = rescanAt(tn, full)")
 	g.p("}")
 	g.p("d.tokI = ti")
 	g.p("k := int(d.tok.Len[ti&tokMask]) // the presence map's length")
@@ -265,6 +268,17 @@ var tokenSign = [256]uint64{1: 1 << 6, 2: 1 << 13, 3: 1 << 20, 4: 1 << 27, 5: 1 
 // that moves k bytes to the top of a word: a multiplication by a table
 // entry instead of a variable shift, as for tokenSign.
 var tokenText = [256]uint64{1: 1 << 56, 2: 1 << 48, 3: 1 << 40, 4: 1 << 32, 5: 1 << 24, 6: 1 << 16, 7: 1 << 8, 8: 1}
+
+// rescanAt returns the token index past which the token path scans again
+// before a record: when Scan stopped for room (full), the batch may not
+// hold all of a record's tokens from n-tokenRecordMax on; otherwise it
+// holds every token there is (one compare per record either way).
+func rescanAt(n int, full bool) int {
+	if full {
+		return n - tokenRecordMax
+	}
+	return int(^uint(0) >> 1)
+}
 
 // unpack7 returns the ASCII string of a token of k bytes (at most 8) from
 // its packed value x: the 7-bit groups spread back into bytes (28-bit
