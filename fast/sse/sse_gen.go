@@ -341,15 +341,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				}
 				pos = e + 1
 				m.TradeIndex = uint32(x)
+			} else if d.dict.s0TradeIndexState == slotAssigned {
+				m.TradeIndex = d.dict.s0TradeIndex + 1
+			} else if d.dict.s0TradeIndexState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s0TradeIndexState {
-				case slotAssigned:
-					m.TradeIndex = d.dict.s0TradeIndex + 1
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt32 TradeChannel, id 10115, optional, copy
 			if pm&(1<<60) != 0 {
@@ -367,16 +364,13 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				x -= b2u(ok)
 				m.TradeChannel = uint32(x)
 				m.HasTradeChannel = ok
+			} else if d.dict.s1TradeChannelState == slotAssigned {
+				m.TradeChannel = d.dict.s1TradeChannel
+				m.HasTradeChannel = true
+			} else if d.dict.s1TradeChannelState == slotUndefined {
+				m.TradeChannel, m.HasTradeChannel = 0, false
 			} else {
-				switch d.dict.s1TradeChannelState {
-				case slotAssigned:
-					m.TradeChannel = d.dict.s1TradeChannel
-					m.HasTradeChannel = true
-				case slotUndefined:
-					m.TradeChannel, m.HasTradeChannel = 0, false
-				default:
-					m.TradeChannel, m.HasTradeChannel = 0, false
-				}
+				m.TradeChannel, m.HasTradeChannel = 0, false
 			}
 			// string SecurityID, id 48, mandatory, copy
 			if pm&(1<<59) != 0 {
@@ -390,15 +384,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				var a [8]byte
 				binary.LittleEndian.PutUint64(a[:], w)
 				m.SecurityID = [6]byte(a[:6])
+			} else if d.dict.s2SecurityIDState == slotAssigned {
+				m.SecurityID = d.dict.s2SecurityID
+			} else if d.dict.s2SecurityIDState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s2SecurityIDState {
-				case slotAssigned:
-					m.SecurityID = d.dict.s2SecurityID
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt32 TradeTime, id 10013, optional, copy
 			if pm&(1<<58) != 0 {
@@ -419,19 +410,16 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				}
 				m.TradeTime = Time(uint32(x))
 				m.HasTradeTime = ok
-			} else {
-				switch d.dict.s3TradeTimeState {
-				case slotAssigned:
-					if t := Time(d.dict.s3TradeTime); uint32(t) != d.dict.s3TradeTime || t < 0 {
-						return off
-					}
-					m.TradeTime = Time(d.dict.s3TradeTime)
-					m.HasTradeTime = true
-				case slotUndefined:
-					m.TradeTime, m.HasTradeTime = 0, false
-				default:
-					m.TradeTime, m.HasTradeTime = 0, false
+			} else if d.dict.s3TradeTimeState == slotAssigned {
+				if t := Time(d.dict.s3TradeTime); uint32(t) != d.dict.s3TradeTime || t < 0 {
+					return off
 				}
+				m.TradeTime = Time(d.dict.s3TradeTime)
+				m.HasTradeTime = true
+			} else if d.dict.s3TradeTimeState == slotUndefined {
+				m.TradeTime, m.HasTradeTime = 0, false
+			} else {
+				m.TradeTime, m.HasTradeTime = 0, false
 			}
 			// int32 TradePrice, id 10014, optional, default, decimalPlaces="3"
 			if pm&(1<<57) != 0 {
@@ -568,15 +556,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				}
 				pos = e + 1
 				m.BizIndex = x
+			} else if d.dict.s4BizIndexState == slotAssigned {
+				m.BizIndex = d.dict.s4BizIndex + 1
+			} else if d.dict.s4BizIndexState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s4BizIndexState {
-				case slotAssigned:
-					m.BizIndex = d.dict.s4BizIndex + 1
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			if pos > windowStops {
 				return off
@@ -605,15 +590,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				}
 				pos = e + 1
 				m.OrderIndex = uint32(x)
+			} else if d.dict.s5OrderIndexState == slotAssigned {
+				m.OrderIndex = d.dict.s5OrderIndex + 1
+			} else if d.dict.s5OrderIndexState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s5OrderIndexState {
-				case slotAssigned:
-					m.OrderIndex = d.dict.s5OrderIndex + 1
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt32 OrderChannel, optional, copy
 			if pm&(1<<61) != 0 {
@@ -631,16 +613,13 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				x -= b2u(ok)
 				m.OrderChannel = uint32(x)
 				m.HasOrderChannel = ok
+			} else if d.dict.s6OrderChannelState == slotAssigned {
+				m.OrderChannel = d.dict.s6OrderChannel
+				m.HasOrderChannel = true
+			} else if d.dict.s6OrderChannelState == slotUndefined {
+				m.OrderChannel, m.HasOrderChannel = 0, false
 			} else {
-				switch d.dict.s6OrderChannelState {
-				case slotAssigned:
-					m.OrderChannel = d.dict.s6OrderChannel
-					m.HasOrderChannel = true
-				case slotUndefined:
-					m.OrderChannel, m.HasOrderChannel = 0, false
-				default:
-					m.OrderChannel, m.HasOrderChannel = 0, false
-				}
+				m.OrderChannel, m.HasOrderChannel = 0, false
 			}
 			// string SecurityID, id 48, mandatory, copy
 			if pm&(1<<60) != 0 {
@@ -654,15 +633,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				var a [8]byte
 				binary.LittleEndian.PutUint64(a[:], w)
 				m.SecurityID = [6]byte(a[:6])
+			} else if d.dict.s2SecurityIDState == slotAssigned {
+				m.SecurityID = d.dict.s2SecurityID
+			} else if d.dict.s2SecurityIDState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s2SecurityIDState {
-				case slotAssigned:
-					m.SecurityID = d.dict.s2SecurityID
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt32 OrderTime, optional, copy
 			if pm&(1<<59) != 0 {
@@ -683,19 +659,16 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				}
 				m.OrderTime = Time(uint32(x))
 				m.HasOrderTime = ok
-			} else {
-				switch d.dict.s7OrderTimeState {
-				case slotAssigned:
-					if t := Time(d.dict.s7OrderTime); uint32(t) != d.dict.s7OrderTime || t < 0 {
-						return off
-					}
-					m.OrderTime = Time(d.dict.s7OrderTime)
-					m.HasOrderTime = true
-				case slotUndefined:
-					m.OrderTime, m.HasOrderTime = 0, false
-				default:
-					m.OrderTime, m.HasOrderTime = 0, false
+			} else if d.dict.s7OrderTimeState == slotAssigned {
+				if t := Time(d.dict.s7OrderTime); uint32(t) != d.dict.s7OrderTime || t < 0 {
+					return off
 				}
+				m.OrderTime = Time(d.dict.s7OrderTime)
+				m.HasOrderTime = true
+			} else if d.dict.s7OrderTimeState == slotUndefined {
+				m.OrderTime, m.HasOrderTime = 0, false
+			} else {
+				m.OrderTime, m.HasOrderTime = 0, false
 			}
 			// string OrderType, mandatory, copy
 			if pm&(1<<58) != 0 {
@@ -707,15 +680,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				c := win[pos&(windowLoads-1)] & 0x7f
 				pos++
 				m.OrderType = c
+			} else if d.dict.s8OrderTypeState == slotAssigned {
+				m.OrderType = d.dict.s8OrderType
+			} else if d.dict.s8OrderTypeState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s8OrderTypeState {
-				case slotAssigned:
-					m.OrderType = d.dict.s8OrderType
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt64 OrderNO, mandatory
 			{
@@ -785,15 +755,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				c := win[pos&(windowLoads-1)] & 0x7f
 				pos++
 				m.OrderBSFlag = c
+			} else if d.dict.s9OrderBSFlagState == slotAssigned {
+				m.OrderBSFlag = d.dict.s9OrderBSFlag
+			} else if d.dict.s9OrderBSFlagState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s9OrderBSFlagState {
-				case slotAssigned:
-					m.OrderBSFlag = d.dict.s9OrderBSFlag
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt64 BizIndex, mandatory, increment
 			if pm&(1<<54) != 0 {
@@ -808,15 +775,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				}
 				pos = e + 1
 				m.BizIndex = x
+			} else if d.dict.s4BizIndexState == slotAssigned {
+				m.BizIndex = d.dict.s4BizIndex + 1
+			} else if d.dict.s4BizIndexState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s4BizIndexState {
-				case slotAssigned:
-					m.BizIndex = d.dict.s4BizIndex + 1
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			if pos > windowStops {
 				return off
@@ -910,15 +874,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 					return off
 				}
 				m.TradeIndex = uint32(x)
+			} else if d.dict.s0TradeIndexState == slotAssigned {
+				m.TradeIndex = d.dict.s0TradeIndex + 1
+			} else if d.dict.s0TradeIndexState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s0TradeIndexState {
-				case slotAssigned:
-					m.TradeIndex = d.dict.s0TradeIndex + 1
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt32 TradeChannel, id 10115, optional, copy
 			if pm&(1<<60) != 0 {
@@ -931,16 +892,13 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				x -= b2u(ok)
 				m.TradeChannel = uint32(x)
 				m.HasTradeChannel = ok
+			} else if d.dict.s1TradeChannelState == slotAssigned {
+				m.TradeChannel = d.dict.s1TradeChannel
+				m.HasTradeChannel = true
+			} else if d.dict.s1TradeChannelState == slotUndefined {
+				m.TradeChannel, m.HasTradeChannel = 0, false
 			} else {
-				switch d.dict.s1TradeChannelState {
-				case slotAssigned:
-					m.TradeChannel = d.dict.s1TradeChannel
-					m.HasTradeChannel = true
-				case slotUndefined:
-					m.TradeChannel, m.HasTradeChannel = 0, false
-				default:
-					m.TradeChannel, m.HasTradeChannel = 0, false
-				}
+				m.TradeChannel, m.HasTradeChannel = 0, false
 			}
 			// string SecurityID, id 48, mandatory, copy
 			if pm&(1<<59) != 0 {
@@ -952,15 +910,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				}
 				binary.LittleEndian.PutUint32(m.SecurityID[0:4], uint32(w))
 				binary.LittleEndian.PutUint16(m.SecurityID[4:6], uint16(w>>32))
+			} else if d.dict.s2SecurityIDState == slotAssigned {
+				m.SecurityID = d.dict.s2SecurityID
+			} else if d.dict.s2SecurityIDState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s2SecurityIDState {
-				case slotAssigned:
-					m.SecurityID = d.dict.s2SecurityID
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt32 TradeTime, id 10013, optional, copy
 			if pm&(1<<58) != 0 {
@@ -976,19 +931,16 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				}
 				m.TradeTime = Time(uint32(x))
 				m.HasTradeTime = ok
-			} else {
-				switch d.dict.s3TradeTimeState {
-				case slotAssigned:
-					if t := Time(d.dict.s3TradeTime); uint32(t) != d.dict.s3TradeTime || t < 0 {
-						return off
-					}
-					m.TradeTime = Time(d.dict.s3TradeTime)
-					m.HasTradeTime = true
-				case slotUndefined:
-					m.TradeTime, m.HasTradeTime = 0, false
-				default:
-					m.TradeTime, m.HasTradeTime = 0, false
+			} else if d.dict.s3TradeTimeState == slotAssigned {
+				if t := Time(d.dict.s3TradeTime); uint32(t) != d.dict.s3TradeTime || t < 0 {
+					return off
 				}
+				m.TradeTime = Time(d.dict.s3TradeTime)
+				m.HasTradeTime = true
+			} else if d.dict.s3TradeTimeState == slotUndefined {
+				m.TradeTime, m.HasTradeTime = 0, false
+			} else {
+				m.TradeTime, m.HasTradeTime = 0, false
 			}
 			// int32 TradePrice, id 10014, optional, default, decimalPlaces="3"
 			if pm&(1<<57) != 0 {
@@ -1078,15 +1030,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				m.BizIndex = x
+			} else if d.dict.s4BizIndexState == slotAssigned {
+				m.BizIndex = d.dict.s4BizIndex + 1
+			} else if d.dict.s4BizIndexState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s4BizIndexState {
-				case slotAssigned:
-					m.BizIndex = d.dict.s4BizIndex + 1
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			if ti > tn {
 				return off
@@ -1110,15 +1059,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 					return off
 				}
 				m.OrderIndex = uint32(x)
+			} else if d.dict.s5OrderIndexState == slotAssigned {
+				m.OrderIndex = d.dict.s5OrderIndex + 1
+			} else if d.dict.s5OrderIndexState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s5OrderIndexState {
-				case slotAssigned:
-					m.OrderIndex = d.dict.s5OrderIndex + 1
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt32 OrderChannel, optional, copy
 			if pm&(1<<61) != 0 {
@@ -1131,16 +1077,13 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				x -= b2u(ok)
 				m.OrderChannel = uint32(x)
 				m.HasOrderChannel = ok
+			} else if d.dict.s6OrderChannelState == slotAssigned {
+				m.OrderChannel = d.dict.s6OrderChannel
+				m.HasOrderChannel = true
+			} else if d.dict.s6OrderChannelState == slotUndefined {
+				m.OrderChannel, m.HasOrderChannel = 0, false
 			} else {
-				switch d.dict.s6OrderChannelState {
-				case slotAssigned:
-					m.OrderChannel = d.dict.s6OrderChannel
-					m.HasOrderChannel = true
-				case slotUndefined:
-					m.OrderChannel, m.HasOrderChannel = 0, false
-				default:
-					m.OrderChannel, m.HasOrderChannel = 0, false
-				}
+				m.OrderChannel, m.HasOrderChannel = 0, false
 			}
 			// string SecurityID, id 48, mandatory, copy
 			if pm&(1<<60) != 0 {
@@ -1152,15 +1095,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				}
 				binary.LittleEndian.PutUint32(m.SecurityID[0:4], uint32(w))
 				binary.LittleEndian.PutUint16(m.SecurityID[4:6], uint16(w>>32))
+			} else if d.dict.s2SecurityIDState == slotAssigned {
+				m.SecurityID = d.dict.s2SecurityID
+			} else if d.dict.s2SecurityIDState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s2SecurityIDState {
-				case slotAssigned:
-					m.SecurityID = d.dict.s2SecurityID
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt32 OrderTime, optional, copy
 			if pm&(1<<59) != 0 {
@@ -1176,19 +1116,16 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				}
 				m.OrderTime = Time(uint32(x))
 				m.HasOrderTime = ok
-			} else {
-				switch d.dict.s7OrderTimeState {
-				case slotAssigned:
-					if t := Time(d.dict.s7OrderTime); uint32(t) != d.dict.s7OrderTime || t < 0 {
-						return off
-					}
-					m.OrderTime = Time(d.dict.s7OrderTime)
-					m.HasOrderTime = true
-				case slotUndefined:
-					m.OrderTime, m.HasOrderTime = 0, false
-				default:
-					m.OrderTime, m.HasOrderTime = 0, false
+			} else if d.dict.s7OrderTimeState == slotAssigned {
+				if t := Time(d.dict.s7OrderTime); uint32(t) != d.dict.s7OrderTime || t < 0 {
+					return off
 				}
+				m.OrderTime = Time(d.dict.s7OrderTime)
+				m.HasOrderTime = true
+			} else if d.dict.s7OrderTimeState == slotUndefined {
+				m.OrderTime, m.HasOrderTime = 0, false
+			} else {
+				m.OrderTime, m.HasOrderTime = 0, false
 			}
 			// string OrderType, mandatory, copy
 			if pm&(1<<58) != 0 {
@@ -1198,15 +1135,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				c := byte(d.tok.Value[ti&tokMask])
 				ti++
 				m.OrderType = c
+			} else if d.dict.s8OrderTypeState == slotAssigned {
+				m.OrderType = d.dict.s8OrderType
+			} else if d.dict.s8OrderTypeState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s8OrderTypeState {
-				case slotAssigned:
-					m.OrderType = d.dict.s8OrderType
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt64 OrderNO, mandatory
 			{
@@ -1253,30 +1187,24 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				c := byte(d.tok.Value[ti&tokMask])
 				ti++
 				m.OrderBSFlag = c
+			} else if d.dict.s9OrderBSFlagState == slotAssigned {
+				m.OrderBSFlag = d.dict.s9OrderBSFlag
+			} else if d.dict.s9OrderBSFlagState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s9OrderBSFlagState {
-				case slotAssigned:
-					m.OrderBSFlag = d.dict.s9OrderBSFlag
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt64 BizIndex, mandatory, increment
 			if pm&(1<<54) != 0 {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				m.BizIndex = x
+			} else if d.dict.s4BizIndexState == slotAssigned {
+				m.BizIndex = d.dict.s4BizIndex + 1
+			} else if d.dict.s4BizIndexState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s4BizIndexState {
-				case slotAssigned:
-					m.BizIndex = d.dict.s4BizIndex + 1
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			if ti > tn {
 				return off

@@ -197,16 +197,16 @@ func (g *generator) emitFastFields(t *template, read func(*field) string, overru
 			// takes the read value unconditionally, with no branch.
 			set(read(f))
 			present("ok")
-			g.p("} else {")
-			g.p("switch %sState {", sl)
-			g.p("case slotAssigned:")
+			// The usual case (an assigned slot) is tested first, with one
+			// compare; a switch would test its cases in value order.
+			g.p("} else if %sState == slotAssigned {", sl)
 			if op.Kind == fast.OpIncrement {
 				set(sl + "+1")
 			} else {
 				set(sl)
 			}
 			present("true")
-			g.p("case slotUndefined:")
+			g.p("} else if %sState == slotUndefined {", sl)
 			switch {
 			case f.init != "":
 				set(f.init)
@@ -216,13 +216,12 @@ func (g *generator) emitFastFields(t *template, read func(*field) string, overru
 			default:
 				g.p("return off // D5")
 			}
-			g.p("default:")
+			g.p("} else {")
 			if f.f.Optional {
 				absent()
 			} else {
 				g.p("return off // D6")
 			}
-			g.p("}")
 			g.p("}")
 		}
 	}

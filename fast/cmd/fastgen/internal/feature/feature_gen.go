@@ -475,15 +475,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				}
 				pos = e + 1
 				m.U32Copy = uint32(x)
+			} else if d.dict.s0U32CopyState == slotAssigned {
+				m.U32Copy = d.dict.s0U32Copy
+			} else if d.dict.s0U32CopyState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s0U32CopyState {
-				case slotAssigned:
-					m.U32Copy = d.dict.s0U32Copy
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt32 U32CopyInit, mandatory, copy "100"
 			if pm&(1<<57) != 0 {
@@ -498,15 +495,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				}
 				pos = e + 1
 				m.U32CopyInit = uint32(x)
+			} else if d.dict.s1U32CopyInitState == slotAssigned {
+				m.U32CopyInit = d.dict.s1U32CopyInit
+			} else if d.dict.s1U32CopyInitState == slotUndefined {
+				m.U32CopyInit = 100
 			} else {
-				switch d.dict.s1U32CopyInitState {
-				case slotAssigned:
-					m.U32CopyInit = d.dict.s1U32CopyInit
-				case slotUndefined:
-					m.U32CopyInit = 100
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// int32 I32OptCopy, optional, copy
 			if pm&(1<<56) != 0 {
@@ -525,16 +519,13 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				y -= int64(uint64(-y) >> 63) // one down when positive
 				m.I32OptCopy = int32(y)
 				m.HasI32OptCopy = ok
+			} else if d.dict.s2I32OptCopyState == slotAssigned {
+				m.I32OptCopy = d.dict.s2I32OptCopy
+				m.HasI32OptCopy = true
+			} else if d.dict.s2I32OptCopyState == slotUndefined {
+				m.I32OptCopy, m.HasI32OptCopy = 0, false
 			} else {
-				switch d.dict.s2I32OptCopyState {
-				case slotAssigned:
-					m.I32OptCopy = d.dict.s2I32OptCopy
-					m.HasI32OptCopy = true
-				case slotUndefined:
-					m.I32OptCopy, m.HasI32OptCopy = 0, false
-				default:
-					m.I32OptCopy, m.HasI32OptCopy = 0, false
-				}
+				m.I32OptCopy, m.HasI32OptCopy = 0, false
 			}
 			// int64 I64OptCopyInit, optional, copy "-9"
 			if pm&(1<<55) != 0 {
@@ -553,17 +544,14 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				y -= int64(uint64(-y) >> 63) // one down when positive
 				m.I64OptCopyInit = y
 				m.HasI64OptCopyInit = ok
+			} else if d.dict.s3I64OptCopyInitState == slotAssigned {
+				m.I64OptCopyInit = d.dict.s3I64OptCopyInit
+				m.HasI64OptCopyInit = true
+			} else if d.dict.s3I64OptCopyInitState == slotUndefined {
+				m.I64OptCopyInit = -9
+				m.HasI64OptCopyInit = true
 			} else {
-				switch d.dict.s3I64OptCopyInitState {
-				case slotAssigned:
-					m.I64OptCopyInit = d.dict.s3I64OptCopyInit
-					m.HasI64OptCopyInit = true
-				case slotUndefined:
-					m.I64OptCopyInit = -9
-					m.HasI64OptCopyInit = true
-				default:
-					m.I64OptCopyInit, m.HasI64OptCopyInit = 0, false
-				}
+				m.I64OptCopyInit, m.HasI64OptCopyInit = 0, false
 			}
 			// uInt64 U64Incr, mandatory, increment
 			if pm&(1<<54) != 0 {
@@ -578,15 +566,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				}
 				pos = e + 1
 				m.U64Incr = x
+			} else if d.dict.s4U64IncrState == slotAssigned {
+				m.U64Incr = d.dict.s4U64Incr + 1
+			} else if d.dict.s4U64IncrState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s4U64IncrState {
-				case slotAssigned:
-					m.U64Incr = d.dict.s4U64Incr + 1
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// int32 I32OptIncr, optional, increment
 			if pm&(1<<53) != 0 {
@@ -605,16 +590,13 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				y -= int64(uint64(-y) >> 63) // one down when positive
 				m.I32OptIncr = int32(y)
 				m.HasI32OptIncr = ok
+			} else if d.dict.s5I32OptIncrState == slotAssigned {
+				m.I32OptIncr = d.dict.s5I32OptIncr + 1
+				m.HasI32OptIncr = true
+			} else if d.dict.s5I32OptIncrState == slotUndefined {
+				m.I32OptIncr, m.HasI32OptIncr = 0, false
 			} else {
-				switch d.dict.s5I32OptIncrState {
-				case slotAssigned:
-					m.I32OptIncr = d.dict.s5I32OptIncr + 1
-					m.HasI32OptIncr = true
-				case slotUndefined:
-					m.I32OptIncr, m.HasI32OptIncr = 0, false
-				default:
-					m.I32OptIncr, m.HasI32OptIncr = 0, false
-				}
+				m.I32OptIncr, m.HasI32OptIncr = 0, false
 			}
 			// uInt32 U32IncrInit, mandatory, increment "4294967295"
 			if pm&(1<<52) != 0 {
@@ -629,15 +611,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				}
 				pos = e + 1
 				m.U32IncrInit = uint32(x)
+			} else if d.dict.s6U32IncrInitState == slotAssigned {
+				m.U32IncrInit = d.dict.s6U32IncrInit + 1
+			} else if d.dict.s6U32IncrInitState == slotUndefined {
+				m.U32IncrInit = 4294967295
 			} else {
-				switch d.dict.s6U32IncrInitState {
-				case slotAssigned:
-					m.U32IncrInit = d.dict.s6U32IncrInit + 1
-				case slotUndefined:
-					m.U32IncrInit = 4294967295
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// int64 I64OptIncrInit, optional, increment "9223372036854775807"
 			if pm&(1<<51) != 0 {
@@ -656,17 +635,14 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				y -= int64(uint64(-y) >> 63) // one down when positive
 				m.I64OptIncrInit = y
 				m.HasI64OptIncrInit = ok
+			} else if d.dict.s7I64OptIncrInitState == slotAssigned {
+				m.I64OptIncrInit = d.dict.s7I64OptIncrInit + 1
+				m.HasI64OptIncrInit = true
+			} else if d.dict.s7I64OptIncrInitState == slotUndefined {
+				m.I64OptIncrInit = 9223372036854775807
+				m.HasI64OptIncrInit = true
 			} else {
-				switch d.dict.s7I64OptIncrInitState {
-				case slotAssigned:
-					m.I64OptIncrInit = d.dict.s7I64OptIncrInit + 1
-					m.HasI64OptIncrInit = true
-				case slotUndefined:
-					m.I64OptIncrInit = 9223372036854775807
-					m.HasI64OptIncrInit = true
-				default:
-					m.I64OptIncrInit, m.HasI64OptIncrInit = 0, false
-				}
+				m.I64OptIncrInit, m.HasI64OptIncrInit = 0, false
 			}
 			// uInt32 PerTemplate, mandatory, copy
 			if pm&(1<<50) != 0 {
@@ -681,15 +657,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				}
 				pos = e + 1
 				m.PerTemplate = uint32(x)
+			} else if d.dict.s8KState == slotAssigned {
+				m.PerTemplate = d.dict.s8K
+			} else if d.dict.s8KState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s8KState {
-				case slotAssigned:
-					m.PerTemplate = d.dict.s8K
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt32 NamedA, mandatory, copy
 			if pm&(1<<49) != 0 {
@@ -704,15 +677,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				}
 				pos = e + 1
 				m.NamedA = uint32(x)
+			} else if d.dict.s9XState == slotAssigned {
+				m.NamedA = d.dict.s9X
+			} else if d.dict.s9XState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s9XState {
-				case slotAssigned:
-					m.NamedA = d.dict.s9X
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// int64 Wide, optional, copy
 			if pm&(1<<48) != 0 {
@@ -734,19 +704,16 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				}
 				m.Wide = Narrow(y)
 				m.HasWide = ok
-			} else {
-				switch d.dict.s10WideState {
-				case slotAssigned:
-					if t := Narrow(d.dict.s10Wide); int64(t) != d.dict.s10Wide || ^Narrow(0) > 0 && d.dict.s10Wide < 0 {
-						return off
-					}
-					m.Wide = Narrow(d.dict.s10Wide)
-					m.HasWide = true
-				case slotUndefined:
-					m.Wide, m.HasWide = 0, false
-				default:
-					m.Wide, m.HasWide = 0, false
+			} else if d.dict.s10WideState == slotAssigned {
+				if t := Narrow(d.dict.s10Wide); int64(t) != d.dict.s10Wide || ^Narrow(0) > 0 && d.dict.s10Wide < 0 {
+					return off
 				}
+				m.Wide = Narrow(d.dict.s10Wide)
+				m.HasWide = true
+			} else if d.dict.s10WideState == slotUndefined {
+				m.Wide, m.HasWide = 0, false
+			} else {
+				m.Wide, m.HasWide = 0, false
 			}
 			if pos > windowStops {
 				return off
@@ -856,15 +823,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				var a [8]byte
 				binary.LittleEndian.PutUint64(a[:], w)
 				m.S2Copy = [2]byte(a[:2])
+			} else if d.dict.s11S2CopyState == slotAssigned {
+				m.S2Copy = d.dict.s11S2Copy
+			} else if d.dict.s11S2CopyState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s11S2CopyState {
-				case slotAssigned:
-					m.S2Copy = d.dict.s11S2Copy
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// string S2OptCopyInit, optional, copy "zz"
 			if pm&(1<<57) != 0 {
@@ -880,17 +844,14 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				ok := w != 0
 				m.S2OptCopyInit = [2]byte(a[:2])
 				m.HasS2OptCopyInit = ok
+			} else if d.dict.s12S2OptCopyInitState == slotAssigned {
+				m.S2OptCopyInit = d.dict.s12S2OptCopyInit
+				m.HasS2OptCopyInit = true
+			} else if d.dict.s12S2OptCopyInitState == slotUndefined {
+				m.S2OptCopyInit = [2]byte{'z', 'z'}
+				m.HasS2OptCopyInit = true
 			} else {
-				switch d.dict.s12S2OptCopyInitState {
-				case slotAssigned:
-					m.S2OptCopyInit = d.dict.s12S2OptCopyInit
-					m.HasS2OptCopyInit = true
-				case slotUndefined:
-					m.S2OptCopyInit = [2]byte{'z', 'z'}
-					m.HasS2OptCopyInit = true
-				default:
-					m.S2OptCopyInit, m.HasS2OptCopyInit = [2]byte{}, false
-				}
+				m.S2OptCopyInit, m.HasS2OptCopyInit = [2]byte{}, false
 			}
 			// string S1OptCopy, optional, copy
 			if pm&(1<<56) != 0 {
@@ -904,16 +865,13 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				ok := c != 0
 				m.S1OptCopy = c
 				m.HasS1OptCopy = ok
+			} else if d.dict.s13S1OptCopyState == slotAssigned {
+				m.S1OptCopy = d.dict.s13S1OptCopy
+				m.HasS1OptCopy = true
+			} else if d.dict.s13S1OptCopyState == slotUndefined {
+				m.S1OptCopy, m.HasS1OptCopy = 0, false
 			} else {
-				switch d.dict.s13S1OptCopyState {
-				case slotAssigned:
-					m.S1OptCopy = d.dict.s13S1OptCopy
-					m.HasS1OptCopy = true
-				case slotUndefined:
-					m.S1OptCopy, m.HasS1OptCopy = 0, false
-				default:
-					m.S1OptCopy, m.HasS1OptCopy = 0, false
-				}
+				m.S1OptCopy, m.HasS1OptCopy = 0, false
 			}
 			// uInt32 PerTemplate, mandatory, copy
 			if pm&(1<<55) != 0 {
@@ -928,15 +886,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				}
 				pos = e + 1
 				m.PerTemplate = uint32(x)
+			} else if d.dict.s14KState == slotAssigned {
+				m.PerTemplate = d.dict.s14K
+			} else if d.dict.s14KState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s14KState {
-				case slotAssigned:
-					m.PerTemplate = d.dict.s14K
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt32 NamedB, mandatory, copy
 			if pm&(1<<54) != 0 {
@@ -951,15 +906,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				}
 				pos = e + 1
 				m.NamedB = uint32(x)
+			} else if d.dict.s9XState == slotAssigned {
+				m.NamedB = d.dict.s9X
+			} else if d.dict.s9XState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s9XState {
-				case slotAssigned:
-					m.NamedB = d.dict.s9X
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt32 U32Copy, mandatory, copy
 			if pm&(1<<53) != 0 {
@@ -974,15 +926,12 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				}
 				pos = e + 1
 				m.U32Copy = uint32(x)
+			} else if d.dict.s0U32CopyState == slotAssigned {
+				m.U32Copy = d.dict.s0U32Copy
+			} else if d.dict.s0U32CopyState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s0U32CopyState {
-				case slotAssigned:
-					m.U32Copy = d.dict.s0U32Copy
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			if pos > windowStops {
 				return off
@@ -1139,15 +1088,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 					return off
 				}
 				m.U32Copy = uint32(x)
+			} else if d.dict.s0U32CopyState == slotAssigned {
+				m.U32Copy = d.dict.s0U32Copy
+			} else if d.dict.s0U32CopyState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s0U32CopyState {
-				case slotAssigned:
-					m.U32Copy = d.dict.s0U32Copy
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt32 U32CopyInit, mandatory, copy "100"
 			if pm&(1<<57) != 0 {
@@ -1157,15 +1103,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 					return off
 				}
 				m.U32CopyInit = uint32(x)
+			} else if d.dict.s1U32CopyInitState == slotAssigned {
+				m.U32CopyInit = d.dict.s1U32CopyInit
+			} else if d.dict.s1U32CopyInitState == slotUndefined {
+				m.U32CopyInit = 100
 			} else {
-				switch d.dict.s1U32CopyInitState {
-				case slotAssigned:
-					m.U32CopyInit = d.dict.s1U32CopyInit
-				case slotUndefined:
-					m.U32CopyInit = 100
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// int32 I32OptCopy, optional, copy
 			if pm&(1<<56) != 0 {
@@ -1179,16 +1122,13 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				y -= int64(uint64(-y) >> 63) // one down when positive
 				m.I32OptCopy = int32(y)
 				m.HasI32OptCopy = ok
+			} else if d.dict.s2I32OptCopyState == slotAssigned {
+				m.I32OptCopy = d.dict.s2I32OptCopy
+				m.HasI32OptCopy = true
+			} else if d.dict.s2I32OptCopyState == slotUndefined {
+				m.I32OptCopy, m.HasI32OptCopy = 0, false
 			} else {
-				switch d.dict.s2I32OptCopyState {
-				case slotAssigned:
-					m.I32OptCopy = d.dict.s2I32OptCopy
-					m.HasI32OptCopy = true
-				case slotUndefined:
-					m.I32OptCopy, m.HasI32OptCopy = 0, false
-				default:
-					m.I32OptCopy, m.HasI32OptCopy = 0, false
-				}
+				m.I32OptCopy, m.HasI32OptCopy = 0, false
 			}
 			// int64 I64OptCopyInit, optional, copy "-9"
 			if pm&(1<<55) != 0 {
@@ -1199,32 +1139,26 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				y -= int64(uint64(-y) >> 63) // one down when positive
 				m.I64OptCopyInit = y
 				m.HasI64OptCopyInit = ok
+			} else if d.dict.s3I64OptCopyInitState == slotAssigned {
+				m.I64OptCopyInit = d.dict.s3I64OptCopyInit
+				m.HasI64OptCopyInit = true
+			} else if d.dict.s3I64OptCopyInitState == slotUndefined {
+				m.I64OptCopyInit = -9
+				m.HasI64OptCopyInit = true
 			} else {
-				switch d.dict.s3I64OptCopyInitState {
-				case slotAssigned:
-					m.I64OptCopyInit = d.dict.s3I64OptCopyInit
-					m.HasI64OptCopyInit = true
-				case slotUndefined:
-					m.I64OptCopyInit = -9
-					m.HasI64OptCopyInit = true
-				default:
-					m.I64OptCopyInit, m.HasI64OptCopyInit = 0, false
-				}
+				m.I64OptCopyInit, m.HasI64OptCopyInit = 0, false
 			}
 			// uInt64 U64Incr, mandatory, increment
 			if pm&(1<<54) != 0 {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				m.U64Incr = x
+			} else if d.dict.s4U64IncrState == slotAssigned {
+				m.U64Incr = d.dict.s4U64Incr + 1
+			} else if d.dict.s4U64IncrState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s4U64IncrState {
-				case slotAssigned:
-					m.U64Incr = d.dict.s4U64Incr + 1
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// int32 I32OptIncr, optional, increment
 			if pm&(1<<53) != 0 {
@@ -1238,16 +1172,13 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				y -= int64(uint64(-y) >> 63) // one down when positive
 				m.I32OptIncr = int32(y)
 				m.HasI32OptIncr = ok
+			} else if d.dict.s5I32OptIncrState == slotAssigned {
+				m.I32OptIncr = d.dict.s5I32OptIncr + 1
+				m.HasI32OptIncr = true
+			} else if d.dict.s5I32OptIncrState == slotUndefined {
+				m.I32OptIncr, m.HasI32OptIncr = 0, false
 			} else {
-				switch d.dict.s5I32OptIncrState {
-				case slotAssigned:
-					m.I32OptIncr = d.dict.s5I32OptIncr + 1
-					m.HasI32OptIncr = true
-				case slotUndefined:
-					m.I32OptIncr, m.HasI32OptIncr = 0, false
-				default:
-					m.I32OptIncr, m.HasI32OptIncr = 0, false
-				}
+				m.I32OptIncr, m.HasI32OptIncr = 0, false
 			}
 			// uInt32 U32IncrInit, mandatory, increment "4294967295"
 			if pm&(1<<52) != 0 {
@@ -1257,15 +1188,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 					return off
 				}
 				m.U32IncrInit = uint32(x)
+			} else if d.dict.s6U32IncrInitState == slotAssigned {
+				m.U32IncrInit = d.dict.s6U32IncrInit + 1
+			} else if d.dict.s6U32IncrInitState == slotUndefined {
+				m.U32IncrInit = 4294967295
 			} else {
-				switch d.dict.s6U32IncrInitState {
-				case slotAssigned:
-					m.U32IncrInit = d.dict.s6U32IncrInit + 1
-				case slotUndefined:
-					m.U32IncrInit = 4294967295
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// int64 I64OptIncrInit, optional, increment "9223372036854775807"
 			if pm&(1<<51) != 0 {
@@ -1276,17 +1204,14 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				y -= int64(uint64(-y) >> 63) // one down when positive
 				m.I64OptIncrInit = y
 				m.HasI64OptIncrInit = ok
+			} else if d.dict.s7I64OptIncrInitState == slotAssigned {
+				m.I64OptIncrInit = d.dict.s7I64OptIncrInit + 1
+				m.HasI64OptIncrInit = true
+			} else if d.dict.s7I64OptIncrInitState == slotUndefined {
+				m.I64OptIncrInit = 9223372036854775807
+				m.HasI64OptIncrInit = true
 			} else {
-				switch d.dict.s7I64OptIncrInitState {
-				case slotAssigned:
-					m.I64OptIncrInit = d.dict.s7I64OptIncrInit + 1
-					m.HasI64OptIncrInit = true
-				case slotUndefined:
-					m.I64OptIncrInit = 9223372036854775807
-					m.HasI64OptIncrInit = true
-				default:
-					m.I64OptIncrInit, m.HasI64OptIncrInit = 0, false
-				}
+				m.I64OptIncrInit, m.HasI64OptIncrInit = 0, false
 			}
 			// uInt32 PerTemplate, mandatory, copy
 			if pm&(1<<50) != 0 {
@@ -1296,15 +1221,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 					return off
 				}
 				m.PerTemplate = uint32(x)
+			} else if d.dict.s8KState == slotAssigned {
+				m.PerTemplate = d.dict.s8K
+			} else if d.dict.s8KState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s8KState {
-				case slotAssigned:
-					m.PerTemplate = d.dict.s8K
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt32 NamedA, mandatory, copy
 			if pm&(1<<49) != 0 {
@@ -1314,15 +1236,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 					return off
 				}
 				m.NamedA = uint32(x)
+			} else if d.dict.s9XState == slotAssigned {
+				m.NamedA = d.dict.s9X
+			} else if d.dict.s9XState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s9XState {
-				case slotAssigned:
-					m.NamedA = d.dict.s9X
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// int64 Wide, optional, copy
 			if pm&(1<<48) != 0 {
@@ -1336,19 +1255,16 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				}
 				m.Wide = Narrow(y)
 				m.HasWide = ok
-			} else {
-				switch d.dict.s10WideState {
-				case slotAssigned:
-					if t := Narrow(d.dict.s10Wide); int64(t) != d.dict.s10Wide || ^Narrow(0) > 0 && d.dict.s10Wide < 0 {
-						return off
-					}
-					m.Wide = Narrow(d.dict.s10Wide)
-					m.HasWide = true
-				case slotUndefined:
-					m.Wide, m.HasWide = 0, false
-				default:
-					m.Wide, m.HasWide = 0, false
+			} else if d.dict.s10WideState == slotAssigned {
+				if t := Narrow(d.dict.s10Wide); int64(t) != d.dict.s10Wide || ^Narrow(0) > 0 && d.dict.s10Wide < 0 {
+					return off
 				}
+				m.Wide = Narrow(d.dict.s10Wide)
+				m.HasWide = true
+			} else if d.dict.s10WideState == slotUndefined {
+				m.Wide, m.HasWide = 0, false
+			} else {
+				m.Wide, m.HasWide = 0, false
 			}
 			if ti > tn {
 				return off
@@ -1443,15 +1359,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 					return off
 				}
 				binary.LittleEndian.PutUint16(m.S2Copy[0:2], uint16(w))
+			} else if d.dict.s11S2CopyState == slotAssigned {
+				m.S2Copy = d.dict.s11S2Copy
+			} else if d.dict.s11S2CopyState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s11S2CopyState {
-				case slotAssigned:
-					m.S2Copy = d.dict.s11S2Copy
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// string S2OptCopyInit, optional, copy "zz"
 			if pm&(1<<57) != 0 {
@@ -1464,17 +1377,14 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				binary.LittleEndian.PutUint16(m.S2OptCopyInit[0:2], uint16(w))
 				ok := w != 0
 				m.HasS2OptCopyInit = ok
+			} else if d.dict.s12S2OptCopyInitState == slotAssigned {
+				m.S2OptCopyInit = d.dict.s12S2OptCopyInit
+				m.HasS2OptCopyInit = true
+			} else if d.dict.s12S2OptCopyInitState == slotUndefined {
+				m.S2OptCopyInit = [2]byte{'z', 'z'}
+				m.HasS2OptCopyInit = true
 			} else {
-				switch d.dict.s12S2OptCopyInitState {
-				case slotAssigned:
-					m.S2OptCopyInit = d.dict.s12S2OptCopyInit
-					m.HasS2OptCopyInit = true
-				case slotUndefined:
-					m.S2OptCopyInit = [2]byte{'z', 'z'}
-					m.HasS2OptCopyInit = true
-				default:
-					m.S2OptCopyInit, m.HasS2OptCopyInit = [2]byte{}, false
-				}
+				m.S2OptCopyInit, m.HasS2OptCopyInit = [2]byte{}, false
 			}
 			// string S1OptCopy, optional, copy
 			if pm&(1<<56) != 0 {
@@ -1486,16 +1396,13 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				ok := c != 0
 				m.S1OptCopy = c
 				m.HasS1OptCopy = ok
+			} else if d.dict.s13S1OptCopyState == slotAssigned {
+				m.S1OptCopy = d.dict.s13S1OptCopy
+				m.HasS1OptCopy = true
+			} else if d.dict.s13S1OptCopyState == slotUndefined {
+				m.S1OptCopy, m.HasS1OptCopy = 0, false
 			} else {
-				switch d.dict.s13S1OptCopyState {
-				case slotAssigned:
-					m.S1OptCopy = d.dict.s13S1OptCopy
-					m.HasS1OptCopy = true
-				case slotUndefined:
-					m.S1OptCopy, m.HasS1OptCopy = 0, false
-				default:
-					m.S1OptCopy, m.HasS1OptCopy = 0, false
-				}
+				m.S1OptCopy, m.HasS1OptCopy = 0, false
 			}
 			// uInt32 PerTemplate, mandatory, copy
 			if pm&(1<<55) != 0 {
@@ -1505,15 +1412,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 					return off
 				}
 				m.PerTemplate = uint32(x)
+			} else if d.dict.s14KState == slotAssigned {
+				m.PerTemplate = d.dict.s14K
+			} else if d.dict.s14KState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s14KState {
-				case slotAssigned:
-					m.PerTemplate = d.dict.s14K
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt32 NamedB, mandatory, copy
 			if pm&(1<<54) != 0 {
@@ -1523,15 +1427,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 					return off
 				}
 				m.NamedB = uint32(x)
+			} else if d.dict.s9XState == slotAssigned {
+				m.NamedB = d.dict.s9X
+			} else if d.dict.s9XState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s9XState {
-				case slotAssigned:
-					m.NamedB = d.dict.s9X
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			// uInt32 U32Copy, mandatory, copy
 			if pm&(1<<53) != 0 {
@@ -1541,15 +1442,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 					return off
 				}
 				m.U32Copy = uint32(x)
+			} else if d.dict.s0U32CopyState == slotAssigned {
+				m.U32Copy = d.dict.s0U32Copy
+			} else if d.dict.s0U32CopyState == slotUndefined {
+				return off // D5
 			} else {
-				switch d.dict.s0U32CopyState {
-				case slotAssigned:
-					m.U32Copy = d.dict.s0U32Copy
-				case slotUndefined:
-					return off // D5
-				default:
-					return off // D6
-				}
+				return off // D6
 			}
 			if ti > tn {
 				return off
