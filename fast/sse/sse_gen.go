@@ -810,9 +810,10 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 const tokenRecordMax = 14
 
 // decodeTokens decodes the records from b[off] on by the token path, calls
-// the handler for each and returns the offset reached: the end of b, or
-// the start of a record the careful path must decode (the token path
-// changed nothing for it).
+// the handler for each and returns the offset reached: the end of the
+// last token of b, or the start of a record the careful path must decode
+// (the token path changed nothing for it). The loop runs on token indexes:
+// a record's offset is only worked out when the path leaves it (bail).
 func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 	lastPMapByte := windowPMapBytes - 1 // the presence map's last byte at most
 	if d.MaxPMapBytes > 0 && d.MaxPMapBytes < windowPMapBytes {
@@ -821,17 +822,22 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 	ti := d.tokenAt(b, off)
 	tn := d.tokN
 	rescan := rescanAt(tn, d.tokFull)
-	for off < len(b) {
+	rec := ti // the record's first token
+	for {
 		if ti > rescan {
 			var full bool
+			off = d.tokenOffset(ti)
 			tn, full = stopbit.Scan(b, off, &d.tok)
 			d.tokStart, d.tokN, d.tokFull, ti = off, tn, full, 0
 			rescan = rescanAt(tn, full)
 		}
-		d.tokI = ti
+		if ti >= tn {
+			break // every token of b decoded (bytes after the last one are no token)
+		}
+		rec = ti
 		k := int(d.tok.Len[ti&tokMask]) // the presence map's length
 		if k-1 > lastPMapByte {
-			return off
+			goto bail
 		}
 		// The presence map's bits from the top bit of pm down.
 		pm := d.tok.Value[ti&tokMask] << (uint(64-7*k) & 63)
@@ -841,11 +847,11 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			x := d.tok.Value[ti&tokMask]
 			ti++
 			if x > 0xffffffff {
-				return off
+				goto bail
 			}
 			tid = uint32(x)
 		} else if d.dict.tidState != slotAssigned {
-			return off
+			goto bail
 		}
 		switch tid {
 		case TradeTemplateID:
@@ -857,7 +863,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				y := int64(d.tok.Value[ti&tokMask] ^ s - s)
 				ti++
 				if uint64(y+0x80000000) > 0x100000000 {
-					return off
+					goto bail
 				}
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
@@ -871,22 +877,22 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
-					return off
+					goto bail
 				}
 				m.TradeIndex = uint32(x)
 			} else if d.dict.s0TradeIndexState == slotAssigned {
 				m.TradeIndex = d.dict.s0TradeIndex + 1
 			} else if d.dict.s0TradeIndexState == slotUndefined {
-				return off // D5
+				goto bail // D5
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			// uInt32 TradeChannel, id 10115, optional, copy
 			if pm&(1<<60) != 0 {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0x100000000 {
-					return off
+					goto bail
 				}
 				ok := x != 0
 				x -= b2u(ok)
@@ -906,34 +912,34 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
 				ti++
 				if k > 6 || w&0xff == 0 && k != 1 {
-					return off
+					goto bail
 				}
 				binary.LittleEndian.PutUint32(m.SecurityID[0:4], uint32(w))
 				binary.LittleEndian.PutUint16(m.SecurityID[4:6], uint16(w>>32))
 			} else if d.dict.s2SecurityIDState == slotAssigned {
 				m.SecurityID = d.dict.s2SecurityID
 			} else if d.dict.s2SecurityIDState == slotUndefined {
-				return off // D5
+				goto bail // D5
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			// uInt32 TradeTime, id 10013, optional, copy
 			if pm&(1<<58) != 0 {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0x100000000 {
-					return off
+					goto bail
 				}
 				ok := x != 0
 				x -= b2u(ok)
 				if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
-					return off
+					goto bail
 				}
 				m.TradeTime = Time(uint32(x))
 				m.HasTradeTime = ok
 			} else if d.dict.s3TradeTimeState == slotAssigned {
 				if t := Time(d.dict.s3TradeTime); uint32(t) != d.dict.s3TradeTime || t < 0 {
-					return off
+					goto bail
 				}
 				m.TradeTime = Time(d.dict.s3TradeTime)
 				m.HasTradeTime = true
@@ -948,12 +954,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				y := int64(d.tok.Value[ti&tokMask] ^ s - s)
 				ti++
 				if uint64(y+0x80000000) > 0x100000000 {
-					return off
+					goto bail
 				}
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
 				if t := Price(int32(y)); int32(t) != int32(y) || ^Price(0) > 0 && int32(y) < 0 {
-					return off
+					goto bail
 				}
 				m.TradePrice = Price(int32(y))
 				m.HasTradePrice = ok
@@ -968,7 +974,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
 				if t := Qty(y); int64(t) != y || ^Qty(0) > 0 && y < 0 {
-					return off
+					goto bail
 				}
 				m.TradeQty = Qty(y)
 				m.HasTradeQty = ok
@@ -983,7 +989,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
 				if t := Money(y); int64(t) != y || ^Money(0) > 0 && y < 0 {
-					return off
+					goto bail
 				}
 				m.TradeMoney = Money(y)
 				m.HasTradeMoney = ok
@@ -1015,7 +1021,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string TradeBSFlag, optional, default
 			if pm&(1<<52) != 0 {
 				if d.tok.Len[ti&tokMask] != 1 {
-					return off
+					goto bail
 				}
 				c := byte(d.tok.Value[ti&tokMask])
 				ti++
@@ -1033,12 +1039,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			} else if d.dict.s4BizIndexState == slotAssigned {
 				m.BizIndex = d.dict.s4BizIndex + 1
 			} else if d.dict.s4BizIndexState == slotUndefined {
-				return off // D5
+				goto bail // D5
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			if ti > tn {
-				return off
+				goto bail
 			}
 			d.dict.s0TradeIndex, d.dict.s0TradeIndexState = m.TradeIndex, slotAssigned
 			d.dict.s1TradeChannel, d.dict.s1TradeChannelState = m.TradeChannel, slotEmpty-uint8(b2u(m.HasTradeChannel))
@@ -1056,22 +1062,22 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
-					return off
+					goto bail
 				}
 				m.OrderIndex = uint32(x)
 			} else if d.dict.s5OrderIndexState == slotAssigned {
 				m.OrderIndex = d.dict.s5OrderIndex + 1
 			} else if d.dict.s5OrderIndexState == slotUndefined {
-				return off // D5
+				goto bail // D5
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			// uInt32 OrderChannel, optional, copy
 			if pm&(1<<61) != 0 {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0x100000000 {
-					return off
+					goto bail
 				}
 				ok := x != 0
 				x -= b2u(ok)
@@ -1091,34 +1097,34 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
 				ti++
 				if k > 6 || w&0xff == 0 && k != 1 {
-					return off
+					goto bail
 				}
 				binary.LittleEndian.PutUint32(m.SecurityID[0:4], uint32(w))
 				binary.LittleEndian.PutUint16(m.SecurityID[4:6], uint16(w>>32))
 			} else if d.dict.s2SecurityIDState == slotAssigned {
 				m.SecurityID = d.dict.s2SecurityID
 			} else if d.dict.s2SecurityIDState == slotUndefined {
-				return off // D5
+				goto bail // D5
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			// uInt32 OrderTime, optional, copy
 			if pm&(1<<59) != 0 {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0x100000000 {
-					return off
+					goto bail
 				}
 				ok := x != 0
 				x -= b2u(ok)
 				if t := Time(uint32(x)); uint32(t) != uint32(x) || t < 0 {
-					return off
+					goto bail
 				}
 				m.OrderTime = Time(uint32(x))
 				m.HasOrderTime = ok
 			} else if d.dict.s7OrderTimeState == slotAssigned {
 				if t := Time(d.dict.s7OrderTime); uint32(t) != d.dict.s7OrderTime || t < 0 {
-					return off
+					goto bail
 				}
 				m.OrderTime = Time(d.dict.s7OrderTime)
 				m.HasOrderTime = true
@@ -1130,7 +1136,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string OrderType, mandatory, copy
 			if pm&(1<<58) != 0 {
 				if d.tok.Len[ti&tokMask] != 1 {
-					return off
+					goto bail
 				}
 				c := byte(d.tok.Value[ti&tokMask])
 				ti++
@@ -1138,9 +1144,9 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			} else if d.dict.s8OrderTypeState == slotAssigned {
 				m.OrderType = d.dict.s8OrderType
 			} else if d.dict.s8OrderTypeState == slotUndefined {
-				return off // D5
+				goto bail // D5
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			// uInt64 OrderNO, mandatory
 			{
@@ -1153,12 +1159,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0x100000000 {
-					return off
+					goto bail
 				}
 				ok := x != 0
 				x -= b2u(ok)
 				if t := Price(uint32(x)); uint32(t) != uint32(x) || t < 0 {
-					return off
+					goto bail
 				}
 				m.OrderPrice = Price(uint32(x))
 				m.HasOrderPrice = ok
@@ -1172,7 +1178,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				ok := x != 0
 				x -= b2u(ok)
 				if t := Qty(x); uint64(t) != x || t < 0 {
-					return off
+					goto bail
 				}
 				m.Balance = Qty(x)
 				m.HasBalance = ok
@@ -1182,7 +1188,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string OrderBSFlag, mandatory, copy
 			if pm&(1<<55) != 0 {
 				if d.tok.Len[ti&tokMask] != 1 {
-					return off
+					goto bail
 				}
 				c := byte(d.tok.Value[ti&tokMask])
 				ti++
@@ -1190,9 +1196,9 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			} else if d.dict.s9OrderBSFlagState == slotAssigned {
 				m.OrderBSFlag = d.dict.s9OrderBSFlag
 			} else if d.dict.s9OrderBSFlagState == slotUndefined {
-				return off // D5
+				goto bail // D5
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			// uInt64 BizIndex, mandatory, increment
 			if pm&(1<<54) != 0 {
@@ -1202,12 +1208,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			} else if d.dict.s4BizIndexState == slotAssigned {
 				m.BizIndex = d.dict.s4BizIndex + 1
 			} else if d.dict.s4BizIndexState == slotUndefined {
-				return off // D5
+				goto bail // D5
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			if ti > tn {
-				return off
+				goto bail
 			}
 			d.dict.s5OrderIndex, d.dict.s5OrderIndexState = m.OrderIndex, slotAssigned
 			d.dict.s6OrderChannel, d.dict.s6OrderChannelState = m.OrderChannel, slotEmpty-uint8(b2u(m.HasOrderChannel))
@@ -1220,11 +1226,14 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			d.nOrder++
 			h.OnOrder(m)
 		default:
-			return off
+			goto bail
 		}
-		off = int(d.tok.End[(ti-1)&tokMask]) + 1
 	}
-	return off
+	d.tokI = ti
+	return d.tokenOffset(ti)
+bail:
+	d.tokI = rec
+	return d.tokenOffset(rec)
 }
 
 func (d *Decoder) decodeTrade(b []byte, start, off int, pm, pmLo uint64, m *Trade) (int, error) {
@@ -2395,6 +2404,15 @@ var tokenSign = [256]uint64{1: 1 << 6, 2: 1 << 13, 3: 1 << 20, 4: 1 << 27, 5: 1 
 // that moves k bytes to the top of a word: a multiplication by a table
 // entry instead of a variable shift, as for tokenSign.
 var tokenText = [256]uint64{1: 1 << 56, 2: 1 << 48, 3: 1 << 40, 4: 1 << 32, 5: 1 << 24, 6: 1 << 16, 7: 1 << 8, 8: 1}
+
+// tokenOffset returns the offset in the scanned buffer of token i's first
+// byte (i at most tokN).
+func (d *Decoder) tokenOffset(i int) int {
+	if i == 0 {
+		return d.tokStart
+	}
+	return int(d.tok.End[(i-1)&tokMask]) + 1
+}
 
 // rescanAt returns the token index past which the token path scans again
 // before a record: when Scan stopped for room (full), the batch may not

@@ -52,9 +52,10 @@ func (g *generator) emitTokenDispatch() {
 	g.p("const tokenRecordMax = %d", g.tokenRecordMax())
 	g.p("")
 	g.p("// decodeTokens decodes the records from b[off] on by the token path, calls")
-	g.p("// the handler for each and returns the offset reached: the end of b, or")
-	g.p("// the start of a record the careful path must decode (the token path")
-	g.p("// changed nothing for it).")
+	g.p("// the handler for each and returns the offset reached: the end of the")
+	g.p("// last token of b, or the start of a record the careful path must decode")
+	g.p("// (the token path changed nothing for it). The loop runs on token indexes:")
+	g.p("// a record's offset is only worked out when the path leaves it (bail).")
 	g.p("func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {")
 	g.p("lastPMapByte := windowPMapBytes - 1 // the presence map's last byte at most")
 	g.p("if d.MaxPMapBytes > 0 && d.MaxPMapBytes < windowPMapBytes {")
@@ -63,17 +64,22 @@ func (g *generator) emitTokenDispatch() {
 	g.p("ti := d.tokenAt(b, off)")
 	g.p("tn := d.tokN")
 	g.p("rescan := rescanAt(tn, d.tokFull)")
-	g.p("for off < len(b) {")
+	g.p("rec := ti // the record's first token")
+	g.p("for {")
 	g.p("if ti > rescan {")
 	g.p("var full bool")
+	g.p("off = d.tokenOffset(ti)")
 	g.p("tn, full = stopbit.Scan(b, off, &d.tok)")
 	g.p("d.tokStart, d.tokN, d.tokFull, ti = off, tn, full, 0")
 	g.p("rescan = rescanAt(tn, full)")
 	g.p("}")
-	g.p("d.tokI = ti")
+	g.p("if ti >= tn {")
+	g.p("break // every token of b decoded (bytes after the last one are no token)")
+	g.p("}")
+	g.p("rec = ti")
 	g.p("k := int(d.tok.Len[ti&tokMask]) // the presence map's length")
 	g.p("if k-1 > lastPMapByte {")
-	g.p("return off")
+	g.p("goto bail")
 	g.p("}")
 	g.p("// The presence map's bits from the top bit of pm down.")
 	g.p("pm := d.tok.Value[ti&tokMask] << (uint(64-7*k) & 63)")
@@ -83,11 +89,11 @@ func (g *generator) emitTokenDispatch() {
 	g.p("x := d.tok.Value[ti&tokMask]")
 	g.p("ti++")
 	g.p("if x > 0xffffffff {")
-	g.p("return off")
+	g.p("goto bail")
 	g.p("}")
 	g.p("tid = uint32(x)")
 	g.p("} else if d.dict.tidState != slotAssigned {")
-	g.p("return off")
+	g.p("goto bail")
 	g.p("}")
 	g.p("switch tid {")
 	for _, t := range g.templates {
@@ -97,24 +103,27 @@ func (g *generator) emitTokenDispatch() {
 		g.p("case %sTemplateID:", t.goName)
 		// A token index past tn read a stale entry: some value was not
 		// in the batch.
-		g.emitFastFields(t, g.tokenRead, "ti > tn")
+		g.emitFastFields(t, g.tokenRead, "ti > tn", "goto bail")
 		g.p("d.dict.tid, d.dict.tidState = tid, slotAssigned")
 		g.p("d.n%s++", t.goName)
 		g.p("h.On%s(m)", t.goName)
 	}
 	g.p("default:")
-	g.p("return off")
+	g.p("goto bail")
 	g.p("}")
-	g.p("off = int(d.tok.End[(ti-1)&tokMask]) + 1")
 	g.p("}")
-	g.p("return off")
+	g.p("d.tokI = ti")
+	g.p("return d.tokenOffset(ti)")
+	g.p("bail:")
+	g.p("d.tokI = rec")
+	g.p("return d.tokenOffset(rec)")
 	g.p("}")
 	g.p("")
 }
 
 // tokenRead emits the read of the field in the next token and returns the
 // expression of its wire value; ok is set for an optional field. The code
-// returns off on what the token path does not handle: a value out of range
+// bails out (goto bail) on what the token path does not handle: a value out of range
 // or a string too long or starting with NUL (the kernel leaves values of
 // more than 8 bytes out of the batch).
 func (g *generator) tokenRead(f *field) string {
@@ -122,7 +131,7 @@ func (g *generator) tokenRead(f *field) string {
 	if f.isASCII() {
 		if f.fixedLen == 1 {
 			g.p("if d.tok.Len[ti&tokMask] != 1 {")
-			g.p("return off")
+			g.p("goto bail")
 			g.p("}")
 			g.p("c := byte(d.tok.Value[ti&tokMask])")
 			g.p("ti++")
@@ -138,7 +147,7 @@ func (g *generator) tokenRead(f *field) string {
 		g.p("w := unpack7(d.tok.Value[ti&tokMask], uint8(k))")
 		g.p("ti++")
 		g.p("if k > %d || w&0xff == 0 && k != 1 {", f.fixedLen)
-		g.p("return off")
+		g.p("goto bail")
 		g.p("}")
 		// Stored in place, in stores as wide as the array allows (an
 		// [8]byte copy would be stored whole and loaded back in parts).
@@ -158,7 +167,7 @@ func (g *generator) tokenRead(f *field) string {
 				limit = "0x100000000" // nullable: one up
 			}
 			g.p("if x > %s {", limit)
-			g.p("return off")
+			g.p("goto bail")
 			g.p("}")
 		}
 		if opt {
@@ -181,7 +190,7 @@ func (g *generator) tokenRead(f *field) string {
 			limit = "0x100000000"
 		}
 		g.p("if uint64(y+0x80000000) > %s {", limit)
-		g.p("return off")
+		g.p("goto bail")
 		g.p("}")
 	}
 	if opt {
@@ -268,6 +277,15 @@ var tokenSign = [256]uint64{1: 1 << 6, 2: 1 << 13, 3: 1 << 20, 4: 1 << 27, 5: 1 
 // that moves k bytes to the top of a word: a multiplication by a table
 // entry instead of a variable shift, as for tokenSign.
 var tokenText = [256]uint64{1: 1 << 56, 2: 1 << 48, 3: 1 << 40, 4: 1 << 32, 5: 1 << 24, 6: 1 << 16, 7: 1 << 8, 8: 1}
+
+// tokenOffset returns the offset in the scanned buffer of token i's first
+// byte (i at most tokN).
+func (d *Decoder) tokenOffset(i int) int {
+	if i == 0 {
+		return d.tokStart
+	}
+	return int(d.tok.End[(i-1)&tokMask]) + 1
+}
 
 // rescanAt returns the token index past which the token path scans again
 // before a record: when Scan stopped for room (full), the batch may not

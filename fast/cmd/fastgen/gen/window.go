@@ -123,18 +123,19 @@ func (g *generator) emitWindowDispatch() {
 func (g *generator) emitWindowDecode(t *template) {
 	// A value not ending in the window has e == windowStops (no stop bit
 	// left): pos is then past windowStops.
-	g.emitFastFields(t, g.windowRead, "pos > windowStops")
+	g.emitFastFields(t, g.windowRead, "pos > windowStops", "return off")
 }
 
 // emitFastFields emits the fields of t for a fast path (window or token):
 // read emits the read of the next value and returns its expression (and
 // sets ok for an optional field), overrun is the condition, checked once
-// after the last field, under which some value was not really there. The
-// code returns off (the record's start) when the careful path must decide.
+// after the last field, under which some value was not really there, and
+// bail the statement leaving the record to the careful path (returning off,
+// the record's start, or jumping to code that does).
 // Fields go straight into m (the careful path rewrites every one of them);
 // the dictionary is only read until the record is known good, then its copy
 // and increment slots are set from m.
-func (g *generator) emitFastFields(t *template, read func(*field) string, overrun string) {
+func (g *generator) emitFastFields(t *template, read func(*field) string, overrun, bail string) {
 	g.p("m := &d.rec%s", t.goName)
 	bit := 0
 	next := func() string {
@@ -150,7 +151,7 @@ func (g *generator) emitFastFields(t *template, read func(*field) string, overru
 			}
 			if f.goType != f.valType && !f.isASCII() {
 				g.p("if t := %s; %s {", conv(f, expr), goTypeMisfit(f, "t", expr))
-				g.p("return off")
+				g.p("%s", bail)
 				g.p("}")
 			}
 			g.p("m.%s = %s", f.goName, conv(f, expr))
@@ -214,19 +215,19 @@ func (g *generator) emitFastFields(t *template, read func(*field) string, overru
 			case f.f.Optional:
 				absent()
 			default:
-				g.p("return off // D5")
+				g.p("%s // D5", bail)
 			}
 			g.p("} else {")
 			if f.f.Optional {
 				absent()
 			} else {
-				g.p("return off // D6")
+				g.p("%s // D6", bail)
 			}
 			g.p("}")
 		}
 	}
 	g.p("if %s {", overrun)
-	g.p("return off")
+	g.p("%s", bail)
 	g.p("}")
 	for _, f := range t.fields {
 		if f.slot == nil {

@@ -960,9 +960,10 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 const tokenRecordMax = 20
 
 // decodeTokens decodes the records from b[off] on by the token path, calls
-// the handler for each and returns the offset reached: the end of b, or
-// the start of a record the careful path must decode (the token path
-// changed nothing for it).
+// the handler for each and returns the offset reached: the end of the
+// last token of b, or the start of a record the careful path must decode
+// (the token path changed nothing for it). The loop runs on token indexes:
+// a record's offset is only worked out when the path leaves it (bail).
 func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 	lastPMapByte := windowPMapBytes - 1 // the presence map's last byte at most
 	if d.MaxPMapBytes > 0 && d.MaxPMapBytes < windowPMapBytes {
@@ -971,17 +972,22 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 	ti := d.tokenAt(b, off)
 	tn := d.tokN
 	rescan := rescanAt(tn, d.tokFull)
-	for off < len(b) {
+	rec := ti // the record's first token
+	for {
 		if ti > rescan {
 			var full bool
+			off = d.tokenOffset(ti)
 			tn, full = stopbit.Scan(b, off, &d.tok)
 			d.tokStart, d.tokN, d.tokFull, ti = off, tn, full, 0
 			rescan = rescanAt(tn, full)
 		}
-		d.tokI = ti
+		if ti >= tn {
+			break // every token of b decoded (bytes after the last one are no token)
+		}
+		rec = ti
 		k := int(d.tok.Len[ti&tokMask]) // the presence map's length
 		if k-1 > lastPMapByte {
-			return off
+			goto bail
 		}
 		// The presence map's bits from the top bit of pm down.
 		pm := d.tok.Value[ti&tokMask] << (uint(64-7*k) & 63)
@@ -991,11 +997,11 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			x := d.tok.Value[ti&tokMask]
 			ti++
 			if x > 0xffffffff {
-				return off
+				goto bail
 			}
 			tid = uint32(x)
 		} else if d.dict.tidState != slotAssigned {
-			return off
+			goto bail
 		}
 		switch tid {
 		case IntsTemplateID:
@@ -1005,7 +1011,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
-					return off
+					goto bail
 				}
 				m.U32None = uint32(x)
 			}
@@ -1015,7 +1021,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				y := int64(d.tok.Value[ti&tokMask] ^ s - s)
 				ti++
 				if uint64(y+0x80000000) > 0x100000000 {
-					return off
+					goto bail
 				}
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
@@ -1046,7 +1052,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
-					return off
+					goto bail
 				}
 				m.U32Default = uint32(x)
 			} else {
@@ -1058,7 +1064,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				y := int64(d.tok.Value[ti&tokMask] ^ s - s)
 				ti++
 				if uint64(y+0x80000000) > 0x100000000 {
-					return off
+					goto bail
 				}
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
@@ -1085,22 +1091,22 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
-					return off
+					goto bail
 				}
 				m.U32Copy = uint32(x)
 			} else if d.dict.s0U32CopyState == slotAssigned {
 				m.U32Copy = d.dict.s0U32Copy
 			} else if d.dict.s0U32CopyState == slotUndefined {
-				return off // D5
+				goto bail // D5
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			// uInt32 U32CopyInit, mandatory, copy "100"
 			if pm&(1<<57) != 0 {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
-					return off
+					goto bail
 				}
 				m.U32CopyInit = uint32(x)
 			} else if d.dict.s1U32CopyInitState == slotAssigned {
@@ -1108,7 +1114,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			} else if d.dict.s1U32CopyInitState == slotUndefined {
 				m.U32CopyInit = 100
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			// int32 I32OptCopy, optional, copy
 			if pm&(1<<56) != 0 {
@@ -1116,7 +1122,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				y := int64(d.tok.Value[ti&tokMask] ^ s - s)
 				ti++
 				if uint64(y+0x80000000) > 0x100000000 {
-					return off
+					goto bail
 				}
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
@@ -1156,9 +1162,9 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			} else if d.dict.s4U64IncrState == slotAssigned {
 				m.U64Incr = d.dict.s4U64Incr + 1
 			} else if d.dict.s4U64IncrState == slotUndefined {
-				return off // D5
+				goto bail // D5
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			// int32 I32OptIncr, optional, increment
 			if pm&(1<<53) != 0 {
@@ -1166,7 +1172,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				y := int64(d.tok.Value[ti&tokMask] ^ s - s)
 				ti++
 				if uint64(y+0x80000000) > 0x100000000 {
-					return off
+					goto bail
 				}
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
@@ -1185,7 +1191,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
-					return off
+					goto bail
 				}
 				m.U32IncrInit = uint32(x)
 			} else if d.dict.s6U32IncrInitState == slotAssigned {
@@ -1193,7 +1199,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			} else if d.dict.s6U32IncrInitState == slotUndefined {
 				m.U32IncrInit = 4294967295
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			// int64 I64OptIncrInit, optional, increment "9223372036854775807"
 			if pm&(1<<51) != 0 {
@@ -1218,30 +1224,30 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
-					return off
+					goto bail
 				}
 				m.PerTemplate = uint32(x)
 			} else if d.dict.s8KState == slotAssigned {
 				m.PerTemplate = d.dict.s8K
 			} else if d.dict.s8KState == slotUndefined {
-				return off // D5
+				goto bail // D5
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			// uInt32 NamedA, mandatory, copy
 			if pm&(1<<49) != 0 {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
-					return off
+					goto bail
 				}
 				m.NamedA = uint32(x)
 			} else if d.dict.s9XState == slotAssigned {
 				m.NamedA = d.dict.s9X
 			} else if d.dict.s9XState == slotUndefined {
-				return off // D5
+				goto bail // D5
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			// int64 Wide, optional, copy
 			if pm&(1<<48) != 0 {
@@ -1251,13 +1257,13 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				ok := y != 0
 				y -= int64(uint64(-y) >> 63) // one down when positive
 				if t := Narrow(y); int64(t) != y || ^Narrow(0) > 0 && y < 0 {
-					return off
+					goto bail
 				}
 				m.Wide = Narrow(y)
 				m.HasWide = ok
 			} else if d.dict.s10WideState == slotAssigned {
 				if t := Narrow(d.dict.s10Wide); int64(t) != d.dict.s10Wide || ^Narrow(0) > 0 && d.dict.s10Wide < 0 {
-					return off
+					goto bail
 				}
 				m.Wide = Narrow(d.dict.s10Wide)
 				m.HasWide = true
@@ -1267,7 +1273,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				m.Wide, m.HasWide = 0, false
 			}
 			if ti > tn {
-				return off
+				goto bail
 			}
 			d.dict.s0U32Copy, d.dict.s0U32CopyState = m.U32Copy, slotAssigned
 			d.dict.s1U32CopyInit, d.dict.s1U32CopyInitState = m.U32CopyInit, slotAssigned
@@ -1291,7 +1297,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
 				ti++
 				if k > 4 || w&0xff == 0 && k != 1 {
-					return off
+					goto bail
 				}
 				binary.LittleEndian.PutUint32(m.S4[0:4], uint32(w))
 			}
@@ -1301,7 +1307,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
 				ti++
 				if k > 4 || w&0xff == 0 && k != 1 {
-					return off
+					goto bail
 				}
 				binary.LittleEndian.PutUint32(m.S4Opt[0:4], uint32(w))
 				ok := w != 0
@@ -1313,7 +1319,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S1Default, mandatory, default "A"
 			if pm&(1<<61) != 0 {
 				if d.tok.Len[ti&tokMask] != 1 {
-					return off
+					goto bail
 				}
 				c := byte(d.tok.Value[ti&tokMask])
 				ti++
@@ -1327,7 +1333,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
 				ti++
 				if k > 3 || w&0xff == 0 && k != 1 {
-					return off
+					goto bail
 				}
 				binary.LittleEndian.PutUint16(m.S3OptDefault[0:2], uint16(w))
 				m.S3OptDefault[2] = byte(w >> 16)
@@ -1340,7 +1346,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S1OptDefault, optional, default
 			if pm&(1<<59) != 0 {
 				if d.tok.Len[ti&tokMask] != 1 {
-					return off
+					goto bail
 				}
 				c := byte(d.tok.Value[ti&tokMask])
 				ti++
@@ -1356,15 +1362,15 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
 				ti++
 				if k > 2 || w&0xff == 0 && k != 1 {
-					return off
+					goto bail
 				}
 				binary.LittleEndian.PutUint16(m.S2Copy[0:2], uint16(w))
 			} else if d.dict.s11S2CopyState == slotAssigned {
 				m.S2Copy = d.dict.s11S2Copy
 			} else if d.dict.s11S2CopyState == slotUndefined {
-				return off // D5
+				goto bail // D5
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			// string S2OptCopyInit, optional, copy "zz"
 			if pm&(1<<57) != 0 {
@@ -1372,7 +1378,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
 				ti++
 				if k > 2 || w&0xff == 0 && k != 1 {
-					return off
+					goto bail
 				}
 				binary.LittleEndian.PutUint16(m.S2OptCopyInit[0:2], uint16(w))
 				ok := w != 0
@@ -1389,7 +1395,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S1OptCopy, optional, copy
 			if pm&(1<<56) != 0 {
 				if d.tok.Len[ti&tokMask] != 1 {
-					return off
+					goto bail
 				}
 				c := byte(d.tok.Value[ti&tokMask])
 				ti++
@@ -1409,48 +1415,48 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
-					return off
+					goto bail
 				}
 				m.PerTemplate = uint32(x)
 			} else if d.dict.s14KState == slotAssigned {
 				m.PerTemplate = d.dict.s14K
 			} else if d.dict.s14KState == slotUndefined {
-				return off // D5
+				goto bail // D5
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			// uInt32 NamedB, mandatory, copy
 			if pm&(1<<54) != 0 {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
-					return off
+					goto bail
 				}
 				m.NamedB = uint32(x)
 			} else if d.dict.s9XState == slotAssigned {
 				m.NamedB = d.dict.s9X
 			} else if d.dict.s9XState == slotUndefined {
-				return off // D5
+				goto bail // D5
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			// uInt32 U32Copy, mandatory, copy
 			if pm&(1<<53) != 0 {
 				x := d.tok.Value[ti&tokMask]
 				ti++
 				if x > 0xffffffff {
-					return off
+					goto bail
 				}
 				m.U32Copy = uint32(x)
 			} else if d.dict.s0U32CopyState == slotAssigned {
 				m.U32Copy = d.dict.s0U32Copy
 			} else if d.dict.s0U32CopyState == slotUndefined {
-				return off // D5
+				goto bail // D5
 			} else {
-				return off // D6
+				goto bail // D6
 			}
 			if ti > tn {
-				return off
+				goto bail
 			}
 			d.dict.s11S2Copy, d.dict.s11S2CopyState = m.S2Copy, slotAssigned
 			d.dict.s12S2OptCopyInit, d.dict.s12S2OptCopyInitState = m.S2OptCopyInit, slotEmpty-uint8(b2u(m.HasS2OptCopyInit))
@@ -1462,11 +1468,14 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			d.nStrings++
 			h.OnStrings(m)
 		default:
-			return off
+			goto bail
 		}
-		off = int(d.tok.End[(ti-1)&tokMask]) + 1
 	}
-	return off
+	d.tokI = ti
+	return d.tokenOffset(ti)
+bail:
+	d.tokI = rec
+	return d.tokenOffset(rec)
 }
 
 func (d *Decoder) decodeInts(b []byte, start, off int, pm, pmLo uint64, m *Ints) (int, error) {
@@ -2871,6 +2880,15 @@ var tokenSign = [256]uint64{1: 1 << 6, 2: 1 << 13, 3: 1 << 20, 4: 1 << 27, 5: 1 
 // that moves k bytes to the top of a word: a multiplication by a table
 // entry instead of a variable shift, as for tokenSign.
 var tokenText = [256]uint64{1: 1 << 56, 2: 1 << 48, 3: 1 << 40, 4: 1 << 32, 5: 1 << 24, 6: 1 << 16, 7: 1 << 8, 8: 1}
+
+// tokenOffset returns the offset in the scanned buffer of token i's first
+// byte (i at most tokN).
+func (d *Decoder) tokenOffset(i int) int {
+	if i == 0 {
+		return d.tokStart
+	}
+	return int(d.tok.End[(i-1)&tokMask]) + 1
+}
 
 // rescanAt returns the token index past which the token path scans again
 // before a record: when Scan stopped for room (full), the batch may not
