@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -243,4 +244,35 @@ func TestTokenPath(t *testing.T) {
 		t.Fatalf("%d records decoded, want %d", len(recs.all), n)
 	}
 	decodeBoth(t, newGeneric(t), payload)
+}
+
+// TestMaxPMapBytes checks the presence-map bound on DecodeRecords: realistic
+// trades have 2-byte presence maps, so a bound of 1 stops at the first
+// record with a limit error (the token path, which has no such check, is
+// not used under a bound below 8), and larger bounds decode them all.
+func TestMaxPMapBytes(t *testing.T) {
+	mk := newMarket(31)
+	var enc Encoder
+	var payload []byte
+	for range 5 {
+		tr := mk.trade()
+		var err error
+		if payload, err = enc.AppendTrade(payload, &tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, bound := range []int{1, 2, 7, 8, 9, 0} {
+		d := Decoder{MaxPMapBytes: bound}
+		c := &collect{}
+		n, err := d.DecodeRecords(payload, c)
+		if bound == 1 {
+			if !errors.Is(err, fast.ErrLimit) || n != 0 || len(c.all) != 0 {
+				t.Fatalf("MaxPMapBytes 1: %d, %v, %d records; want 0, a limit error, none", n, err, len(c.all))
+			}
+			continue
+		}
+		if err != nil || n != len(payload) || len(c.all) != 5 {
+			t.Fatalf("MaxPMapBytes %d: %d, %v, %d records; want %d, nil, 5", bound, n, err, len(c.all), len(payload))
+		}
+	}
 }

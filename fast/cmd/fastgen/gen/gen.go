@@ -617,7 +617,9 @@ func (g *generator) emitDecoder() {
 		g.p("if next := d.decodeWindow(b, off, h, all); next != off {")
 	} else {
 		g.p("d.tokStart = -1")
-		g.p("tokens := all && stopbit.Accelerated")
+		g.p("// The token path reads presence maps of up to windowPMapBytes (all a")
+		g.p("// token holds); a lower bound leaves DecodeRecords to the window path.")
+		g.p("tokens := all && stopbit.Accelerated && (d.MaxPMapBytes <= 0 || d.MaxPMapBytes >= windowPMapBytes)")
 		g.p("for {")
 		g.p("if tokens {")
 		g.p("if next := d.decodeTokens(b, off, h); next != off {")

@@ -237,7 +237,9 @@ func (d *Decoder) decode(b []byte, off int, h Handler, all bool) (int, error) {
 	var err error
 	d.tail.start = -1
 	d.tokStart = -1
-	tokens := all && stopbit.Accelerated
+	// The token path reads presence maps of up to windowPMapBytes (all a
+	// token holds); a lower bound leaves DecodeRecords to the window path.
+	tokens := all && stopbit.Accelerated && (d.MaxPMapBytes <= 0 || d.MaxPMapBytes >= windowPMapBytes)
 	for {
 		if tokens {
 			if next := d.decodeTokens(b, off, h); next != off {
@@ -964,11 +966,9 @@ const tokenRecordMax = 20
 // last token of b, or the start of a record the careful path must decode
 // (the token path changed nothing for it). The loop runs on token indexes:
 // a record's offset is only worked out when the path leaves it (bail).
+// It is only called when d.MaxPMapBytes allows a presence map as long as
+// any token (windowPMapBytes): a presence map needs no length check here.
 func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
-	lastPMapByte := windowPMapBytes - 1 // the presence map's last byte at most
-	if d.MaxPMapBytes > 0 && d.MaxPMapBytes < windowPMapBytes {
-		lastPMapByte = d.MaxPMapBytes - 1
-	}
 	ti := d.tokenAt(b, off)
 	tn := d.tokN
 	rescan := rescanAt(tn, d.tokFull)
@@ -986,9 +986,6 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 		}
 		rec = ti
 		k := int(d.tok.Len[ti&tokMask]) // the presence map's length
-		if k-1 > lastPMapByte {
-			goto bail
-		}
 		// The presence map's bits from the top bit of pm down.
 		pm := d.tok.Value[ti&tokMask] << (uint(64-7*k) & 63)
 		ti++
