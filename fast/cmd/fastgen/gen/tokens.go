@@ -24,7 +24,20 @@ import (
 // token the batch does not hold (past the end of a full batch, past a token
 // of more than 8 bytes, past the end of the buffer) is known by its last
 // token index being past the batch: the path then scans again from the
-// record (full batch) or leaves it to the careful path.
+// record (full batch) or leaves it to the careful path. The loop counts
+// tokens, not bytes: a record's offset is worked out only where the path
+// stops. Where a presence-map bound below 8 bytes is set (MaxPMapBytes),
+// DecodeRecords takes the window path instead, so that the token loop needs
+// no length check on presence maps.
+//
+// What is generated here avoids variable shifts on amd64 (they need CX,
+// which costs register moves around every use): signed tokens are
+// sign-extended from a table of sign bits, strings moved by a multiplication
+// from a table. Presence bits of copy fields are still branched on: a
+// branch-free selection (token or dictionary by conditional moves, the
+// token index advanced by the bit) made every later token index depend on
+// the presence map and cost 8 ns per record more than the mispredictions
+// it saved (measured on Feed3201 and Feed5801).
 
 // tokenRecordMax returns the most tokens a record of a token-path template
 // takes: the presence map, the template id and one per field on the wire.
