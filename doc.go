@@ -83,20 +83,25 @@
 // allocate nothing per datagram; ReadFrom allocates the address it returns.
 //
 // What it buys, measured on a shared 2-vCPU machine (64-byte TCP
-// ping-pong, go run ./bench -only rtt, ratios within one run, load about
-// 3): through the fast API over link/pipe, p50 8.2 us against 17.1 us for
-// Linux loopback (0.48x; 1.0x before ACKs were delayed and left unbuilt and
-// segments of held connections skipped netstack's network layer), p99 18 us
-// (2.2x its p50); a kernel client over TAP to a ServeTCP handler 17.8 us
-// against 17.6 us kernel to kernel over veth (1.01x); net.Conn on both
-// sides over link/pipe in stock mode 23.5 us (1.37x). A round trip through
-// the fast API is one goroutine's CPU time (about 56,000 instructions,
-// callgrind), nearly all of it netstack's own TCP processing of the two
-// segments a request/reply costs. Figures move by 20 to 30% with the
-// machine's load; tails follow it, as the kernel's do. Busy-polling did not
-// help there and made kernel-to-stack round trips over TAP worse (the
-// spinning goroutines starve the kernel's side), so it is off unless asked
-// for.
+// ping-pong, go run ./bench -only rtt, ratios within one run, quiet
+// machine): through the fast API over link/pipe, p50 8.1 us against 17.0 us
+// for Linux loopback (0.47x; 1.0x before ACKs were delayed and left unbuilt
+// and segments of held connections skipped netstack's network layer), p99
+// 15 us (1.8x its p50); a kernel client over TAP to a ServeTCP handler
+// 17.2 us against 17.4 us kernel to kernel over veth (0.99x; seven more
+// runs gave 0.987 to 0.995x); net.Conn on both sides over link/pipe in
+// stock mode 21.7 us (1.27x). Over TAP the two sides are nearly the same
+// work: two wake-ups and the kernel's own TCP on the client; tickwire wins
+// by its share (netstack plus one read and one write on the device)
+// costing a little less than the kernel server's TCP and system calls,
+// after the device was made to cost what a veth does (link/tap: no qdisc,
+// checksum offload both ways). A round trip through the fast API is one
+// goroutine's CPU time (about 56,000 instructions, callgrind), nearly all
+// of it netstack's own TCP processing of the two segments a request/reply
+// costs. Figures move by 20 to 30% with the machine's load; tails follow
+// it, as the kernel's do. Busy-polling did not help there and made
+// kernel-to-stack round trips over TAP worse (the spinning goroutines
+// starve the kernel's side), so it is off unless asked for.
 //
 // # Concurrency
 //
