@@ -1,6 +1,8 @@
 package tickwire_test
 
 import (
+	"io"
+	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -217,5 +219,70 @@ func TestLatencyOwedACKSent(t *testing.T) {
 	}
 	if st := p.b.Stats(); st.LatencyACKsLate < 5 {
 		t.Errorf("server LatencyACKsLate %d, want >= 5", st.LatencyACKsLate)
+	}
+}
+
+// TestHandlersRunUnfrozen: in latency mode netstack's clock is read once for
+// a TCP segment's direct processing, but never frozen while user code runs:
+// neither a ServeTCP handler nor a ServeUDP handler (both run on the
+// delivering goroutine) sees the stamp set, and after a delivery none is
+// left behind.
+func TestHandlersRunUnfrozen(t *testing.T) {
+	p := newPair(t, func(c *tickwire.Config) { latencyMode(c); staticARP(c) })
+	var frozenInHandler atomic.Int32
+	ln, err := p.b.ServeTCP(7, func(c *tickwire.TCPConn, data []byte, err error) {
+		if tickwire.ClockFrozen(p.b) {
+			frozenInHandler.Add(1)
+		}
+		echoHandler(c, data, err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	udp, err := p.b.ServeUDP(9007, func(c *tickwire.UDPConn, payload []byte, from netip.AddrPort) {
+		if tickwire.ClockFrozen(p.b) {
+			frozenInHandler.Add(1)
+		}
+		c.WriteToUDPAddrPort(payload, from)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+
+	nc, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	before := tickwire.ClockFreezes(p.b)
+	buf := make([]byte, 64)
+	for range 50 {
+		if _, err := nc.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(nc, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uc := dialUDP(t, p, 9007)
+	uc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for range 50 {
+		if _, err := uc.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := uc.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := frozenInHandler.Load(); n != 0 {
+		t.Errorf("%d handler calls ran with netstack's clock frozen", n)
+	}
+	if n := tickwire.ClockFreezes(p.b) - before; n < 50 {
+		t.Errorf("the clock was frozen %d times for 50 direct TCP segments", n)
+	}
+	if tickwire.ClockFrozen(p.b) || tickwire.ClockFrozen(p.a) {
+		t.Error("a stamp was left set after the deliveries")
 	}
 }

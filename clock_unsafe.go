@@ -54,7 +54,8 @@ func (c monoClock) NowMonotonic() tcpip.MonotonicTime {
 // handler never runs frozen (its duration is unbounded), and one delivery
 // at a time freezes: a nested or concurrent one reads the stamp already set.
 type clockStamp struct {
-	ns atomic.Int64 // 0: not frozen
+	ns      atomic.Int64  // 0: not frozen
+	freezes atomic.Uint64 // times set, for tests
 }
 
 // read returns the stamp if one is set, else the time now. A nil stamp is
@@ -71,10 +72,11 @@ func (s *clockStamp) read() int64 {
 // freeze stamps the time now unless a stamp is set, and reports whether it
 // did: the caller then owns the stamp and must thaw it.
 func (s *clockStamp) freeze() bool {
-	if s == nil || s.ns.Load() != 0 {
+	if s == nil || s.ns.Load() != 0 || !s.ns.CompareAndSwap(0, nanotime()) {
 		return false
 	}
-	return s.ns.CompareAndSwap(0, nanotime())
+	s.freezes.Add(1)
+	return true
 }
 
 // thaw clears the stamp if owned says the caller set it.

@@ -139,8 +139,9 @@ type Config struct {
 	//     three, and the synchronous processing does not even build the
 	//     ACK; duplicate ACKs and window updates are never delayed, and a
 	//     bulk sender still gets an ACK for every other full segment;
-	//   - netstack's clock is read once per delivered frame (until a
-	//     handler runs) and once per Write, as Linux stamps a segment once:
+	//   - netstack's clock is read once for a TCP segment of a held
+	//     connection (until a handler runs) and once per Write, as Linux
+	//     stamps a segment once:
 	//     a reading on another goroutine meanwhile may be that many
 	//     microseconds in the past (clock_unsafe.go);
 	//   - with BusyPoll > 0, a Read or Write that would block spins for up

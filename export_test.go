@@ -78,3 +78,11 @@ func HeldFlows(s *Stack) int {
 	defer s.sy.flows.mu.RUnlock()
 	return len(s.sy.flows.m)
 }
+
+// ClockFrozen reports whether s's netstack clock stamp is set (latency
+// mode's clockStamp).
+func ClockFrozen(s *Stack) bool { return s.sy != nil && s.sy.clock.ns.Load() != 0 }
+
+// ClockFreezes returns how many times the stamp was set since the Stack
+// was built.
+func ClockFreezes(s *Stack) uint64 { return s.sy.clock.freezes.Load() }

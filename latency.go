@@ -162,8 +162,9 @@ type syncer struct {
 
 	processed, fallbacks, inline atomic.Uint64
 
-	// clock is netstack's clock stamp (clock_unsafe.go): frozen for a
-	// frame's delivery until a handler runs.
+	// clock is netstack's clock stamp (clock_unsafe.go): frozen from a
+	// TCP segment's direct delivery (tcpfast.go) until a handler runs or
+	// the delivery ends.
 	clock clockStamp
 }
 

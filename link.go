@@ -53,16 +53,20 @@ func (w *wire) MTU() uint32 { return w.mtu }
 // queued (see syncer).
 func (w *wire) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer) {
 	if w.sy == nil {
-		w.deliver(proto, pkt)
+		w.deliver(proto, pkt, nil)
 		return
 	}
-	frozen := w.sy.clock.freeze()
 	w.sy.begin()
-	w.deliver(proto, pkt)
+	frozen := false // set when a TCP segment froze netstack's clock (see clockStamp)
+	w.deliver(proto, pkt, &frozen)
 	w.sy.finish(frozen)
 }
 
-func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer) {
+// deliver passes pkt on, by the fast paths or to netstack. In latency mode
+// frozen is not nil, and the TCP fast path freezes netstack's clock for the
+// rest of the delivery, setting *frozen when it did; nothing else does, since
+// UDP handlers run inside deliver.
+func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer, frozen *bool) {
 	size := pkt.Size()
 	w.counters.ethRx.add(size)
 	switch proto {
@@ -79,7 +83,7 @@ func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuff
 		if w.udp.deliver(pkt) {
 			return
 		}
-		if w.deliverTCP(pkt) {
+		if w.deliverTCP(pkt, frozen) {
 			return
 		}
 		if w.inboundSYN(proto, pkt) {

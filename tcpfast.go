@@ -89,10 +89,10 @@ func (f *tcpFlows) lookup(key tcpFlow) *tcp.Endpoint {
 
 // deliverTCP queues pkt, an IPv4 packet whose header checksum was checked,
 // straight to its connection's endpoint when it may skip netstack's network
-// layer (see above), reporting whether it did. The endpoint must be free
+// layer (see above), reporting whether it did. frozen: see wire.deliver. The endpoint must be free
 // (TryLock): when it is not, the segment goes the stock way.
 // +checklocksignore: TryLock, which checklocks cannot follow.
-func (w *wire) deliverTCP(pkt *gstack.PacketBuffer) bool {
+func (w *wire) deliverTCP(pkt *gstack.PacketBuffer, frozen *bool) bool {
 	sy := w.sy
 	if sy == nil || sy.tcp == nil || !sy.inlineAllowed() {
 		return false
@@ -135,6 +135,9 @@ func (w *wire) deliverTCP(pkt *gstack.PacketBuffer) bool {
 	}
 	pkt.RXChecksumValidated = w.Capabilities()&gstack.CapabilityRXChecksumOffload != 0
 	w.counters.tcpDirect.Add(1)
+	if frozen != nil && !*frozen {
+		*frozen = sy.clock.freeze() // one clock reading for this segment's processing
+	}
 	sy.tcp.queueLocked(ep, id, pkt)
 	return true
 }
