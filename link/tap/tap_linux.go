@@ -483,6 +483,11 @@ func (e *Endpoint) Close() {
 	}
 	e.writeMu.Lock()
 	e.writeClosed = true
+	if !e.created {
+		// The device outlives us: its next reader may not expect partial
+		// checksums (the offload setting is the device's, not ours).
+		unix.IoctlSetInt(e.fd, tunSetOffload, 0)
+	}
 	e.writeMu.Unlock()
 	e.file.Close()
 	e.Endpoint.Close()

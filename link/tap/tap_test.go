@@ -4,12 +4,14 @@ package tap
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
@@ -261,10 +263,48 @@ func TestCloseRemovesCreatedDeviceOnly(t *testing.T) {
 	if ep.Created() {
 		t.Fatal("existing device reported as created")
 	}
+	if !txChecksumOffload(t, ns, name) {
+		t.Fatal("checksum offload not on while the endpoint is open")
+	}
 	ep.Close()
 	if out := ns.MustRun(t, "ip", "-o", "link", "show", "dev", name); !strings.Contains(string(out), "mtu 9000") {
 		t.Fatalf("existing device: %s", out)
 	}
+	// Its next reader may not read virtio-net headers: no partial checksums.
+	if txChecksumOffload(t, ns, name) {
+		t.Fatal("existing device left with checksum offload on")
+	}
+}
+
+// txChecksumOffload asks the kernel (ethtool's ETHTOOL_GTXCSUM) whether it
+// leaves transmit checksums of frames sent out of dev to the device.
+func txChecksumOffload(t *testing.T, ns *kerneltest.Netns, dev string) bool {
+	t.Helper()
+	const ethtoolGTXCSUM = 0x16
+	var on bool
+	if err := ns.Do(func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		value := [2]uint32{ethtoolGTXCSUM, 0} // struct ethtool_value
+		var ifr struct {
+			name [unix.IFNAMSIZ]byte
+			data unsafe.Pointer
+			_    [16]byte // the rest of the ifreq union
+		}
+		copy(ifr.name[:], dev)
+		ifr.data = unsafe.Pointer(&value)
+		if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr))); errno != 0 {
+			return fmt.Errorf("SIOCETHTOOL: %w", errno)
+		}
+		on = value[1] != 0
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return on
 }
 
 func TestConfigErrors(t *testing.T) {
