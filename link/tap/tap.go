@@ -29,7 +29,8 @@
 // are verified by the endpoint, and dropped and counted (Stats) when wrong;
 // the endpoint reports stack.CapabilityRXChecksumOffload, so the stack does
 // not verify again. A capture taken on the device (tcpdump) shows the
-// partial checksums, as on any host with checksum offload.
+// partial checksums, as on any host with checksum offload. On a device New
+// did not create, Close turns the offload off again for its next reader.
 package tap
 
 import (
