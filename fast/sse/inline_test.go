@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/tickwire/tickwire/fast"
@@ -273,6 +274,53 @@ func TestMaxPMapBytes(t *testing.T) {
 		}
 		if err != nil || n != len(payload) || len(c.all) != 5 {
 			t.Fatalf("MaxPMapBytes %d: %d, %v, %d records; want %d, nil, 5", bound, n, err, len(c.all), len(payload))
+		}
+	}
+}
+
+// TestTokenPathTextAtEnd checks the token path's string loads where a
+// record ends in its SecurityID: trades that change only their SecurityID
+// put it last on the wire, so the last record's string lies in the
+// payload's last bytes, where no 8-byte load fits and the token's packed
+// value is unpacked instead. Every prefix ending at a record is decoded by
+// the token path and must give the records DecodeRecord gives.
+func TestTokenPathTextAtEnd(t *testing.T) {
+	ids := []string{"600000", "6", "60", "601", "6012", "60123", "688981"}
+	var enc Encoder
+	var payload []byte
+	var ends []int
+	tr := Trade{TradeIndex: 7, TradeChannel: 1, HasTradeChannel: true, TradeTime: 93000000, HasTradeTime: true, BizIndex: 100}
+	for i := range 3 * len(ids) {
+		if i > 0 {
+			tr.TradeIndex++
+			tr.BizIndex++
+		}
+		tr.SecurityID = [6]byte{}
+		copy(tr.SecurityID[:], ids[i%len(ids)])
+		var err error
+		if payload, err = enc.AppendTrade(payload, &tr); err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, len(payload))
+	}
+	if last := ends[len(ends)-1] - ends[len(ends)-2]; last > 8 {
+		t.Fatalf("the last record takes %d bytes: its SecurityID is not in the payload's last 8", last)
+	}
+	for i, end := range ends {
+		var dec, careful Decoder
+		dec.tokStart = -1
+		got, want := &collect{}, &collect{}
+		if off := dec.decodeTokens(payload[:end], 0, got); off != end {
+			t.Fatalf("prefix of %d records: token path stopped at %d, want %d", i+1, off, end)
+		}
+		for off := 0; off < end; {
+			var err error
+			if off, err = careful.DecodeRecord(payload[:end], off, want); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(got.all, want.all) {
+			t.Fatalf("prefix of %d records: token path\n%q\nDecodeRecord\n%q", i+1, got.all, want.all)
 		}
 	}
 }

@@ -151,8 +151,18 @@ func (g *generator) tokenRead(f *field) string {
 		// The stop bit alone is the empty string, or NULL when the field
 		// is optional (10.6.3); the other special encodings start with a
 		// NUL byte and go to the careful path.
+		// The token's bytes are loaded from b, where they already are
+		// in order, first character lowest (spreading the packed value
+		// back into bytes cost more): one load from the token's first
+		// byte, masked to its k bytes without the stop bit. A token in
+		// b's last 7 bytes (no 8-byte load there) is unpacked.
 		g.p("k := int(d.tok.Len[ti&tokMask])")
-		g.p("w := unpack7(d.tok.Value[ti&tokMask], uint8(k))")
+		g.p("var w uint64")
+		g.p("if p := int(d.tok.End[ti&tokMask]) + 1 - k; p >= 0 && p+8 <= len(b) {")
+		g.p("w = binary.LittleEndian.Uint64(b[p:p+8]) & tokenTextMask[k]")
+		g.p("} else {")
+		g.p("w = unpack7(d.tok.Value[ti&tokMask], uint8(k))")
+		g.p("}")
 		g.p("ti++")
 		g.p("if k > %d || w&0xff == 0 && k != 1 {", f.fixedLen)
 		g.p("goto bail")
@@ -285,6 +295,12 @@ var tokenSign = [256]uint64{1: 1 << 6, 2: 1 << 13, 3: 1 << 20, 4: 1 << 27, 5: 1 
 // that moves k bytes to the top of a word: a multiplication by a table
 // entry instead of a variable shift, as for tokenSign.
 var tokenText = [256]uint64{1: 1 << 56, 2: 1 << 48, 3: 1 << 40, 4: 1 << 32, 5: 1 << 24, 6: 1 << 16, 7: 1 << 8, 8: 1}
+
+// tokenTextMask holds, for a token of k bytes (1 to 8), the mask keeping
+// the k bytes of a little-endian word loaded from the token's first byte,
+// the stop bit of the last one cleared. The table covers every uint8 so
+// that its index needs no bounds check.
+var tokenTextMask = [256]uint64{1: 0x7f, 2: 0x7fff, 3: 0x7fffff, 4: 0x7fffffff, 5: 0x7fffffffff, 6: 0x7fffffffffff, 7: 0x7fffffffffffff, 8: 0x7fffffffffffffff}
 
 // tokenOffset returns the offset in the scanned buffer of token i's first
 // byte (i at most tokN).

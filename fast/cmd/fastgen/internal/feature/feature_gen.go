@@ -1291,7 +1291,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S4, mandatory
 			{
 				k := int(d.tok.Len[ti&tokMask])
-				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
+				var w uint64
+				if p := int(d.tok.End[ti&tokMask]) + 1 - k; p >= 0 && p+8 <= len(b) {
+					w = binary.LittleEndian.Uint64(b[p:p+8]) & tokenTextMask[k]
+				} else {
+					w = unpack7(d.tok.Value[ti&tokMask], uint8(k))
+				}
 				ti++
 				if k > 4 || w&0xff == 0 && k != 1 {
 					goto bail
@@ -1301,7 +1306,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S4Opt, optional
 			{
 				k := int(d.tok.Len[ti&tokMask])
-				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
+				var w uint64
+				if p := int(d.tok.End[ti&tokMask]) + 1 - k; p >= 0 && p+8 <= len(b) {
+					w = binary.LittleEndian.Uint64(b[p:p+8]) & tokenTextMask[k]
+				} else {
+					w = unpack7(d.tok.Value[ti&tokMask], uint8(k))
+				}
 				ti++
 				if k > 4 || w&0xff == 0 && k != 1 {
 					goto bail
@@ -1327,7 +1337,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S3OptDefault, optional, default "abc"
 			if pm&(1<<60) != 0 {
 				k := int(d.tok.Len[ti&tokMask])
-				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
+				var w uint64
+				if p := int(d.tok.End[ti&tokMask]) + 1 - k; p >= 0 && p+8 <= len(b) {
+					w = binary.LittleEndian.Uint64(b[p:p+8]) & tokenTextMask[k]
+				} else {
+					w = unpack7(d.tok.Value[ti&tokMask], uint8(k))
+				}
 				ti++
 				if k > 3 || w&0xff == 0 && k != 1 {
 					goto bail
@@ -1356,7 +1371,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S2Copy, mandatory, copy
 			if pm&(1<<58) != 0 {
 				k := int(d.tok.Len[ti&tokMask])
-				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
+				var w uint64
+				if p := int(d.tok.End[ti&tokMask]) + 1 - k; p >= 0 && p+8 <= len(b) {
+					w = binary.LittleEndian.Uint64(b[p:p+8]) & tokenTextMask[k]
+				} else {
+					w = unpack7(d.tok.Value[ti&tokMask], uint8(k))
+				}
 				ti++
 				if k > 2 || w&0xff == 0 && k != 1 {
 					goto bail
@@ -1372,7 +1392,12 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S2OptCopyInit, optional, copy "zz"
 			if pm&(1<<57) != 0 {
 				k := int(d.tok.Len[ti&tokMask])
-				w := unpack7(d.tok.Value[ti&tokMask], uint8(k))
+				var w uint64
+				if p := int(d.tok.End[ti&tokMask]) + 1 - k; p >= 0 && p+8 <= len(b) {
+					w = binary.LittleEndian.Uint64(b[p:p+8]) & tokenTextMask[k]
+				} else {
+					w = unpack7(d.tok.Value[ti&tokMask], uint8(k))
+				}
 				ti++
 				if k > 2 || w&0xff == 0 && k != 1 {
 					goto bail
@@ -2877,6 +2902,12 @@ var tokenSign = [256]uint64{1: 1 << 6, 2: 1 << 13, 3: 1 << 20, 4: 1 << 27, 5: 1 
 // that moves k bytes to the top of a word: a multiplication by a table
 // entry instead of a variable shift, as for tokenSign.
 var tokenText = [256]uint64{1: 1 << 56, 2: 1 << 48, 3: 1 << 40, 4: 1 << 32, 5: 1 << 24, 6: 1 << 16, 7: 1 << 8, 8: 1}
+
+// tokenTextMask holds, for a token of k bytes (1 to 8), the mask keeping
+// the k bytes of a little-endian word loaded from the token's first byte,
+// the stop bit of the last one cleared. The table covers every uint8 so
+// that its index needs no bounds check.
+var tokenTextMask = [256]uint64{1: 0x7f, 2: 0x7fff, 3: 0x7fffff, 4: 0x7fffffff, 5: 0x7fffffffff, 6: 0x7fffffffffff, 7: 0x7fffffffffffff, 8: 0x7fffffffffffffff}
 
 // tokenOffset returns the offset in the scanned buffer of token i's first
 // byte (i at most tokN).
