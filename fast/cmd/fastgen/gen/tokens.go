@@ -32,8 +32,9 @@ import (
 //
 // What is generated here avoids variable shifts on amd64 (they need CX,
 // which costs register moves around every use): signed tokens are
-// sign-extended from a table of sign bits, strings moved by a multiplication
-// from a table. Presence bits of copy fields are still branched on: a
+// sign-extended from a table of sign bits, strings loaded from the payload
+// and masked by a table entry (only a string in the payload's last 7 bytes
+// is unpacked from its packed value). Presence bits of copy fields are still branched on: a
 // branch-free selection (token or dictionary by conditional moves, the
 // token index advanced by the bit) made every later token index depend on
 // the presence map and cost 8 ns per record more than the mispredictions
@@ -326,7 +327,8 @@ func rescanAt(n int, full bool) int {
 // its packed value x: the 7-bit groups spread back into bytes (28-bit
 // halves, then 14-bit quarters, then 7-bit eighths), moved to the top of the
 // word and reversed so that the first character is in the low byte, the
-// bytes after the k-th zero.
+// bytes after the k-th zero. The token path needs it only for a string in
+// the payload's last 7 bytes, where no 8-byte load fits.
 func unpack7(x uint64, k uint8) uint64 {
 	x = x&0x000000000fffffff | x&0x00fffffff0000000<<4
 	x = x&0x00003fff00003fff | x&0x0fffc0000fffc000<<2

@@ -2933,7 +2933,8 @@ func rescanAt(n int, full bool) int {
 // its packed value x: the 7-bit groups spread back into bytes (28-bit
 // halves, then 14-bit quarters, then 7-bit eighths), moved to the top of the
 // word and reversed so that the first character is in the low byte, the
-// bytes after the k-th zero.
+// bytes after the k-th zero. The token path needs it only for a string in
+// the payload's last 7 bytes, where no 8-byte load fits.
 func unpack7(x uint64, k uint8) uint64 {
 	x = x&0x000000000fffffff | x&0x00fffffff0000000<<4
 	x = x&0x00003fff00003fff | x&0x0fffc0000fffc000<<2
