@@ -16,6 +16,12 @@
 // up instead (a separate loop, run for the first block only), so no load
 // leaves b[0:n]. A token there is at most 7 bytes long: no length check.
 //
+// Measured and dropped (Feed3201, medians of 5, interleaved): two passes,
+// the stop positions of each block stored branch-free first and the values
+// decoded in one loop over them (no exit mispredicted per block; +2.1
+// ns/record), two tokens a loop turn (+1.0), PEXT's mask from a table
+// by length in place of LEA+BZHI (no change).
+//
 // Registers: SI b, DX n, BX block start, DI t, CX count, R8 prev (the last
 // stop byte), R9 the 7-bit group mask, R10 the block's stop bits, R11 e,
 // R12 the token's length, R13 its bytes, R14 scratch, R15 the first
