@@ -171,27 +171,35 @@ func (w *wire) inboundSYN(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketB
 func (w *wire) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 	for _, pkt := range pkts.AsSlice() {
 		size := pkt.Size()
-		w.counters.ethTx.add(size)
-		switch pkt.NetworkProtocolNumber {
-		case header.ARPProtocolNumber:
-			w.counters.arpTx.add(size)
-		case header.IPv4ProtocolNumber:
-			w.counters.ipTx.add(size)
-			if c := w.counters.byIPProtocol(txProtocol(pkt), false); c != nil {
+		for _, c := range w.txCounters(pkt) {
+			if c != nil {
 				c.add(size)
 			}
-			// A GSO packet's checksum field holds a partial sum that the
-			// device completes; the incremental patch would not fit it.
-			if pkt.TransportProtocolNumber == header.TCPProtocolNumber && !pkt.GSOOptions.NeedsCsum {
-				// netstack always offers timestamps in its SYN; the header
-				// belongs to this packet alone, so it is edited in place.
-				if tcp := pkt.TransportHeader().Slice(); len(tcp) >= header.TCPMinimumSize && header.TCP(tcp).Flags()&header.TCPFlagSyn != 0 {
-					rewriteSYN(tcp, 0)
-				}
+		}
+		// A GSO packet's checksum field holds a partial sum that the
+		// device completes; the incremental patch would not fit it.
+		if pkt.NetworkProtocolNumber == header.IPv4ProtocolNumber &&
+			pkt.TransportProtocolNumber == header.TCPProtocolNumber && !pkt.GSOOptions.NeedsCsum {
+			// netstack always offers timestamps in its SYN; the header
+			// belongs to this packet alone, so it is edited in place.
+			if tcp := pkt.TransportHeader().Slice(); len(tcp) >= header.TCPMinimumSize && header.TCP(tcp).Flags()&header.TCPFlagSyn != 0 {
+				rewriteSYN(tcp, 0)
 			}
 		}
 	}
 	return w.send(pkts)
+}
+
+// txCounters returns the counters an outbound frame counts in: Ethernet,
+// then ARP or IPv4, then its IPv4 protocol's; nil where it has none.
+func (w *wire) txCounters(pkt *gstack.PacketBuffer) [3]*counter {
+	switch pkt.NetworkProtocolNumber {
+	case header.ARPProtocolNumber:
+		return [3]*counter{&w.counters.ethTx, &w.counters.arpTx}
+	case header.IPv4ProtocolNumber:
+		return [3]*counter{&w.counters.ethTx, &w.counters.ipTx, w.counters.byIPProtocol(txProtocol(pkt), false)}
+	}
+	return [3]*counter{&w.counters.ethTx}
 }
 
 // txProtocol returns the IPv4 protocol of pkt, an outbound IPv4 packet:

@@ -472,13 +472,8 @@ func (w *wire) discard() {
 // still waiting at Close): the Stats count frames that left.
 func (w *wire) uncountTx(pkt *gstack.PacketBuffer) {
 	size := pkt.Size()
-	w.counters.ethTx.remove(size)
-	switch pkt.NetworkProtocolNumber {
-	case header.ARPProtocolNumber:
-		w.counters.arpTx.remove(size)
-	case header.IPv4ProtocolNumber:
-		w.counters.ipTx.remove(size)
-		if c := w.counters.byIPProtocol(txProtocol(pkt), false); c != nil {
+	for _, c := range w.txCounters(pkt) {
+		if c != nil {
 			c.remove(size)
 		}
 	}
