@@ -6,19 +6,20 @@ import "golang.org/x/sys/cpu"
 // portable one.
 var useAVX2 = cpu.X86.HasAVX2
 
-// sumAVX2 returns the sum of the bytes of p[0:n], n a multiple of 32: each
-// VPSADBW against zero adds 8-byte groups into four 64-bit lanes.
+// sumAVX2 returns the sum of the bytes of p[0:n], n at least 32: each
+// VPSADBW against zero adds 8-byte groups into four 64-bit lanes, the last
+// n%32 bytes from one masked load.
 //
 //go:noescape
 func sumAVX2(p *byte, n int) uint64
 
-// vectorSum returns the sum of the bytes of b's leading multiple of 32 bytes
-// and how many bytes that is (0 without AVX2).
+// vectorSum returns the sum of the bytes of b and len(b) when it has a
+// vector loop for them (AVX2, at least 32 bytes), else 0, 0.
 func vectorSum(b []byte) (sum uint64, n int) {
-	if n = len(b) &^ 31; n == 0 || !useAVX2 {
+	if len(b) < 32 || !useAVX2 {
 		return 0, 0
 	}
-	return sumAVX2(&b[0], n), n
+	return sumAVX2(&b[0], len(b)), len(b)
 }
 
 // sohMaskAVX2 returns the SOH bytes of p[0:128] as a bitmap, bit i for p[i]

@@ -464,8 +464,9 @@ func garbageLen(v []byte) int {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // Checksum returns the STEP/FIX checksum of b: the sum of its bytes modulo 256.
-// On amd64 with AVX2 the leading multiple of 32 bytes is summed by a vector
-// loop (checksum_amd64.s), the rest as below.
+// On amd64 with AVX2 a buffer of 32 bytes or more is summed by a vector
+// loop (checksum_amd64.s, its last bytes from one masked load); shorter
+// ones, and every buffer elsewhere, as below.
 func Checksum(b []byte) int {
 	// Eight bytes at a time, two sums per block of words: all, the words
 	// themselves, and evens, their even bytes in 16-bit lanes (which do not
