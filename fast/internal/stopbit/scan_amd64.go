@@ -3,8 +3,9 @@ package stopbit
 import "golang.org/x/sys/cpu"
 
 // useKernel selects the assembly kernel, which needs AVX2 (VPMOVMSKB on 32
-// bytes) and BMI2 (BZHI, PEXT, SHLX, SHRX); tests clear it to run scanGo.
-var useKernel = cpu.X86.HasAVX2 && cpu.X86.HasBMI2
+// bytes, VPSRLVQ, VPMADDUBSW), BMI1 (TZCNT, BLSR) and BMI2 (SHLX, SHRX);
+// tests clear it to run scanGo.
+var useKernel = cpu.X86.HasAVX2 && cpu.X86.HasBMI1 && cpu.X86.HasBMI2
 
 //go:noescape
 func scanAVX2(b *byte, n, off int, t *Tokens) (count int, full bool)

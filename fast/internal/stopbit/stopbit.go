@@ -6,8 +6,9 @@
 // Scan finds every token of a buffer in one call and decodes those of up to
 // 8 bytes into a caller-owned Tokens batch. On amd64 with AVX2 and BMI2 it
 // runs an assembly kernel (the stop bits of 64 bytes from four instructions,
-// each value from one load, BSWAP, BZHI and PEXT); elsewhere a Go loop
-// computes the same tokens. Generated decoders read a record's fields from
+// each token's end and bytes stored by a short scalar loop, then lengths and
+// values worked out four tokens at a time by vector instructions);
+// elsewhere a Go loop computes the same tokens. Generated decoders read a record's fields from
 // the batch instead of decoding them byte by byte:
 //
 //	n, full := stopbit.Scan(payload, off, &toks)
@@ -40,7 +41,8 @@ const blockLen = 64
 var maxScan uint64 = math.MaxUint32
 
 // Tokens holds the tokens Scan found. Token i is valid for i < n, n as Scan
-// returned it; the entries past n hold whatever an earlier Scan left.
+// returned it; the entries past n hold junk (what an earlier Scan left, or
+// what this one computed past the tokens it reports).
 type Tokens struct {
 	// Value is the token's 7-bit groups packed, first byte most
 	// significant: the unsigned integer it encodes.
