@@ -66,9 +66,17 @@ GLOBL pass2<>(SB), RODATA|NOPTR, $224
 // ns/record), two tokens a loop turn (+1.0), PEXT's mask from a table by
 // length in place of LEA+BZHI (no change).
 //
-// Registers, first pass: SI b, DX n, BX block start, DI t, CX count, R10
-// the block's stop bits, R11 e, R13 the token's word, R14 scratch, R15 the
-// first block's stop bits in b[0:7]. Second pass: R8 full (0 or 1), R12
+// A long token also ends the first pass, at the end of the block where its
+// eighth byte without a stop bit is found (a test of the block's stop bits
+// for 8 clear bits in a row, about 17 instructions a block): the work past
+// a long token is bounded (a caller scanning again from after it, as the
+// token path does, does not rescan the rest of b each time).
+//
+// Registers, first pass: SI b, DX n (or the end of the block where a long
+// token was seen), BX block start, DI t, CX count, R9 the bytes at the end
+// of the previous block without a stop bit, R10 the block's stop bits, R11
+// e, R13 the token's word, R14 scratch, R15 the first block's stop bits in
+// b[0:7]. Second pass: R8 full (0 or 1), R12
 // the group's first token, X7 the previous group's ends (the end before
 // the first token in every lane at first), X8-X14 the constants.
 TEXT ·scanAVX2(SB), NOSPLIT, $0-41
@@ -77,6 +85,7 @@ TEXT ·scanAVX2(SB), NOSPLIT, $0-41
 	MOVQ off+16(FP), BX
 	MOVQ t+24(FP), DI
 	XORQ CX, CX
+	XORQ R9, R9
 	LEAQ -1(BX), AX
 	VMOVD AX, X7
 	VPSHUFD $0, X7, X7
@@ -96,6 +105,7 @@ block:
 	VPMOVMSKB Y1, R14
 	SHLQ $32, R14
 	ORQ R14, R10
+	MOVQ R10, R14
 	JMP bits
 
 last:
@@ -108,8 +118,35 @@ last:
 	MOVQ $64, R14
 	SUBQ AX, R14
 	SHRXQ R14, R10, R10
+	MOVQ $-1, R14 // the bytes past n count as stops in the run check
+	SHLXQ AX, R14, R14
+	ORQ R10, R14
 
 bits:
+	// A token over 8 bytes has 8 bytes without a stop bit in a row (so
+	// has an unfinished one at the end of b): the scan ends after this
+	// block (DX moved to its end), so that a long token costs at most a
+	// block of work past it. R14 holds the block's stop bits (bytes past n
+	// set), R9 how many bytes end the previous block without one.
+	TZCNTQ R14, AX
+	ADDQ R9, AX
+	CMPQ AX, $8
+	JAE runFound
+	LZCNTQ R14, R9
+	MOVQ R14, AX
+	SHRQ $1, AX
+	ORQ R14, AX
+	MOVQ AX, R13
+	SHRQ $2, R13
+	ORQ R13, AX
+	MOVQ AX, R13
+	SHRQ $4, R13
+	ORQ R13, AX
+	NOTQ AX
+	SHLQ $7, AX // runs starting in bits 0 to 56: the others reach the next block
+	JNZ runFound
+
+runChecked:
 	CMPQ BX, $7
 	JB front
 
@@ -130,6 +167,10 @@ token:
 nextblock:
 	ADDQ $64, BX
 	JMP block
+
+runFound:
+	LEAQ 64(BX), DX
+	JMP runChecked
 
 	// The first block when it starts below b[7]: the tokens ending in
 	// b[0:7] (bits 0 to 6-BX of R10, moved to R15) read b[0:8] shifted up

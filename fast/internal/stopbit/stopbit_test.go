@@ -152,6 +152,39 @@ func TestScanLongTokens(t *testing.T) {
 	}
 }
 
+// TestScanBoundedPastLongToken checks that Scan does not go on through b
+// past a long token (the kernel's first pass stops at the end of the block
+// where it sees one): a caller scanning again from after each long token
+// must not rescan the rest of b every time. The kernel writes a token's End
+// in its first pass, so End entries left as they were show where it
+// stopped.
+func TestScanBoundedPastLongToken(t *testing.T) {
+	long := append(bytes.Repeat([]byte{0x01}, 11), 0x82)
+	for pre := range 70 {
+		b := append(bytes.Repeat([]byte{0x81}, pre), long...)
+		b = append(b, bytes.Repeat([]byte{0x83}, 1000)...)
+		for _, kernel := range []bool{true, false} {
+			restore := stopbit.SetKernel(kernel)
+			var toks stopbit.Tokens
+			for i := range toks.End {
+				toks.End[i] = ^uint32(0)
+			}
+			n, full := stopbit.Scan(b, 0, &toks)
+			restore()
+			if n != pre || full {
+				t.Fatalf("kernel=%v pre=%d: %d tokens full=%v, want %d, false", kernel, pre, n, full, pre)
+			}
+			// At most the block holding the long token's eighth byte
+			// and the one before: 128 bytes, a token each.
+			for i := 128; i < len(toks.End); i++ {
+				if toks.End[i] != ^uint32(0) {
+					t.Fatalf("kernel=%v pre=%d: End[%d] = %d written: the scan went on past the long token", kernel, pre, i, toks.End[i])
+				}
+			}
+		}
+	}
+}
+
 func TestScanDoesNotAllocate(t *testing.T) {
 	b := randomStream(rand.New(rand.NewPCG(3, 4)), 20)
 	var toks stopbit.Tokens
