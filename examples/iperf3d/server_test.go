@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParseParams(t *testing.T) {
@@ -301,6 +303,7 @@ func TestStockClientLoopback(t *testing.T) {
 		ln.Close()
 		t.Fatal(err)
 	}
+	bigReadBuffer(t, pc.(*net.UDPConn))
 	log := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -370,5 +373,31 @@ func TestServeStopsDuringTest(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		client.Process.Kill()
 		t.Error("the client still runs 10 s after the server stopped")
+	}
+}
+
+// bigReadBuffer gives the kernel socket of the loopback control a receive
+// buffer larger than the whole UDP test sends. The default (about 200 KiB,
+// some 90 datagrams of 1400 bytes) holds 50 ms of the 20 Mb/s test: a
+// reader starved longer than that on a loaded machine (CI runs -race
+// beside other packages) loses datagrams the test would blame on the
+// server. Root may go past net.core.rmem_max (SO_RCVBUFFORCE); others get
+// what the cap allows.
+func bigReadBuffer(t *testing.T, c *net.UDPConn) {
+	const size = 4 << 20
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var forceErr error
+	if err := rc.Control(func(fd uintptr) {
+		forceErr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, size)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if forceErr != nil {
+		if err := c.SetReadBuffer(size); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
