@@ -66,6 +66,9 @@ type fop struct {
 	// without an initial value.
 	init uint64
 	tag  uint64 // valueTag of the appended Value
+	// h is the address of the assembly loop's code for this instruction
+	// (tape_asm_amd64.s), 0 where there is none.
+	h uintptr
 }
 
 // buildFast derives the fast tape from a template's tape, or returns nil
@@ -160,6 +163,7 @@ func buildFast(t []op) []fop {
 		}
 		ft[i] = f
 	}
+	setHandlers(ft)
 	return ft
 }
 
@@ -193,7 +197,7 @@ func (d *Decoder) runFast(b []byte, off int, pm uint64, p *program, m *Message) 
 	st := fastState{off: off, pm: pm}
 	d.ensureValues(m, int(p.fast[0].run)+1)
 	for {
-		switch d.fastLoop(b, &st, p.fast, m) {
+		switch d.loop(b, &st, p.fast, m) {
 		case exitDone:
 			return st.off, true
 		case exitSlow:

@@ -1,0 +1,242 @@
+package fast
+
+import "golang.org/x/sys/cpu"
+
+// The assembly loop (tape_asm_amd64.s) runs the fast tape like fastLoop,
+// with the same contract: it starts from st, stops where fastLoop stops
+// (exitDone, exitSlow, exitElem, exitGrow) with st, m.Values and the
+// dictionaries as fastLoop leaves them, and calls nothing. It differs in
+// how it gets there: each instruction's code is a separate piece of
+// assembly whose address the instruction holds (fop.h), chosen when the
+// tape is built from the opcode and the flags, and each piece ends by
+// jumping to the next instruction's (direct threading). The state carried
+// from one instruction to the next (instruction, offset, presence map, next
+// Value and its index, buffer, decoder, dictionary, epoch tag) stays in
+// registers for the whole run, where Go's compiler stores part of it to the
+// stack at every turn of fastLoop.
+//
+// Assembly functions are not preemption points, and none of this code
+// loops longer than one message's fields.
+
+// haveAsmLoop reports whether the CPU runs the assembly loop (it uses
+// BMI2's PEXT and SHRX).
+var haveAsmLoop = cpu.X86.HasBMI2
+
+// asmLoopOn selects the assembly loop when the CPU has it; tests turn it
+// off to run fastLoop on amd64.
+var asmLoopOn = haveAsmLoop
+
+// exitSave stops the assembly loop at an ascii copy field whose dictionary
+// entry must be saved for undo first, which swaps the entry's byte slices:
+// a pointer write the assembly cannot make (it has no write barrier).
+// asmFastLoop saves the entry and runs the loop on from there.
+const exitSave = exitGrow + 1
+
+// loopCheck, set by tests, runs instead of fastLoop while asmLoopOn is
+// off: it runs both loops and compares them. It gets copies (passed to a
+// function value, b, st and m would escape, and runFast's st would be
+// allocated at every message) and of b only a window from st.off on,
+// enough for the fields up to the loop's next stop; full is len(b), for
+// the hook to check that the window was.
+var loopCheck func(d *Decoder, b []byte, full int, st *fastState, ft []fop, m *Message) int
+
+// loopCheckWindow is the length of b that loopCheck gets after st.off.
+const loopCheckWindow = 4096
+
+// loop runs the assembly loop, or fastLoop where the assembly loop is off.
+func (d *Decoder) loop(b []byte, st *fastState, ft []fop, m *Message) int {
+	if asmLoopOn {
+		return d.asmFastLoop(b, st, ft, m)
+	}
+	if loopCheck != nil {
+		bc := append([]byte(nil), b[:min(len(b), st.off+loopCheckWindow)]...)
+		sc, mc := *st, *m
+		why := loopCheck(d, bc, len(b), &sc, ft, &mc)
+		*st, *m = sc, mc
+		return why
+	}
+	return d.fastLoop(b, st, ft, m)
+}
+
+// asmFastLoop runs asmLoop with fastLoop's contract.
+func (d *Decoder) asmFastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
+	for {
+		why := asmLoop(d, b, st, &ft[0], m)
+		st.pc /= int(fopSize) // asmLoop leaves the byte offset
+		if why != exitSave {
+			return why
+		}
+		o := &ft[st.pc]
+		e, eb := &d.dict[o.slot], &d.dictBytes[o.slot]
+		k := len(d.undo)
+		d.undo = d.undo[:k+1]
+		d.undo[k] = undoRec{o.slot, *e}
+		e.gen = d.gen
+		eb.alt, eb.b = eb.b, eb.alt[:0]
+	}
+}
+
+// asmLoop runs the fast tape whose first instruction is ft from st.pc on,
+// like fastLoop, but leaves in st.pc the byte offset of the instruction
+// from ft. It may also return exitSave. Every instruction's h must be set.
+//
+//go:noescape
+func asmLoop(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+
+// asmHandlers fills t with the addresses of the instructions' code, in the
+// order of the h constants.
+//
+//go:noescape
+func asmHandlers(t *[nHandlers]uintptr)
+
+// Indexes of the instructions' code in asmHandlers' table. The suffixes U
+// (unsigned, mandatory), UN (unsigned, nullable), S and SN (signed) are
+// integers that are not part of a decimal; G is the general code for any
+// flags.
+const (
+	hSlow = iota
+	hEnd
+	hGroup
+	hGroupEnd
+	hSeq
+	hElem
+	hElemEnd
+	hIntU
+	hIntUN
+	hIntG
+	hConst
+	hConstG
+	hDefaultU
+	hDefaultUN
+	hDefaultG
+	hCopyU
+	hCopyUN
+	hCopyG
+	hIncrementU
+	hIncrementG
+	hDeltaS
+	hDeltaSN
+	hDeltaG
+	hASCII
+	hASCIIDefault
+	hASCIICopy
+	hBytesConst
+	nHandlers
+)
+
+// handlerTable holds the addresses asmHandlers returns.
+var handlerTable = func() (t [nHandlers]uintptr) {
+	asmHandlers(&t)
+	return t
+}()
+
+// setHandlers sets the h of every instruction of ft when the CPU runs the
+// assembly loop.
+func setHandlers(ft []fop) {
+	if !haveAsmLoop {
+		return
+	}
+	for i := range ft {
+		ft[i].h = handlerTable[handlerIndex(&ft[i])]
+	}
+}
+
+// handlerIndex picks the code for o: the narrowest that decodes it.
+func handlerIndex(o *fop) int {
+	plain := o.flags&(fExp|fMant) == 0
+	unsigned := plain && o.flags&fSigned == 0
+	nullable := o.flags&fNullable != 0
+	pick := func(general, u, un int) int {
+		switch {
+		case !unsigned:
+			return general
+		case nullable:
+			return un
+		}
+		return u
+	}
+	switch o.code {
+	case fInt:
+		return pick(hIntG, hIntU, hIntUN)
+	case fIntConst:
+		if plain {
+			return hConst
+		}
+		return hConstG
+	case fIntDefault:
+		return pick(hDefaultG, hDefaultU, hDefaultUN)
+	case fIntCopy:
+		return pick(hCopyG, hCopyU, hCopyUN)
+	case fIntIncrement:
+		if unsigned && !nullable {
+			return hIncrementU
+		}
+		return hIncrementG
+	case fIntDelta:
+		switch {
+		case !plain:
+			return hDeltaG
+		case nullable:
+			return hDeltaSN
+		}
+		return hDeltaS
+	case fASCII:
+		return hASCII
+	case fBytesConst:
+		return hBytesConst
+	case fASCIIDefault:
+		return hASCIIDefault
+	case fASCIICopy:
+		return hASCIICopy
+	case fGroup:
+		return hGroup
+	case fGroupEnd:
+		return hGroupEnd
+	case fSeq:
+		return hSeq
+	case fElem:
+		return hElem
+	case fElemEnd:
+		return hElemEnd
+	case fEnd:
+		return hEnd
+	}
+	return hSlow // fSlowDecimal, fSlowBytes
+}
+
+// The pieces of the assembly loop, declared for go vet's asmdecl check.
+// None is called from Go: asmLoop jumps to them through fop.h, and they
+// to each other, all in asmLoop's frame.
+func asmExit(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmSlow0(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmSlow1(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmSave(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmSlow(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmEnd(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmEnsure(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmStoreG(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmIntU(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmIntUN(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmIntG(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmConst(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmConstG(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDefaultU(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDefaultUN(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDefaultG(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmCopyU(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmCopyUN(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmCopyG(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmIncrementU(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmIncrementG(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDeltaS(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDeltaSN(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDeltaG(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmASCII(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmASCIIDefault(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmASCIICopy(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmBytesConst(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmGroup(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmGroupEnd(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmSeq(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmElem(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmElemEnd(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int

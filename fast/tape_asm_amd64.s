@@ -1,0 +1,1087 @@
+#include "go_asm.h"
+#include "textflag.h"
+
+// The assembly loop: see tape_asm_amd64.go. Every piece below is a
+// separate TEXT symbol with asmLoop's frame ($0, the same arguments): the
+// pieces jump to each other and never move SP, so the last one's RET
+// returns from asmLoop, and the arguments are at the same FP offsets in
+// all of them.
+//
+// Registers carried from one instruction to the next:
+//	SI	the instruction (*fop)
+//	DI	&b[0]
+//	R8	len(b)
+//	R9	the offset in b
+//	R10	the presence map, next bit on top
+//	R11	&m.Values[n], where the next value goes
+//	R12	n
+//	R13	the *Decoder
+//	R14	&d.dict[0]
+//	R15	epoch<<2 | stateAssigned, the tag of an entry assigned this epoch
+// AX, BX, CX and DX are scratch; X0 and X1 keep AX and BX across an undo save.
+// In the integer code AX is the value, BX whether it is present (0 or 1),
+// CX the offset past it.
+
+// NEXT runs the next instruction.
+#define NEXT \
+	ADDQ $fop__size, SI; \
+	JMP  fop_h(SI)
+
+// ENTRY sets r to the instruction's dictionary entry (24 bytes each).
+#define ENTRY(r) \
+	MOVLQSX fop_slot(SI), r; \
+	LEAQ    (r)(r*2), r; \
+	LEAQ    (R14)(r*8), r
+
+// JUMPTO sets SI to the instruction at the tape index in fop_jump(SI) plus k.
+#define JUMPTO(k) \
+	MOVLQSX fop_jump(SI), SI; \
+	ADDQ    $k, SI; \
+	IMULQ   $fop__size, SI; \
+	ADDQ    ft+40(FP), SI
+
+// READ decodes the stop-bit integer at R9 into AX (its 7k bits, unsigned)
+// and CX (k): one 8-byte load, the bytes put in wire order (first byte on
+// top), the stop bit found with BSR, the bytes past it shifted out and
+// the 7-bit groups packed with PEXT. It stops the loop (asmSlow1) where
+// fastLoop does: at the end of b, without a stop bit in 8 bytes, or past 4
+// bytes for a 32-bit integer. READ_TAIL has its out-of-line parts.
+#define READ \
+	LEAQ  8(R9), CX; \
+	CMPQ  CX, R8; \
+	JHI   readTail; \
+	MOVQ  (DI)(R9*1), AX; \
+readWord: \
+	BSWAPQ AX; \
+	MOVQ  $0x8080808080808080, DX; \
+	ANDQ  AX, DX; \
+	JZ    toSlow1; \
+	BSRQ  DX, CX; \
+	CMPQ  CX, $31; \
+	JLS   readLong; \
+readShift: \
+	SUBQ  $7, CX; \
+	SHRXQ CX, AX, AX; \
+	MOVQ  $0x7f7f7f7f7f7f7f7f, DX; \
+	PEXTQ DX, AX, AX; \
+	NEGQ  CX; \
+	ADDQ  $64, CX; \
+	SHRQ  $3, CX
+
+// READ_TAIL: more than 4 bytes need fWide; fewer than 8 bytes left in b
+// are loaded from b's end (or byte by byte when b is shorter than 8).
+#define READ_TAIL \
+readLong: \
+	TESTW $const_fWide, fop_flags(SI); \
+	JZ    toSlow1; \
+	JMP   readShift; \
+readTail: \
+	CMPQ  R9, R8; \
+	JGE   toSlow1; \
+	CMPQ  R8, $8; \
+	JLT   readTiny; \
+	MOVQ  -8(DI)(R8*1), AX; \
+	SUBQ  R8, CX; \
+	SHLQ  $3, CX; \
+	SHRXQ CX, AX, AX; \
+	JMP   readWord; \
+readTiny: \
+	XORL  AX, AX; \
+	MOVQ  R8, DX; \
+readTinyLoop: \
+	DECQ  DX; \
+	SHLQ  $8, AX; \
+	MOVBQZX (DI)(DX*1), CX; \
+	ORQ   CX, AX; \
+	CMPQ  DX, R9; \
+	JGT   readTinyLoop; \
+	JMP   readWord
+
+// SIGNEXT sign-extends AX's 7k bits (CX is k).
+#define SIGNEXT \
+	LEAQ  (CX*8), DX; \
+	SUBQ  CX, DX; \
+	NEGQ  DX; \
+	ADDQ  $64, DX; \
+	SHLXQ DX, AX, AX; \
+	SARXQ DX, AX, AX
+
+// NULLABLE sets BX to whether the nullable AX is present and takes the
+// null's place out of AX (non-negative values are one more on the wire).
+#define NULLABLE \
+	XORL  BX, BX; \
+	XORL  DX, DX; \
+	TESTQ AX, AX; \
+	SETNE BL; \
+	SETGT DL; \
+	SUBQ  DX, AX
+
+// READG is READ for any flags, into AX, BX and CX (the offset past it).
+#define READG \
+	READ; \
+	TESTW $const_fSigned, fop_flags(SI); \
+	JZ    readUnsigned; \
+	SIGNEXT; \
+readUnsigned: \
+	ADDQ  R9, CX; \
+	MOVL  $1, BX; \
+	TESTW $const_fNullable, fop_flags(SI); \
+	JZ    readDone; \
+	NULLABLE; \
+readDone: \
+
+// EXPCHECK stops the loop at a present decimal exponent outside -63..63.
+#define EXPCHECK \
+	TESTW $const_fExp, fop_flags(SI); \
+	JZ    expOK; \
+	TESTQ BX, BX; \
+	JZ    expOK; \
+	LEAQ  63(AX), DX; \
+	CMPQ  DX, $126; \
+	JHI   toSlow1; \
+expOK: \
+
+// SAVE records the entry at DX in the undo log unless it was this message
+// (CX is lost); SAVE_TAIL is its out-of-line part.
+#define SAVE \
+	MOVL Decoder_gen(R13), CX; \
+	CMPL CX, entry_gen(DX); \
+	JNE  saveEntry; \
+saved: \
+
+#define SAVE_TAIL \
+saveEntry: \
+	MOVQ AX, X0; \
+	MOVQ BX, X1; \
+	MOVQ (Decoder_undo+8)(R13), BX; \
+	MOVQ BX, AX; \
+	SHLQ $5, AX; \
+	ADDQ Decoder_undo(R13), AX; \
+	INCQ BX; \
+	MOVQ BX, (Decoder_undo+8)(R13); \
+	MOVL fop_slot(SI), BX; \
+	MOVL BX, undoRec_slot(AX); \
+	MOVQ 0(DX), BX; \
+	MOVQ BX, (undoRec_e+0)(AX); \
+	MOVQ 8(DX), BX; \
+	MOVQ BX, (undoRec_e+8)(AX); \
+	MOVQ 16(DX), BX; \
+	MOVQ BX, (undoRec_e+16)(AX); \
+	MOVL CX, entry_gen(DX); \
+	MOVQ X0, AX; \
+	MOVQ X1, BX; \
+	JMP  saved
+
+// ASSIGN writes AX to the entry at DX as assigned this epoch.
+#define ASSIGN \
+	MOVQ AX, entry_u(DX); \
+	MOVL $0, entry_exp(DX); \
+	MOVL R15, entry_tag(DX)
+
+// ASSIGNANY writes AX, or empty when BX is 0, to the entry at DX.
+#define ASSIGNANY \
+	TESTQ BX, BX; \
+	JZ    assignEmpty; \
+	ASSIGN; \
+	JMP   assigned; \
+assignEmpty: \
+	LEAL  1(R15), CX; \
+	MOVL  CX, entry_tag(DX); \
+assigned: \
+
+// STOREINT appends the integer value AX, present when BX is 1 (AX is
+// cleared when not: an absent value reads 0).
+#define STOREINT \
+	MOVQ  BX, CX; \
+	NEGQ  CX; \
+	ANDQ  CX, AX; \
+	MOVQ  AX, 0(R11); \
+	LEAQ  1(R12), CX; \
+	SHLQ  $32, CX; \
+	MOVQ  CX, 8(R11); \
+	MOVQ  $0, 16(R11); \
+	SHLQ  $40, BX; \
+	ORQ   fop_tag(SI), BX; \
+	MOVQ  BX, 24(R11); \
+	ADDQ  $32, R11; \
+	INCQ  R12
+
+// STOREPRESENT appends the present integer value AX.
+#define STOREPRESENT \
+	MOVQ  AX, 0(R11); \
+	LEAQ  1(R12), CX; \
+	SHLQ  $32, CX; \
+	MOVQ  CX, 8(R11); \
+	MOVQ  $0, 16(R11); \
+	MOVQ  fop_tag(SI), BX; \
+	BTSQ  $40, BX; \
+	MOVQ  BX, 24(R11); \
+	ADDQ  $32, R11; \
+	INCQ  R12
+
+// STOREBYTES appends the string value whose off and n (high word) are in
+// CX, present when BX is 1.
+#define STOREBYTES \
+	MOVQ  $0, 0(R11); \
+	LEAQ  1(R12), AX; \
+	SHLQ  $32, AX; \
+	MOVQ  AX, 8(R11); \
+	MOVQ  CX, 16(R11); \
+	SHLQ  $40, BX; \
+	ORQ   fop_tag(SI), BX; \
+	MOVQ  BX, 24(R11); \
+	ADDQ  $32, R11; \
+	INCQ  R12
+
+// HASINIT sets BX to 1 when the instruction has an initial value.
+#define HASINIT \
+	MOVWLZX fop_flags(SI), BX; \
+	SHRL    $3, BX; \
+	ANDL    $1, BX
+
+// FRAME sets r to &d.frames[st.depth-1] (DX is lost).
+#define FRAME(r) \
+	MOVQ  st+32(FP), DX; \
+	MOVQ  fastState_depth(DX), r; \
+	DECQ  r; \
+	IMULQ $frame__size, r; \
+	ADDQ  Decoder_frames(R13), r
+
+// VALUE sets r to &m.Values[i] for the int32 i at src.
+#define VALUE(src, r) \
+	MOVLQSX src, r; \
+	SHLQ    $5, r; \
+	MOVQ    m+48(FP), DX; \
+	ADDQ    Message_Values(DX), r
+
+// STUBS are the exits conditional jumps reach (they cannot name another
+// TEXT symbol).
+#define STUBS \
+toSlow0: \
+	JMP ·asmSlow0(SB); \
+toSlow1: \
+	JMP ·asmSlow1(SB); \
+toSlow: \
+	JMP ·asmSlow(SB); \
+toSave: \
+	JMP ·asmSave(SB)
+
+TEXT ·asmLoop(SB), NOSPLIT, $0-64
+	MOVQ  d+0(FP), R13
+	MOVQ  b_base+8(FP), DI
+	MOVQ  b_len+16(FP), R8
+	MOVQ  st+32(FP), AX
+	MOVQ  fastState_off(AX), R9
+	MOVQ  fastState_pm(AX), R10
+	MOVQ  fastState_pc(AX), SI
+	IMULQ $fop__size, SI
+	ADDQ  ft+40(FP), SI
+	MOVQ  m+48(FP), AX
+	MOVQ  (Message_Values+8)(AX), R12
+	MOVQ  R12, R11
+	SHLQ  $5, R11
+	ADDQ  Message_Values(AX), R11
+	MOVQ  Decoder_dict(R13), R14
+	MOVL  Decoder_epoch(R13), R15
+	SHLL  $2, R15
+	ORL   $const_stateAssigned, R15
+	JMP   fop_h(SI)
+
+// asmExit returns AX from asmLoop, leaving the state in st and m.Values.
+TEXT ·asmExit(SB), NOSPLIT, $0-64
+	MOVQ m+48(FP), BX
+	MOVQ R12, (Message_Values+8)(BX)
+	MOVQ st+32(FP), BX
+	MOVQ R9, fastState_off(BX)
+	MOVQ R10, fastState_pm(BX)
+	SUBQ ft+40(FP), SI
+	MOVQ SI, fastState_pc(BX)
+	MOVQ AX, ret+56(FP)
+	RET
+
+// asmSlow0 stops at an instruction that took a 0 bit, if it takes one.
+TEXT ·asmSlow0(SB), NOSPLIT, $0-64
+	TESTW $const_fBit, fop_flags(SI)
+	JZ    slow
+	SHRQ  $1, R10
+slow:
+	MOVQ  $const_exitSlow, AX
+	JMP   ·asmExit(SB)
+
+// asmSlow1 stops at an instruction that took a 1 bit, if it takes one.
+TEXT ·asmSlow1(SB), NOSPLIT, $0-64
+	TESTW $const_fBit, fop_flags(SI)
+	JZ    slow
+	SHRQ  $1, R10
+	BTSQ  $63, R10
+slow:
+	MOVQ  $const_exitSlow, AX
+	JMP   ·asmExit(SB)
+
+// asmSave stops at an ascii copy whose entry must be saved (it took a 1
+// bit).
+TEXT ·asmSave(SB), NOSPLIT, $0-64
+	TESTW $const_fBit, fop_flags(SI)
+	JZ    save
+	SHRQ  $1, R10
+	BTSQ  $63, R10
+save:
+	MOVQ  $const_exitSave, AX
+	JMP   ·asmExit(SB)
+
+// asmSlow stops at an instruction slowOp runs.
+TEXT ·asmSlow(SB), NOSPLIT, $0-64
+	MOVQ $const_exitSlow, AX
+	JMP  ·asmExit(SB)
+
+// asmEnd stops at the end of the message.
+TEXT ·asmEnd(SB), NOSPLIT, $0-64
+	MOVQ $const_exitDone, AX
+	JMP  ·asmExit(SB)
+
+// asmEnsure ends a structural instruction: it goes on when m.Values has
+// room for the values up to the next structural instruction and its own.
+TEXT ·asmEnsure(SB), NOSPLIT, $0-64
+	MOVLQSX (fop__size+fop_run)(SI), AX
+	LEAQ    1(R12)(AX*1), AX
+	MOVQ    m+48(FP), BX
+	CMPQ    AX, (Message_Values+16)(BX)
+	JGT     grow
+	NEXT
+grow:
+	ADDQ $fop__size, SI
+	MOVQ $const_exitGrow, AX
+	JMP  ·asmExit(SB)
+
+// asmStoreG appends an integer, exponent or mantissa as fastLoop's store
+// does: AX the value, BX present, the offset already moved past it.
+TEXT ·asmStoreG(SB), NOSPLIT, $0-64
+	TESTW $(const_fExp|const_fMant), fop_flags(SI)
+	JNZ   decimal
+	STOREINT
+	NEXT
+decimal:
+	TESTW $const_fExp, fop_flags(SI)
+	JZ    mantissa
+	TESTQ BX, BX
+	JZ    noMantissa
+	MOVQ  st+32(FP), DX
+	MOVL  AX, fastState_exp(DX)
+	NEXT
+noMantissa:
+	ADDQ  $fop__size, SI
+	XORL  AX, AX
+	XORL  BX, BX
+	STOREINT
+	NEXT
+mantissa:
+	MOVQ  st+32(FP), DX
+	MOVL  fastState_exp(DX), DX
+	MOVQ  BX, CX
+	NEGQ  CX
+	ANDQ  CX, AX
+	ANDQ  CX, DX
+	MOVQ  AX, 0(R11)
+	LEAQ  1(R12), CX
+	SHLQ  $32, CX
+	ORQ   DX, CX
+	MOVQ  CX, 8(R11)
+	MOVQ  $0, 16(R11)
+	SHLQ  $40, BX
+	ORQ   fop_tag(SI), BX
+	MOVQ  BX, 24(R11)
+	ADDQ  $32, R11
+	INCQ  R12
+	NEXT
+
+// Integers without operator.
+
+TEXT ·asmIntU(SB), NOSPLIT, $0-64
+	READ
+	ADDQ R9, CX
+	MOVQ CX, R9
+	STOREPRESENT
+	NEXT
+	READ_TAIL
+	STUBS
+
+TEXT ·asmIntUN(SB), NOSPLIT, $0-64
+	READ
+	ADDQ R9, CX
+	MOVQ CX, R9
+	NULLABLE
+	STOREINT
+	NEXT
+	READ_TAIL
+	STUBS
+
+TEXT ·asmIntG(SB), NOSPLIT, $0-64
+	READG
+	EXPCHECK
+	MOVQ CX, R9
+	JMP  ·asmStoreG(SB)
+	READ_TAIL
+	STUBS
+
+// Constants.
+
+TEXT ·asmConst(SB), NOSPLIT, $0-64
+	MOVQ  fop_init(SI), AX
+	MOVL  $1, BX
+	TESTW $const_fOptional, fop_flags(SI)
+	JZ    store
+	XORL  BX, BX
+	SHLQ  $1, R10
+	SETCS BL
+store:
+	STOREINT
+	NEXT
+
+TEXT ·asmConstG(SB), NOSPLIT, $0-64
+	MOVQ  fop_init(SI), AX
+	MOVL  $1, BX
+	TESTW $const_fOptional, fop_flags(SI)
+	JZ    store
+	XORL  BX, BX
+	SHLQ  $1, R10
+	SETCS BL
+store:
+	JMP   ·asmStoreG(SB)
+
+// Defaults: the initial value (present when there is one) on a 0 bit.
+
+TEXT ·asmDefaultU(SB), NOSPLIT, $0-64
+	SHLQ $1, R10
+	JCC  initial
+	READ
+	ADDQ R9, CX
+	MOVQ CX, R9
+	STOREPRESENT
+	NEXT
+initial:
+	MOVQ fop_init(SI), AX
+	HASINIT
+	STOREINT
+	NEXT
+	READ_TAIL
+	STUBS
+
+TEXT ·asmDefaultUN(SB), NOSPLIT, $0-64
+	SHLQ $1, R10
+	JCC  initial
+	READ
+	ADDQ R9, CX
+	MOVQ CX, R9
+	NULLABLE
+	STOREINT
+	NEXT
+initial:
+	MOVQ fop_init(SI), AX
+	HASINIT
+	STOREINT
+	NEXT
+	READ_TAIL
+	STUBS
+
+TEXT ·asmDefaultG(SB), NOSPLIT, $0-64
+	SHLQ $1, R10
+	JCC  initial
+	READG
+	EXPCHECK
+	MOVQ CX, R9
+	JMP  ·asmStoreG(SB)
+initial:
+	MOVQ fop_init(SI), AX
+	HASINIT
+	JMP  ·asmStoreG(SB)
+	READ_TAIL
+	STUBS
+
+// Copies: on a 0 bit the previous value (assigned), else the initial
+// value (undefined, then assigned), else fastLoop's slow path.
+
+// PREVIOUS is the 0-bit path of copy and increment up to an assigned
+// entry's value in AX (DX the entry); it continues at write with the
+// initial value of an undefined entry.
+#define PREVIOUS \
+	ENTRY(DX); \
+	CMPL  entry_tag(DX), R15; \
+	JNE   undefined; \
+	MOVQ  entry_u(DX), AX
+
+#define UNDEFINED \
+undefined: \
+	LEAL  1(R15), CX; \
+	CMPL  entry_tag(DX), CX; \
+	JEQ   toSlow0; \
+	TESTW $const_fHasInit, fop_flags(SI); \
+	JZ    toSlow0; \
+	MOVQ  fop_init(SI), AX; \
+	MOVL  $1, BX; \
+	JMP   write
+
+TEXT ·asmCopyU(SB), NOSPLIT, $0-64
+	SHLQ $1, R10
+	JCC  previous
+	READ
+	ADDQ R9, CX
+	MOVQ CX, R9
+	ENTRY(DX)
+write:
+	SAVE
+	ASSIGN
+store:
+	STOREPRESENT
+	NEXT
+previous:
+	PREVIOUS
+	JMP store
+	UNDEFINED
+	READ_TAIL
+	SAVE_TAIL
+	STUBS
+
+TEXT ·asmCopyUN(SB), NOSPLIT, $0-64
+	SHLQ $1, R10
+	JCC  previous
+	READ
+	ADDQ R9, CX
+	MOVQ CX, R9
+	NULLABLE
+	ENTRY(DX)
+write:
+	SAVE
+	ASSIGNANY
+store:
+	STOREINT
+	NEXT
+previous:
+	PREVIOUS
+	MOVL $1, BX
+	JMP  store
+	UNDEFINED
+	READ_TAIL
+	SAVE_TAIL
+	STUBS
+
+TEXT ·asmCopyG(SB), NOSPLIT, $0-64
+	SHLQ $1, R10
+	JCC  previous
+	READG
+	EXPCHECK
+	MOVQ CX, R9
+	ENTRY(DX)
+write:
+	SAVE
+	ASSIGNANY
+store:
+	JMP  ·asmStoreG(SB)
+previous:
+	PREVIOUS
+	MOVL $1, BX
+	JMP  store
+	UNDEFINED
+	READ_TAIL
+	SAVE_TAIL
+	STUBS
+
+// INCREMENT adds one to AX in the instruction's kind.
+#define INCREMENT \
+	CMPB  fop_kind(SI), $const_KindUint32; \
+	JEQ   inc32; \
+	CMPB  fop_kind(SI), $const_KindInt32; \
+	JEQ   incInt32; \
+	INCQ  AX; \
+	JMP   incremented; \
+incInt32: \
+	INCL  AX; \
+	MOVLQSX AX, AX; \
+	JMP   incremented; \
+inc32: \
+	INCL  AX; \
+incremented: \
+
+TEXT ·asmIncrementU(SB), NOSPLIT, $0-64
+	SHLQ $1, R10
+	JCC  previous
+	READ
+	ADDQ R9, CX
+	MOVQ CX, R9
+	ENTRY(DX)
+write:
+	SAVE
+	ASSIGN
+	STOREPRESENT
+	NEXT
+previous:
+	PREVIOUS
+	INCREMENT
+	JMP  write
+	UNDEFINED
+	READ_TAIL
+	SAVE_TAIL
+	STUBS
+
+TEXT ·asmIncrementG(SB), NOSPLIT, $0-64
+	SHLQ $1, R10
+	JCC  previous
+	READG
+	EXPCHECK
+	MOVQ CX, R9
+	ENTRY(DX)
+write:
+	SAVE
+	ASSIGNANY
+	JMP  ·asmStoreG(SB)
+previous:
+	PREVIOUS
+	INCREMENT
+	MOVL $1, BX
+	JMP  write
+	UNDEFINED
+	READ_TAIL
+	SAVE_TAIL
+	STUBS
+
+// Deltas: the value is the previous one (or the initial value, or 0)
+// plus the signed delta on the wire, in the field's kind.
+
+// DELTA computes the present delta AX's result into BX (DX the entry),
+// stopping the loop where fastLoop does; CX, the offset past the delta,
+// is kept.
+#define DELTA \
+	ENTRY(DX); \
+	MOVQ  fop_init(SI), BX; \
+	CMPL  entry_tag(DX), R15; \
+	JNE   deltaUnassigned; \
+	MOVQ  entry_u(DX), BX; \
+deltaBase: \
+	CMPB  fop_kind(SI), $const_KindInt32; \
+	JEQ   deltaSigned; \
+	CMPB  fop_kind(SI), $const_KindInt64; \
+	JEQ   deltaSigned; \
+	TESTQ AX, AX; \
+	JS    deltaNegative; \
+	ADDQ  AX, BX; \
+	JCS   toSlow1; \
+	CMPB  fop_kind(SI), $const_KindUint32; \
+	JNE   deltaDone; \
+	MOVQ  BX, AX; \
+	SHRQ  $32, AX; \
+	JNZ   toSlow1; \
+	JMP   deltaDone; \
+deltaNegative: \
+	NEGQ  AX; \
+	CMPQ  AX, BX; \
+	JHI   toSlow1; \
+	SUBQ  AX, BX; \
+	JMP   deltaDone; \
+deltaUnassigned: \
+	LEAL  1(R15), R15; \
+	CMPL  entry_tag(DX), R15; \
+	LEAL  -1(R15), R15; \
+	JEQ   toSlow1; \
+	JMP   deltaBase; \
+deltaSigned: \
+	ADDQ  AX, BX; \
+	JOS   toSlow1; \
+	CMPB  fop_kind(SI), $const_KindInt32; \
+	JNE   deltaDone; \
+	MOVLQSX BX, AX; \
+	CMPQ  AX, BX; \
+	JNE   toSlow1; \
+deltaDone: \
+
+TEXT ·asmDeltaS(SB), NOSPLIT, $0-64
+	READ
+	SIGNEXT
+	ADDQ R9, CX
+	DELTA
+	MOVQ CX, R9
+	MOVQ BX, AX
+	SAVE
+	ASSIGN
+	STOREPRESENT
+	NEXT
+	READ_TAIL
+	SAVE_TAIL
+	STUBS
+
+TEXT ·asmDeltaSN(SB), NOSPLIT, $0-64
+	READ
+	SIGNEXT
+	ADDQ  R9, CX
+	NULLABLE
+	TESTQ BX, BX
+	JZ    absent
+	DELTA
+	MOVQ  CX, R9
+	MOVQ  BX, AX
+	SAVE
+	ASSIGN
+	STOREPRESENT
+	NEXT
+absent:
+	MOVQ  CX, R9
+	STOREINT
+	NEXT
+	READ_TAIL
+	SAVE_TAIL
+	STUBS
+
+TEXT ·asmDeltaG(SB), NOSPLIT, $0-64
+	READG
+	TESTQ BX, BX
+	JZ    absent
+	DELTA
+	TESTW $const_fExp, fop_flags(SI)
+	JZ    expOK
+	LEAQ  63(BX), AX
+	CMPQ  AX, $126
+	JHI   toSlow1
+expOK:
+	MOVQ  CX, R9
+	MOVQ  BX, AX
+	SAVE
+	ASSIGN
+	MOVL  $1, BX
+	JMP   ·asmStoreG(SB)
+absent:
+	MOVQ  CX, R9
+	JMP   ·asmStoreG(SB)
+	READ_TAIL
+	SAVE_TAIL
+	STUBS
+
+// Ascii strings: one character in the stream, appended to m's arena.
+
+// CHAR checks the one-character string at R9 and the arena's room for it,
+// leaving the character in AX; CX and DX are lost.
+#define CHAR \
+	CMPQ    R9, R8; \
+	JGE     toSlow1; \
+	MOVBLZX (DI)(R9*1), AX; \
+	CMPL    AX, $0x80; \
+	JLS     toSlow1; \
+	MOVQ    m+48(FP), DX; \
+	MOVQ    (Message_arena+8)(DX), CX; \
+	CMPQ    CX, (Message_arena+16)(DX); \
+	JGE     toSlow1; \
+	CMPQ    CX, (Decoder_limits+Limits_MaxMessageBytes)(R13); \
+	JGE     toSlow1; \
+	ANDL    $0x7f, AX
+
+// APPENDCHAR appends AX to the arena and sets CX to its off and n.
+#define APPENDCHAR \
+	MOVQ  m+48(FP), DX; \
+	MOVQ  (Message_arena+8)(DX), CX; \
+	MOVQ  Message_arena(DX), BX; \
+	MOVB  AX, (BX)(CX*1); \
+	LEAQ  1(CX), BX; \
+	MOVQ  BX, (Message_arena+8)(DX); \
+	BTSQ  $32, CX
+
+TEXT ·asmASCII(SB), NOSPLIT, $0-64
+	CHAR
+	INCQ  R9
+	APPENDCHAR
+	MOVL  $1, BX
+	STOREBYTES
+	NEXT
+	STUBS
+
+TEXT ·asmASCIIDefault(SB), NOSPLIT, $0-64
+	SHLQ  $1, R10
+	JCC   initial
+	CHAR
+	INCQ  R9
+	APPENDCHAR
+	MOVL  $1, BX
+	STOREBYTES
+	NEXT
+initial:
+	MOVQ  fop_init(SI), CX
+	HASINIT
+	STOREBYTES
+	NEXT
+	STUBS
+
+TEXT ·asmASCIICopy(SB), NOSPLIT, $0-64
+	SHLQ  $1, R10
+	JCC   previous
+	CHAR
+	ENTRY(DX)
+	MOVL  Decoder_gen(R13), CX
+	CMPL  CX, entry_gen(DX)
+	JNE   toSave
+	MOVLQSX fop_slot(SI), CX
+	IMULQ $entryBytes__size, CX
+	ADDQ  Decoder_dictBytes(R13), CX
+	CMPQ  (entryBytes_b+16)(CX), $0
+	JEQ   toSlow1
+	MOVQ  $1, (entryBytes_b+8)(CX)
+	MOVQ  entryBytes_b(CX), CX
+	MOVB  AX, (CX)
+	MOVL  R15, entry_tag(DX)
+	INCQ  R9
+	APPENDCHAR
+	MOVL  $1, BX
+	STOREBYTES
+	NEXT
+previous:
+	ENTRY(DX)
+	CMPL  entry_tag(DX), R15
+	JNE   toSlow0
+	MOVLQSX fop_slot(SI), CX
+	IMULQ $entryBytes__size, CX
+	ADDQ  Decoder_dictBytes(R13), CX
+	CMPQ  (entryBytes_b+8)(CX), $1
+	JNE   toSlow0
+	MOVQ  entryBytes_b(CX), CX
+	MOVBLZX (CX), AX
+	MOVQ  m+48(FP), DX
+	MOVQ  (Message_arena+8)(DX), CX
+	CMPQ  CX, (Message_arena+16)(DX)
+	JGE   toSlow0
+	CMPQ  CX, (Decoder_limits+Limits_MaxMessageBytes)(R13)
+	JGE   toSlow0
+	APPENDCHAR
+	MOVL  $1, BX
+	STOREBYTES
+	NEXT
+	STUBS
+
+TEXT ·asmBytesConst(SB), NOSPLIT, $0-64
+	MOVQ  fop_init(SI), CX
+	MOVL  $1, BX
+	TESTW $const_fOptional, fop_flags(SI)
+	JZ    store
+	XORL  BX, BX
+	SHLQ  $1, R10
+	SETCS BL
+	MOVQ  BX, AX
+	NEGQ  AX
+	ANDQ  AX, CX
+store:
+	STOREBYTES
+	NEXT
+
+// Groups, sequences and their ends.
+
+TEXT ·asmGroup(SB), NOSPLIT, $0-64
+	MOVL  $1, BX
+	TESTW $const_fOptional, fop_flags(SI)
+	JZ    peeked
+	MOVQ  R10, BX
+	SHRQ  $63, BX
+peeked:
+	XORL  AX, AX // the group's presence map
+	XORL  CX, CX // its length
+	TESTQ BX, BX
+	JZ    checked
+	MOVQ  st+32(FP), DX
+	MOVQ  fastState_depth(DX), DX
+	CMPQ  DX, (Decoder_limits+Limits_MaxDepth)(R13)
+	JGE   toSlow
+	TESTW $const_fNeedPMap, fop_flags(SI)
+	JZ    checked
+	CMPQ  R9, R8
+	JGE   toSlow
+	MOVBQZX (DI)(R9*1), AX
+	MOVL  $1, CX
+	TESTB $0x80, AL
+	JNZ   onePMapByte
+	LEAQ  1(R9), DX
+	CMPQ  DX, R8
+	JGE   toSlow
+	MOVBQZX 1(DI)(R9*1), DX
+	TESTB $0x80, DL
+	JZ    toSlow
+	CMPQ  (Decoder_limits+Limits_MaxPMapBytes)(R13), $2
+	JLT   toSlow
+	ANDL  $0x7f, DX
+	SHLQ  $50, DX
+	SHLQ  $57, AX
+	ORQ   DX, AX
+	MOVL  $2, CX
+	JMP   checked
+onePMapByte:
+	SHLQ  $57, AX
+checked:
+	TESTW $const_fOptional, fop_flags(SI)
+	JZ    shifted
+	SHLQ  $1, R10
+shifted:
+	MOVQ  $0, 0(R11)
+	LEAQ  1(R12), DX
+	SHLQ  $32, DX
+	MOVQ  DX, 8(R11)
+	MOVQ  $0, 16(R11)
+	MOVQ  BX, DX
+	SHLQ  $40, DX
+	ORQ   fop_tag(SI), DX
+	MOVQ  DX, 24(R11)
+	ADDQ  $32, R11
+	INCQ  R12
+	TESTQ BX, BX
+	JZ    absent
+	ADDQ  CX, R9
+	MOVQ  st+32(FP), DX
+	INCQ  fastState_depth(DX)
+	MOVQ  AX, X0
+	FRAME(CX)
+	MOVQ  R10, (frame_pm+PMap_hi)(CX)
+	MOVQ  $0, (frame_pm+PMap_lo)(CX)
+	LEAQ  -1(R12), DX
+	MOVL  DX, frame_vi(CX)
+	MOVQ  X0, R10
+	JMP   ·asmEnsure(SB)
+absent:
+	JUMPTO(-1)
+	JMP   ·asmEnsure(SB)
+	STUBS
+
+TEXT ·asmGroupEnd(SB), NOSPLIT, $0-64
+	FRAME(CX)
+	VALUE(frame_vi(CX), AX)
+	MOVL  R12, Value_End(AX)
+	MOVQ  (frame_pm+PMap_hi)(CX), R10
+	MOVQ  st+32(FP), DX
+	DECQ  fastState_depth(DX)
+	JMP   ·asmEnsure(SB)
+
+TEXT ·asmSeq(SB), NOSPLIT, $0-64
+	TESTW $const_fLengthNone, fop_flags(SI)
+	JZ    toSlow
+	CMPQ  R9, R8
+	JGE   toSlow
+	MOVBQZX (DI)(R9*1), AX
+	TESTB $0x80, AL
+	JZ    toSlow
+	ANDL  $0x7f, AX
+	MOVL  $1, BX
+	TESTW $const_fNullable, fop_flags(SI)
+	JZ    counted
+	NULLABLE
+counted:
+	TESTQ AX, AX // absent or empty: nothing to check
+	JZ    checked
+	CMPQ  AX, (Decoder_limits+Limits_MaxSequenceLen)(R13)
+	JGT   toSlow
+	MOVQ  st+32(FP), DX
+	MOVQ  fastState_depth(DX), DX
+	CMPQ  DX, (Decoder_limits+Limits_MaxDepth)(R13)
+	JGE   toSlow
+checked:
+	INCQ  R9
+	STOREINT
+	TESTQ AX, AX
+	JZ    skip
+	MOVQ  st+32(FP), DX
+	INCQ  fastState_depth(DX)
+	FRAME(CX)
+	MOVQ  R10, (frame_pm+PMap_hi)(CX)
+	MOVQ  $0, (frame_pm+PMap_lo)(CX)
+	LEAQ  -1(R12), DX
+	MOVL  DX, frame_vi(CX)
+	MOVQ  AX, frame_left(CX)
+	JMP   ·asmEnsure(SB)
+skip:
+	JUMPTO(-1)
+	JMP   ·asmEnsure(SB)
+	STUBS
+
+TEXT ·asmElem(SB), NOSPLIT, $0-64
+	CMPQ  R12, (Decoder_limits+Limits_MaxValues)(R13)
+	JGE   stop
+	XORL  AX, AX
+	TESTW $const_fNeedPMap, fop_flags(SI)
+	JZ    started
+	CMPQ  R9, R8
+	JGE   stop
+	MOVBQZX (DI)(R9*1), AX
+	TESTB $0x80, AL
+	JZ    twoBytes
+	SHLQ  $57, AX
+	INCQ  R9
+	JMP   started
+twoBytes:
+	LEAQ  1(R9), CX
+	CMPQ  CX, R8
+	JGE   stop
+	MOVBQZX 1(DI)(R9*1), DX
+	TESTB $0x80, DL
+	JZ    stop
+	CMPQ  (Decoder_limits+Limits_MaxPMapBytes)(R13), $2
+	JLT   stop
+	ANDL  $0x7f, DX
+	SHLQ  $50, DX
+	SHLQ  $57, AX
+	ORQ   DX, AX
+	ADDQ  $2, R9
+started:
+	FRAME(CX)
+	MOVL  R12, frame_ei(CX)
+	MOVQ  $0, 0(R11)
+	MOVQ  $0, 8(R11)
+	MOVQ  $0, 16(R11)
+	MOVQ  fop_tag(SI), CX
+	MOVQ  CX, 24(R11)
+	ADDQ  $32, R11
+	INCQ  R12
+	MOVQ  AX, R10
+	JMP   ·asmEnsure(SB)
+stop:
+	MOVQ  $const_exitElem, AX
+	JMP   ·asmExit(SB)
+
+TEXT ·asmElemEnd(SB), NOSPLIT, $0-64
+	FRAME(CX)
+	VALUE(frame_ei(CX), AX)
+	MOVL  R12, Value_End(AX)
+	DECQ  frame_left(CX)
+	JZ    done
+	JUMPTO(0)
+	JMP   ·asmElem(SB)
+done:
+	VALUE(frame_vi(CX), AX)
+	MOVL  R12, Value_End(AX)
+	MOVQ  (frame_pm+PMap_hi)(CX), R10
+	MOVQ  st+32(FP), DX
+	DECQ  fastState_depth(DX)
+	JMP   ·asmEnsure(SB)
+
+#define HANDLER(name, i) \
+	LEAQ name(SB), AX; \
+	MOVQ AX, (i*8)(DI)
+
+TEXT ·asmHandlers(SB), NOSPLIT, $0-8
+	MOVQ t+0(FP), DI
+	HANDLER(·asmSlow, const_hSlow)
+	HANDLER(·asmEnd, const_hEnd)
+	HANDLER(·asmGroup, const_hGroup)
+	HANDLER(·asmGroupEnd, const_hGroupEnd)
+	HANDLER(·asmSeq, const_hSeq)
+	HANDLER(·asmElem, const_hElem)
+	HANDLER(·asmElemEnd, const_hElemEnd)
+	HANDLER(·asmIntU, const_hIntU)
+	HANDLER(·asmIntUN, const_hIntUN)
+	HANDLER(·asmIntG, const_hIntG)
+	HANDLER(·asmConst, const_hConst)
+	HANDLER(·asmConstG, const_hConstG)
+	HANDLER(·asmDefaultU, const_hDefaultU)
+	HANDLER(·asmDefaultUN, const_hDefaultUN)
+	HANDLER(·asmDefaultG, const_hDefaultG)
+	HANDLER(·asmCopyU, const_hCopyU)
+	HANDLER(·asmCopyUN, const_hCopyUN)
+	HANDLER(·asmCopyG, const_hCopyG)
+	HANDLER(·asmIncrementU, const_hIncrementU)
+	HANDLER(·asmIncrementG, const_hIncrementG)
+	HANDLER(·asmDeltaS, const_hDeltaS)
+	HANDLER(·asmDeltaSN, const_hDeltaSN)
+	HANDLER(·asmDeltaG, const_hDeltaG)
+	HANDLER(·asmASCII, const_hASCII)
+	HANDLER(·asmASCIIDefault, const_hASCIIDefault)
+	HANDLER(·asmASCIICopy, const_hASCIICopy)
+	HANDLER(·asmBytesConst, const_hBytesConst)
+	RET

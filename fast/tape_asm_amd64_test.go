@@ -1,0 +1,306 @@
+package fast
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"unsafe"
+
+	"github.com/tickwire/tickwire/internal/shareddata"
+)
+
+// Loop modes for the tests.
+const (
+	loopAsm      = iota // the assembly loop
+	loopPortable        // fastLoop
+	loopDiff            // both from the same state, compared, the assembly loop's result kept
+)
+
+// useLoop selects the loop runFast calls until the test ends. In loopDiff
+// mode every difference fails t, and the returned counter counts the
+// compared runs.
+func useLoop(t testing.TB, mode int) *int {
+	t.Helper()
+	if mode != loopPortable && !haveAsmLoop {
+		t.Skip("the CPU has no BMI2: no assembly loop")
+	}
+	on, check := asmLoopOn, loopCheck
+	t.Cleanup(func() { asmLoopOn, loopCheck = on, check })
+	runs := new(int)
+	asmLoopOn, loopCheck = mode == loopAsm, nil
+	if mode == loopDiff {
+		loopCheck = func(d *Decoder, b []byte, full int, st *fastState, ft []fop, m *Message) int {
+			*runs++
+			why := diffLoops(t, d, b, st, ft, m)
+			// The loops read at most 10 bytes past where they stop:
+			// within the window, they read what they would in b.
+			if len(b) < full && st.off+16 > len(b) {
+				t.Fatalf("the loop ran to %d, too near the end of loopCheck's window (%d of %d bytes)", st.off, len(b), full)
+			}
+			return why
+		}
+	}
+	return runs
+}
+
+// diffLoops runs the assembly loop on d, st and m, and fastLoop on copies
+// of them, and fails t unless both leave the same exit, state, values,
+// arena, dictionary, undo log and frames.
+func diffLoops(t testing.TB, d *Decoder, b []byte, st *fastState, ft []fop, m *Message) int {
+	t.Helper()
+	d2, st2, m2 := cloneDecoder(d), *st, cloneMessage(m)
+	start := *st
+	why := d.asmFastLoop(b, st, ft, m)
+	why2 := d2.fastLoop(b, &st2, ft, m2)
+	if diff := diffStates(why, why2, st, &st2, d, d2, m, m2); diff != "" {
+		t.Fatalf("assembly loop and fastLoop differ from %+v (instruction %+v) on %x: %s", start, ft[start.pc], b, diff)
+	}
+	return why
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	c := make([]byte, len(b), cap(b))
+	copy(c, b)
+	return c
+}
+
+func cloneDecoder(d *Decoder) *Decoder {
+	c := *d
+	c.dict = append([]entry(nil), d.dict...)
+	c.undo = append(make([]undoRec, 0, cap(d.undo)), d.undo...)
+	c.frames = append([]frame(nil), d.frames...)
+	// One buffer for all the entries' bytes, each copy with its
+	// original's capacity.
+	size := 0
+	for _, e := range d.dictBytes {
+		size += cap(e.b) + cap(e.alt)
+	}
+	buf := make([]byte, size)
+	carve := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		c := buf[:len(b):cap(b)]
+		copy(c, b)
+		buf = buf[cap(b):]
+		return c
+	}
+	c.dictBytes = make([]entryBytes, len(d.dictBytes))
+	for i, e := range d.dictBytes {
+		c.dictBytes[i] = entryBytes{b: carve(e.b), alt: carve(e.alt)}
+	}
+	return &c
+}
+
+func cloneMessage(m *Message) *Message {
+	c := *m
+	c.Values = append(make([]Value, 0, cap(m.Values)), m.Values...)
+	c.arena = cloneBytes(m.arena)
+	return &c
+}
+
+func diffStates(why, why2 int, st, st2 *fastState, d, d2 *Decoder, m, m2 *Message) string {
+	switch {
+	case why != why2:
+		return fmt.Sprintf("exit %d, fastLoop %d", why, why2)
+	case *st != *st2:
+		return fmt.Sprintf("state %+v, fastLoop %+v", *st, *st2)
+	case !sameSlice(m.Values, m2.Values):
+		return fmt.Sprintf("values\n%+v\nfastLoop\n%+v", m.Values, m2.Values)
+	case !bytes.Equal(m.arena, m2.arena) || cap(m.arena) != cap(m2.arena):
+		return fmt.Sprintf("arena %x, fastLoop %x", m.arena, m2.arena)
+	case !sameSlice(d.dict, d2.dict):
+		return fmt.Sprintf("dictionary %+v, fastLoop %+v", d.dict, d2.dict)
+	case !sameSlice(d.undo, d2.undo) || cap(d.undo) != cap(d2.undo):
+		return fmt.Sprintf("undo log %+v, fastLoop %+v", d.undo, d2.undo)
+	case !sameSlice(d.frames, d2.frames):
+		return fmt.Sprintf("frames %+v, fastLoop %+v", d.frames, d2.frames)
+	}
+	for i := range d.dictBytes {
+		a, b := d.dictBytes[i], d2.dictBytes[i]
+		if !bytes.Equal(a.b, b.b) || cap(a.b) != cap(b.b) || !bytes.Equal(a.alt, b.alt) || cap(a.alt) != cap(b.alt) {
+			return fmt.Sprintf("dictionary bytes %d: %x/%d %x/%d, fastLoop %x/%d %x/%d", i,
+				a.b, cap(a.b), a.alt, cap(a.alt), b.b, cap(b.b), b.alt, cap(b.alt))
+		}
+	}
+	return ""
+}
+
+// sameSlice reports whether a and b hold equal elements (nil and empty
+// are the same).
+func sameSlice[E any](a, b []E) bool {
+	return len(a) == len(b) && (len(a) == 0 || reflect.DeepEqual(a, b))
+}
+
+// TestAsmLayout checks the sizes tape_asm_amd64.s computes with shifts and
+// scaled indexes instead of go_asm.h's constants.
+func TestAsmLayout(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"Value", unsafe.Sizeof(Value{}), 32},
+		{"entry", unsafe.Sizeof(entry{}), 24},
+		{"undoRec", unsafe.Sizeof(undoRec{}), 32},
+		{"Value.End", unsafe.Offsetof(Value{}.End), 12},
+		{"fop.flags", unsafe.Sizeof(fop{}.flags), 2},
+		{"fop.slot", unsafe.Sizeof(fop{}.slot), 4},
+		{"fastState.exp", unsafe.Sizeof(fastState{}.exp), 4},
+		{"frame.vi", unsafe.Sizeof(frame{}.vi), 4},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %d bytes, the assembly assumes %d", c.name, c.got, c.want)
+		}
+	}
+	if fHasInit != 8 || stateAssigned != 1 || stateEmpty != 2 || presentTag != 1<<40 {
+		t.Error("a constant the assembly hard-codes changed (fHasInit, stateAssigned, stateEmpty or presentTag)")
+	}
+}
+
+// asmDiffTests are decoding tests whose decodes the differential mode
+// checks loop run by loop run, and the portable mode runs on fastLoop
+// (TestAsmLoopComplex30000 covers the tests of mFAST's file).
+var asmDiffTests = []struct {
+	name string
+	f    func(*testing.T)
+}{
+	{"TapeMatchesReferenceComplex30000", TestTapeMatchesReferenceComplex30000},
+	{"TapeMatchesReference", TestTapeMatchesReference},
+	{"FastIntegers", TestFastIntegers},
+	{"FastPathFuzzSeed", TestFastPathFuzzSeed},
+	{"RoundTripRandomTemplates", TestRoundTripRandomTemplates},
+	{"VectorFPLSpecExample", TestVectorFPLSpecExample},
+	{"VectorCME", TestVectorCME},
+	{"VectorFastfixBench", TestVectorFastfixBench},
+	{"VectorRsFastlibSpec", TestVectorRsFastlibSpec},
+	{"VectorGoFAST", TestVectorGoFAST},
+	{"SpecIncrementWraps", TestSpecIncrementWraps},
+	{"SpecNullableMax", TestSpecNullableMax},
+	{"SpecOverlong", TestSpecOverlong},
+	{"ResetPolicies", TestResetPolicies},
+	{"DecodeErrors", TestDecodeErrors},
+	{"NeedMoreBytesLeavesStateUnchanged", TestNeedMoreBytesLeavesStateUnchanged},
+	{"Limits", TestLimits},
+	{"ShortIntegers", TestShortIntegers},
+}
+
+// TestAsmLoopMatchesFastLoop runs the decoding tests with both loops from
+// the same state at every run of the loop, comparing everything they
+// leave.
+func TestAsmLoopMatchesFastLoop(t *testing.T) {
+	for _, c := range asmDiffTests {
+		t.Run(c.name, func(t *testing.T) {
+			runs := useLoop(t, loopDiff)
+			c.f(t)
+			t.Logf("%d loop runs compared", *runs)
+		})
+	}
+}
+
+// TestPortableLoop runs the decoding tests on fastLoop, which the other
+// tests bypass on amd64.
+func TestPortableLoop(t *testing.T) {
+	useLoop(t, loopPortable)
+	for _, c := range asmDiffTests {
+		t.Run(c.name, c.f)
+	}
+	t.Run("FastPathComplex30000", TestFastPathComplex30000)
+	t.Run("VectorMFastComplex30000", TestVectorMFastComplex30000)
+}
+
+// TestAsmLoopComplex30000 compares the loops on every message of mFAST's
+// file, each also cut at random points, and checks that the assembly loop
+// decodes the whole file without leaving the fast path.
+func TestAsmLoopComplex30000(t *testing.T) {
+	ts, recs, _ := loadComplex30000(t)
+	runs := useLoop(t, loopDiff)
+	d := mustNew(t, ts)
+	r := rand.New(rand.NewPCG(3, 4))
+	var m Message
+	for i, rec := range recs {
+		if cut := r.IntN(len(rec)); i%7 == 0 {
+			if _, err := d.Decode(rec[:cut], &m); Code(err) != "SHORT" {
+				t.Fatalf("record %d cut at %d: %v", i, cut, err)
+			}
+		}
+		if _, err := d.Decode(rec, &m); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	if d.fastDone != uint64(len(recs)) || *runs < len(recs) {
+		t.Errorf("%d loop runs for %d records; %d decoded on the fast path", *runs, len(recs), d.fastDone)
+	}
+}
+
+// TestAsmLoopDoesNotAllocate decodes mFAST's file with the assembly loop.
+func TestAsmLoopDoesNotAllocate(t *testing.T) {
+	ts, recs, _ := loadComplex30000(t)
+	useLoop(t, loopAsm)
+	d := mustNew(t, ts)
+	var m Message
+	for _, rec := range recs[:1000] {
+		if _, err := d.Decode(rec, &m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	i := 0
+	if a := testing.AllocsPerRun(5000, func() {
+		if _, err := d.Decode(recs[i%1000], &m); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	}); a != 0 {
+		t.Errorf("%v allocations per message", a)
+	}
+}
+
+// FuzzAsmLoop compares the loops on arbitrary bytes decoded with the fuzz
+// templates and with mFAST's templates (when the shared data is there),
+// whole and cut short.
+func FuzzAsmLoop(f *testing.F) {
+	f.Add(unhex(f, "e0a33a6f19bd23512e71364611bc83aab047455ab60560f5b286cb84ff7a26ba998380055994c9fd80"))
+	f.Add(unhex(f, "c081"))
+	fts, _ := fuzzDecoder(f)
+	f.Add(fuzzMDSeed(f, fts))
+	var cts *Templates
+	if haveComplex30000() {
+		var recs [][]byte
+		cts, recs, _ = loadComplex30000(f)
+		for _, i := range []int{0, 1, 2, 100, 5000} {
+			f.Add(append([]byte(nil), recs[i]...))
+		}
+	}
+	opts := &DecoderOptions{Limits: Limits{MaxSequenceLen: 64, MaxStringLen: 256, MaxByteVectorLen: 256}}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		useLoop(t, loopDiff)
+		r := rand.New(rand.NewPCG(uint64(len(b)), 9))
+		diffStream(t, r, fts, opts, b)
+		if cts != nil {
+			diffStream(t, r, cts, nil, b)
+		}
+	})
+}
+
+// haveComplex30000 reports whether mFAST's file is in the shared data.
+func haveComplex30000() bool {
+	root := shareddata.Root()
+	if root == "" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(root, "fast-vectors", "mfast_perf", "complex30000.dat"))
+	return err == nil
+}
+
+// BenchmarkDecodeComplex30000Portable is BenchmarkDecodeComplex30000 on
+// fastLoop: the baseline of the assembly loop, in the same run.
+func BenchmarkDecodeComplex30000Portable(b *testing.B) {
+	useLoop(b, loopPortable)
+	BenchmarkDecodeComplex30000(b)
+}
