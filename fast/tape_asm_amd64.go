@@ -114,9 +114,13 @@ const (
 	hCopyG
 	hIncrementU
 	hIncrementG
-	hDeltaS
-	hDeltaSN
+	hDeltaI
+	hDeltaIN
+	hDeltaU
+	hDeltaUN
+	hDeltaMant
 	hDeltaG
+	hDefaultExp
 	hASCII
 	hASCIIDefault
 	hASCIICopy
@@ -164,6 +168,9 @@ func handlerIndex(o *fop) int {
 		}
 		return hConstG
 	case fIntDefault:
+		if o.flags&(fExp|fMant) == fExp {
+			return hDefaultExp
+		}
 		return pick(hDefaultG, hDefaultU, hDefaultUN)
 	case fIntCopy:
 		return pick(hCopyG, hCopyU, hCopyUN)
@@ -172,14 +179,21 @@ func handlerIndex(o *fop) int {
 			return hIncrementU
 		}
 		return hIncrementG
-	case fIntDelta:
+	case fIntDelta: // the wire value is signed
+		signedKind := o.kind == KindInt32 || o.kind == KindInt64
 		switch {
+		case o.flags&(fExp|fMant) == fMant && !nullable && signedKind:
+			return hDeltaMant
 		case !plain:
 			return hDeltaG
+		case signedKind && nullable:
+			return hDeltaIN
+		case signedKind:
+			return hDeltaI
 		case nullable:
-			return hDeltaSN
+			return hDeltaUN
 		}
-		return hDeltaS
+		return hDeltaU
 	case fASCII:
 		return hASCII
 	case fBytesConst:
@@ -228,8 +242,12 @@ func asmCopyUN(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmCopyG(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmIncrementU(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmIncrementG(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
-func asmDeltaS(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
-func asmDeltaSN(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDeltaI(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDeltaIN(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDeltaU(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDeltaUN(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDeltaMant(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDefaultExp(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmDeltaG(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmASCII(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmASCIIDefault(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int

@@ -14,7 +14,7 @@
 //	R9	the offset in b
 //	R10	the presence map, next bit on top
 //	R11	&m.Values[n], where the next value goes
-//	R12	n
+//	R12	n+1, the End of the next value
 //	R13	the *Decoder
 //	R14	&d.dict[0]
 //	R15	epoch<<2 | stateAssigned, the tag of an entry assigned this epoch
@@ -189,16 +189,12 @@ assignEmpty: \
 	MOVL  CX, entry_tag(DX); \
 assigned: \
 
-// STOREINT appends the integer value AX, present when BX is 1 (AX is
-// cleared when not: an absent value reads 0).
+// STOREINT appends the integer value AX, present when BX is 1 (AX is 0
+// when not: absent values read 0).
 #define STOREINT \
-	MOVQ  BX, CX; \
-	NEGQ  CX; \
-	ANDQ  CX, AX; \
 	MOVQ  AX, 0(R11); \
-	LEAQ  1(R12), CX; \
-	SHLQ  $32, CX; \
-	MOVQ  CX, 8(R11); \
+	MOVL  $0, 8(R11); \
+	MOVL  R12, 12(R11); \
 	MOVQ  $0, 16(R11); \
 	SHLQ  $40, BX; \
 	ORQ   fop_tag(SI), BX; \
@@ -209,9 +205,8 @@ assigned: \
 // STOREPRESENT appends the present integer value AX.
 #define STOREPRESENT \
 	MOVQ  AX, 0(R11); \
-	LEAQ  1(R12), CX; \
-	SHLQ  $32, CX; \
-	MOVQ  CX, 8(R11); \
+	MOVL  $0, 8(R11); \
+	MOVL  R12, 12(R11); \
 	MOVQ  $0, 16(R11); \
 	MOVQ  fop_tag(SI), BX; \
 	BTSQ  $40, BX; \
@@ -223,9 +218,8 @@ assigned: \
 // CX, present when BX is 1.
 #define STOREBYTES \
 	MOVQ  $0, 0(R11); \
-	LEAQ  1(R12), AX; \
-	SHLQ  $32, AX; \
-	MOVQ  AX, 8(R11); \
+	MOVL  $0, 8(R11); \
+	MOVL  R12, 12(R11); \
 	MOVQ  CX, 16(R11); \
 	SHLQ  $40, BX; \
 	ORQ   fop_tag(SI), BX; \
@@ -281,6 +275,7 @@ TEXT ·asmLoop(SB), NOSPLIT, $0-64
 	MOVQ  R12, R11
 	SHLQ  $5, R11
 	ADDQ  Message_Values(AX), R11
+	INCQ  R12
 	MOVQ  Decoder_dict(R13), R14
 	MOVL  Decoder_epoch(R13), R15
 	SHLL  $2, R15
@@ -290,6 +285,7 @@ TEXT ·asmLoop(SB), NOSPLIT, $0-64
 // asmExit returns AX from asmLoop, leaving the state in st and m.Values.
 TEXT ·asmExit(SB), NOSPLIT, $0-64
 	MOVQ m+48(FP), BX
+	DECQ R12
 	MOVQ R12, (Message_Values+8)(BX)
 	MOVQ st+32(FP), BX
 	MOVQ R9, fastState_off(BX)
@@ -343,7 +339,7 @@ TEXT ·asmEnd(SB), NOSPLIT, $0-64
 // room for the values up to the next structural instruction and its own.
 TEXT ·asmEnsure(SB), NOSPLIT, $0-64
 	MOVLQSX (fop__size+fop_run)(SI), AX
-	LEAQ    1(R12)(AX*1), AX
+	ADDQ    R12, AX
 	MOVQ    m+48(FP), BX
 	CMPQ    AX, (Message_Values+16)(BX)
 	JGT     grow
@@ -382,10 +378,8 @@ mantissa:
 	ANDQ  CX, AX
 	ANDQ  CX, DX
 	MOVQ  AX, 0(R11)
-	LEAQ  1(R12), CX
-	SHLQ  $32, CX
-	ORQ   DX, CX
-	MOVQ  CX, 8(R11)
+	MOVL  DX, 8(R11)
+	MOVL  R12, 12(R11)
 	MOVQ  $0, 16(R11)
 	SHLQ  $40, BX
 	ORQ   fop_tag(SI), BX
@@ -433,6 +427,9 @@ TEXT ·asmConst(SB), NOSPLIT, $0-64
 	XORL  BX, BX
 	SHLQ  $1, R10
 	SETCS BL
+	MOVQ  BX, CX
+	NEGQ  CX
+	ANDQ  CX, AX
 store:
 	STOREINT
 	NEXT
@@ -445,6 +442,9 @@ TEXT ·asmConstG(SB), NOSPLIT, $0-64
 	XORL  BX, BX
 	SHLQ  $1, R10
 	SETCS BL
+	MOVQ  BX, CX
+	NEGQ  CX
+	ANDQ  CX, AX
 store:
 	JMP   ·asmStoreG(SB)
 
@@ -692,41 +692,150 @@ deltaSigned: \
 	JNE   toSlow1; \
 deltaDone: \
 
-TEXT ·asmDeltaS(SB), NOSPLIT, $0-64
-	READ
-	SIGNEXT
-	ADDQ R9, CX
-	DELTA
-	MOVQ CX, R9
-	MOVQ BX, AX
-	SAVE
-	ASSIGN
-	STOREPRESENT
-	NEXT
-	READ_TAIL
-	SAVE_TAIL
+// DELTABASE sets BX to the delta's base (DX the entry): the previous
+// value, or the initial value (0 without one) when undefined; it stops the
+// loop at an empty previous value. DELTASIGNED and DELTAUNSIGNED add the
+// delta AX to it in the field's kind, signed (int32, int64) or not, and
+// stop the loop where the result is out of range.
+#define DELTABASE \
+	ENTRY(DX); \
+	MOVQ  fop_init(SI), BX; \
+	CMPL  entry_tag(DX), R15; \
+	JNE   deltaUnassigned; \
+	MOVQ  entry_u(DX), BX; \
+deltaBase: \
+
+#define DELTABASE_TAIL \
+deltaUnassigned: \
+	LEAL  1(R15), R15; \
+	CMPL  entry_tag(DX), R15; \
+	LEAL  -1(R15), R15; \
+	JEQ   toSlow1; \
+	JMP   deltaBase
+
+#define DELTASIGNED \
+	ADDQ  AX, BX; \
+	JOS   toSlow1; \
+	CMPB  fop_kind(SI), $const_KindInt32; \
+	JNE   deltaDone; \
+	MOVLQSX BX, AX; \
+	CMPQ  AX, BX; \
+	JNE   toSlow1; \
+deltaDone: \
+
+#define DELTAUNSIGNED \
+	TESTQ AX, AX; \
+	JS    deltaNegative; \
+	ADDQ  AX, BX; \
+	JCS   toSlow1; \
+	CMPB  fop_kind(SI), $const_KindUint32; \
+	JNE   deltaDone; \
+	MOVQ  BX, AX; \
+	SHRQ  $32, AX; \
+	JNZ   toSlow1; \
+	JMP   deltaDone; \
+deltaNegative: \
+	NEGQ  AX; \
+	CMPQ  AX, BX; \
+	JHI   toSlow1; \
+	SUBQ  AX, BX; \
+deltaDone: \
+
+// DELTAHANDLER is the code of a delta integer that is not part of a
+// decimal: NULL is NULLABLE or nothing, KIND DELTASIGNED or DELTAUNSIGNED.
+#define DELTAHANDLER(NULL, KIND) \
+	READ; \
+	SIGNEXT; \
+	ADDQ  R9, CX; \
+	MOVL  $1, BX; \
+	NULL; \
+	TESTQ BX, BX; \
+	JZ    absent; \
+	DELTABASE; \
+	KIND; \
+	MOVQ  CX, R9; \
+	MOVQ  BX, AX; \
+	SAVE; \
+	ASSIGN; \
+	STOREPRESENT; \
+	NEXT; \
+absent: \
+	MOVQ  CX, R9; \
+	STOREINT; \
+	NEXT; \
+	DELTABASE_TAIL; \
+	READ_TAIL; \
+	SAVE_TAIL; \
 	STUBS
 
-TEXT ·asmDeltaSN(SB), NOSPLIT, $0-64
+#define NONE
+
+TEXT ·asmDeltaI(SB), NOSPLIT, $0-64
+	DELTAHANDLER(NONE, DELTASIGNED)
+
+TEXT ·asmDeltaIN(SB), NOSPLIT, $0-64
+	DELTAHANDLER(NULLABLE, DELTASIGNED)
+
+TEXT ·asmDeltaU(SB), NOSPLIT, $0-64
+	DELTAHANDLER(NONE, DELTAUNSIGNED)
+
+TEXT ·asmDeltaUN(SB), NOSPLIT, $0-64
+	DELTAHANDLER(NULLABLE, DELTAUNSIGNED)
+
+// asmDeltaMant is a mandatory signed delta mantissa: its value takes the
+// exponent before it.
+TEXT ·asmDeltaMant(SB), NOSPLIT, $0-64
 	READ
 	SIGNEXT
 	ADDQ  R9, CX
-	NULLABLE
-	TESTQ BX, BX
-	JZ    absent
-	DELTA
+	DELTABASE
+	DELTASIGNED
 	MOVQ  CX, R9
 	MOVQ  BX, AX
 	SAVE
 	ASSIGN
-	STOREPRESENT
+	MOVQ  AX, 0(R11)
+	MOVQ  st+32(FP), DX
+	MOVL  fastState_exp(DX), DX
+	MOVL  DX, 8(R11)
+	MOVL  R12, 12(R11)
+	MOVQ  $0, 16(R11)
+	MOVQ  fop_tag(SI), BX
+	BTSQ  $40, BX
+	MOVQ  BX, 24(R11)
+	ADDQ  $32, R11
+	INCQ  R12
 	NEXT
-absent:
-	MOVQ  CX, R9
-	STOREINT
-	NEXT
+	DELTABASE_TAIL
 	READ_TAIL
 	SAVE_TAIL
+	STUBS
+
+// asmDefaultExp is a decimal exponent with a default operator: present,
+// it waits in st.exp for the mantissa; absent, the decimal is.
+TEXT ·asmDefaultExp(SB), NOSPLIT, $0-64
+	SHLQ  $1, R10
+	JCC   initial
+	READG
+	EXPCHECK
+	MOVQ  CX, R9
+decide:
+	TESTQ BX, BX
+	JZ    noMantissa
+	MOVQ  st+32(FP), DX
+	MOVL  AX, fastState_exp(DX)
+	NEXT
+noMantissa:
+	ADDQ  $fop__size, SI
+	XORL  AX, AX
+	XORL  BX, BX
+	STOREINT
+	NEXT
+initial:
+	MOVQ  fop_init(SI), AX
+	HASINIT
+	JMP   decide
+	READ_TAIL
 	STUBS
 
 TEXT ·asmDeltaG(SB), NOSPLIT, $0-64
@@ -913,9 +1022,8 @@ checked:
 	SHLQ  $1, R10
 shifted:
 	MOVQ  $0, 0(R11)
-	LEAQ  1(R12), DX
-	SHLQ  $32, DX
-	MOVQ  DX, 8(R11)
+	MOVL  $0, 8(R11)
+	MOVL  R12, 12(R11)
 	MOVQ  $0, 16(R11)
 	MOVQ  BX, DX
 	SHLQ  $40, DX
@@ -932,7 +1040,7 @@ shifted:
 	FRAME(CX)
 	MOVQ  R10, (frame_pm+PMap_hi)(CX)
 	MOVQ  $0, (frame_pm+PMap_lo)(CX)
-	LEAQ  -1(R12), DX
+	LEAQ  -2(R12), DX
 	MOVL  DX, frame_vi(CX)
 	MOVQ  X0, R10
 	JMP   ·asmEnsure(SB)
@@ -944,7 +1052,8 @@ absent:
 TEXT ·asmGroupEnd(SB), NOSPLIT, $0-64
 	FRAME(CX)
 	VALUE(frame_vi(CX), AX)
-	MOVL  R12, Value_End(AX)
+	LEAQ  -1(R12), DX
+	MOVL  DX, Value_End(AX)
 	MOVQ  (frame_pm+PMap_hi)(CX), R10
 	MOVQ  st+32(FP), DX
 	DECQ  fastState_depth(DX)
@@ -982,7 +1091,7 @@ checked:
 	FRAME(CX)
 	MOVQ  R10, (frame_pm+PMap_hi)(CX)
 	MOVQ  $0, (frame_pm+PMap_lo)(CX)
-	LEAQ  -1(R12), DX
+	LEAQ  -2(R12), DX
 	MOVL  DX, frame_vi(CX)
 	MOVQ  AX, frame_left(CX)
 	JMP   ·asmEnsure(SB)
@@ -993,7 +1102,7 @@ skip:
 
 TEXT ·asmElem(SB), NOSPLIT, $0-64
 	CMPQ  R12, (Decoder_limits+Limits_MaxValues)(R13)
-	JGE   stop
+	JGT   stop
 	XORL  AX, AX
 	TESTW $const_fNeedPMap, fop_flags(SI)
 	JZ    started
@@ -1021,7 +1130,8 @@ twoBytes:
 	ADDQ  $2, R9
 started:
 	FRAME(CX)
-	MOVL  R12, frame_ei(CX)
+	LEAQ  -1(R12), DX
+	MOVL  DX, frame_ei(CX)
 	MOVQ  $0, 0(R11)
 	MOVQ  $0, 8(R11)
 	MOVQ  $0, 16(R11)
@@ -1038,14 +1148,16 @@ stop:
 TEXT ·asmElemEnd(SB), NOSPLIT, $0-64
 	FRAME(CX)
 	VALUE(frame_ei(CX), AX)
-	MOVL  R12, Value_End(AX)
+	LEAQ  -1(R12), DX
+	MOVL  DX, Value_End(AX)
 	DECQ  frame_left(CX)
 	JZ    done
 	JUMPTO(0)
 	JMP   ·asmElem(SB)
 done:
 	VALUE(frame_vi(CX), AX)
-	MOVL  R12, Value_End(AX)
+	LEAQ  -1(R12), DX
+	MOVL  DX, Value_End(AX)
 	MOVQ  (frame_pm+PMap_hi)(CX), R10
 	MOVQ  st+32(FP), DX
 	DECQ  fastState_depth(DX)
@@ -1077,8 +1189,12 @@ TEXT ·asmHandlers(SB), NOSPLIT, $0-8
 	HANDLER(·asmCopyG, const_hCopyG)
 	HANDLER(·asmIncrementU, const_hIncrementU)
 	HANDLER(·asmIncrementG, const_hIncrementG)
-	HANDLER(·asmDeltaS, const_hDeltaS)
-	HANDLER(·asmDeltaSN, const_hDeltaSN)
+	HANDLER(·asmDeltaI, const_hDeltaI)
+	HANDLER(·asmDeltaIN, const_hDeltaIN)
+	HANDLER(·asmDeltaU, const_hDeltaU)
+	HANDLER(·asmDeltaUN, const_hDeltaUN)
+	HANDLER(·asmDeltaMant, const_hDeltaMant)
+	HANDLER(·asmDefaultExp, const_hDefaultExp)
 	HANDLER(·asmDeltaG, const_hDeltaG)
 	HANDLER(·asmASCII, const_hASCII)
 	HANDLER(·asmASCIIDefault, const_hASCIIDefault)

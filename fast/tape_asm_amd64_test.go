@@ -56,6 +56,10 @@ func diffLoops(t testing.TB, d *Decoder, b []byte, st *fastState, ft []fop, m *M
 	start := *st
 	why := d.asmFastLoop(b, st, ft, m)
 	why2 := d2.fastLoop(b, &st2, ft, m2)
+	end := min(st.pc, len(ft)-1)
+	for _, o := range ft[min(start.pc, end) : max(start.pc, end)+1] { // pc goes back to repeat elements
+		handlersReached[o.h] = true
+	}
 	if diff := diffStates(why, why2, st, &st2, d, d2, m, m2); diff != "" {
 		t.Fatalf("assembly loop and fastLoop differ from %+v (instruction %+v) on %x: %s", start, ft[start.pc], b, diff)
 	}
@@ -189,7 +193,12 @@ var asmDiffTests = []struct {
 	{"NeedMoreBytesLeavesStateUnchanged", TestNeedMoreBytesLeavesStateUnchanged},
 	{"Limits", TestLimits},
 	{"ShortIntegers", TestShortIntegers},
+	{"AsmLoopDecimals", TestAsmLoopDecimals},
 }
+
+// handlersReached records the code of the instructions the differential
+// mode ran (or jumped over).
+var handlersReached = map[uintptr]bool{}
 
 // TestAsmLoopMatchesFastLoop runs the decoding tests with both loops from
 // the same state at every run of the loop, comparing everything they
@@ -201,6 +210,11 @@ func TestAsmLoopMatchesFastLoop(t *testing.T) {
 			c.f(t)
 			t.Logf("%d loop runs compared", *runs)
 		})
+	}
+	for i, h := range handlerTable {
+		if !handlersReached[h] {
+			t.Errorf("no test ran the code of handler %d", i)
+		}
 	}
 }
 
@@ -303,4 +317,66 @@ func haveComplex30000() bool {
 func BenchmarkDecodeComplex30000Portable(b *testing.B) {
 	useLoop(b, loopPortable)
 	BenchmarkDecodeComplex30000(b)
+}
+
+// TestAsmLoopDecimals compares the loops on decimals with individual
+// operators of every kind the handlers tell apart (constant, default, copy,
+// increment and delta exponents and mantissas, mandatory and optional),
+// with random values encoded by the Encoder.
+func TestAsmLoopDecimals(t *testing.T) {
+	const xml = `<templates xmlns="http://www.fixprotocol.org/ns/fast/td/1.1">
+<template name="D" id="1">
+ <decimal name="A"><exponent><constant value="-2"/></exponent><mantissa><delta/></mantissa></decimal>
+ <decimal name="B" presence="optional"><exponent><constant value="3"/></exponent><mantissa><copy/></mantissa></decimal>
+ <decimal name="C" presence="optional"><exponent><default value="-1"/></exponent><mantissa><delta/></mantissa></decimal>
+ <decimal name="E"><exponent><copy/></exponent><mantissa><increment value="5"/></mantissa></decimal>
+ <decimal name="F" presence="optional"><exponent/><mantissa/></decimal>
+ <decimal name="G"><exponent><delta/></exponent><mantissa><default value="7"/></mantissa></decimal>
+ <decimal name="H" presence="optional"><copy/></decimal>
+</template></templates>`
+	ts, err := ParseTemplates([]byte(xml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := useLoop(t, loopDiff)
+	tm, _ := ts.ByID(1)
+	enc, _ := NewEncoder(ts, nil)
+	d := mustNew(t, ts)
+	r := rand.New(rand.NewPCG(7, 8))
+	var in, out Message
+	var buf []byte
+	exps := []int32{-2, 3, -1, 0, 1, 4, -5, 63, -63}
+	for i := 0; i < 3000; i++ {
+		in.SetTemplate(tm)
+		mant := func() int64 { return int64(r.Uint64()>>(1+r.IntN(63))) - 1000 }
+		exp := func() int32 { return exps[r.IntN(len(exps))] }
+		in.AddDecimal(mant(), -2)
+		for _, e := range []int32{3, exp(), exp(), exp(), exp(), exp()} {
+			if r.IntN(3) == 0 && len(in.Values) != 3 && len(in.Values) != 5 {
+				in.AddAbsent() // only optional ones: B, C, F, H
+				continue
+			}
+			in.AddDecimal(mant(), e)
+		}
+		if buf, err = enc.Encode(buf[:0], &in); err != nil {
+			// Not every random mix has an encoding (an increment
+			// that cannot follow): start again.
+			enc, d = mustEncoder(t, ts), mustNew(t, ts)
+			continue
+		}
+		if _, err := d.Decode(buf, &out); err != nil {
+			t.Fatalf("%x: %v", buf, err)
+		}
+	}
+	if *runs == 0 || d.fastDone == 0 {
+		t.Errorf("%d loop runs, %d messages on the fast path", *runs, d.fastDone)
+	}
+}
+
+func mustEncoder(t testing.TB, ts *Templates) *Encoder {
+	e, err := NewEncoder(ts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
