@@ -22,6 +22,9 @@
 // In the integer code AX is the value, BX whether it is present (0 or 1),
 // CX the offset past it.
 
+// NONE is an empty macro argument.
+#define NONE
+
 // NEXT runs the next instruction.
 #define NEXT \
 	ADDQ $fop__size, SI; \
@@ -41,17 +44,38 @@
 	ADDQ    ft+40(FP), SI
 
 // READ decodes the stop-bit integer at R9 into AX (its 7k bits, unsigned)
-// and CX (k): one 8-byte load, the bytes put in wire order (first byte on
-// top), the stop bit found with BSR, the bytes past it shifted out and
-// the 7-bit groups packed with PEXT. It stops the loop (asmSlow1) where
+// and CX (k). A one-byte integer takes the short path; a longer one
+// (readMulti) takes one 8-byte load, the bytes put in wire order (first
+// byte on top), the stop bit found with BSR, the bytes past it shifted out
+// and the 7-bit groups packed with PEXT. It stops the loop (asmSlow1) where
 // fastLoop does: at the end of b, without a stop bit in 8 bytes, or past 4
 // bytes for a 32-bit integer. READ_TAIL has its out-of-line parts.
-#define READ \
+#define READX(ONE) \
 	LEAQ  8(R9), CX; \
 	CMPQ  CX, R8; \
 	JHI   readTail; \
 	MOVQ  (DI)(R9*1), AX; \
 readWord: \
+	TESTB $0x80, AL; \
+	JZ    readMulti; \
+	ONE; \
+	MOVL  $1, CX; \
+readDone: \
+
+// ONEU and ONES take the value out of a one-byte integer, unsigned or
+// signed.
+#define ONEU ANDL $0x7f, AX
+#define ONES SHLQ $57, AX; SARQ $57, AX
+
+// READ is READX for unsigned integers, READS for signed ones (the value
+// sign-extended).
+#define READ READX(ONEU)
+#define READS READX(ONES)
+
+// READ_TAIL: more than 4 bytes need fWide; fewer than 8 bytes left in b
+// are loaded from b's end (or byte by byte when b is shorter than 8).
+#define READX_TAIL(FIX) \
+readMulti: \
 	BSWAPQ AX; \
 	MOVQ  $0x8080808080808080, DX; \
 	ANDQ  AX, DX; \
@@ -66,11 +90,9 @@ readShift: \
 	PEXTQ DX, AX, AX; \
 	NEGQ  CX; \
 	ADDQ  $64, CX; \
-	SHRQ  $3, CX
-
-// READ_TAIL: more than 4 bytes need fWide; fewer than 8 bytes left in b
-// are loaded from b's end (or byte by byte when b is shorter than 8).
-#define READ_TAIL \
+	SHRQ  $3, CX; \
+	FIX; \
+	JMP   readDone; \
 readLong: \
 	TESTW $const_fWide, fop_flags(SI); \
 	JZ    toSlow1; \
@@ -96,6 +118,9 @@ readTinyLoop: \
 	CMPQ  DX, R9; \
 	JGT   readTinyLoop; \
 	JMP   readWord
+
+#define READ_TAIL READX_TAIL(NONE)
+#define READS_TAIL READX_TAIL(SIGNEXT)
 
 // SIGNEXT sign-extends AX's 7k bits (CX is k).
 #define SIGNEXT \
@@ -126,9 +151,9 @@ readUnsigned: \
 	ADDQ  R9, CX; \
 	MOVL  $1, BX; \
 	TESTW $const_fNullable, fop_flags(SI); \
-	JZ    readDone; \
+	JZ    readgDone; \
 	NULLABLE; \
-readDone: \
+readgDone: \
 
 // EXPCHECK stops the loop at a present decimal exponent outside -63..63.
 #define EXPCHECK \
@@ -744,8 +769,7 @@ deltaDone: \
 // DELTAHANDLER is the code of a delta integer that is not part of a
 // decimal: NULL is NULLABLE or nothing, KIND DELTASIGNED or DELTAUNSIGNED.
 #define DELTAHANDLER(NULL, KIND) \
-	READ; \
-	SIGNEXT; \
+	READS; \
 	ADDQ  R9, CX; \
 	MOVL  $1, BX; \
 	NULL; \
@@ -764,11 +788,9 @@ absent: \
 	STOREINT; \
 	NEXT; \
 	DELTABASE_TAIL; \
-	READ_TAIL; \
+	READS_TAIL; \
 	SAVE_TAIL; \
 	STUBS
-
-#define NONE
 
 TEXT ·asmDeltaI(SB), NOSPLIT, $0-64
 	DELTAHANDLER(NONE, DELTASIGNED)
@@ -785,8 +807,7 @@ TEXT ·asmDeltaUN(SB), NOSPLIT, $0-64
 // asmDeltaMant is a mandatory signed delta mantissa: its value takes the
 // exponent before it.
 TEXT ·asmDeltaMant(SB), NOSPLIT, $0-64
-	READ
-	SIGNEXT
+	READS
 	ADDQ  R9, CX
 	DELTABASE
 	DELTASIGNED
@@ -807,7 +828,7 @@ TEXT ·asmDeltaMant(SB), NOSPLIT, $0-64
 	INCQ  R12
 	NEXT
 	DELTABASE_TAIL
-	READ_TAIL
+	READS_TAIL
 	SAVE_TAIL
 	STUBS
 
