@@ -4,6 +4,7 @@
 #define VALUE 0
 #define END 4096
 #define LEN 6144
+#define RAW 6656
 
 // Constants of the second pass, one per 32-byte row: lens over 8, the
 // bytes of four dword lens gathered into the low dword, the 7-bit group
@@ -49,7 +50,7 @@ GLOBL pass2<>(SB), RODATA|NOPTR, $224
 // last one read as the 64 bytes ending at n, its mask shifted down to the
 // block), two VPMOVMSKB give the stop bits; each set bit e ends a token,
 // whose end goes to End and the 8 bytes ending at e (its bytes on top, the
-// stop byte highest) to Value as they are. A token ending in b[0:7] reads
+// stop byte highest) to Raw. A token ending in b[0:7] reads
 // b[0:8] shifted up instead (a separate loop, run for the first block
 // only), so no load leaves b[0:n]. Lengths are not looked at here.
 //
@@ -148,7 +149,7 @@ token:
 	TZCNTQ R10, R11
 	ADDQ BX, R11
 	MOVQ -7(SI)(R11*1), R13
-	MOVQ R13, VALUE(DI)(CX*8)
+	MOVQ R13, RAW(DI)(CX*8)
 	MOVL R11, END(DI)(CX*4)
 	INCQ CX
 	BLSRQ R10, R10
@@ -204,7 +205,7 @@ frontToken:
 	SUBQ R11, R14
 	SHLQ $3, R14
 	SHLXQ R14, R13, R13
-	MOVQ R13, VALUE(DI)(CX*8)
+	MOVQ R13, RAW(DI)(CX*8)
 	MOVL R11, END(DI)(CX*4)
 	INCQ CX
 	JMP frontToken
@@ -252,7 +253,7 @@ values4:
 	VPMOVZXDQ X3, Y6
 	VPMULUDQ Y15, Y6, Y6
 	VPSLLVQ Y6, Y10, Y6
-	VMOVDQU VALUE(DI)(R12*8), Y0
+	VMOVDQU RAW(DI)(R12*8), Y0
 	VPAND Y11, Y0, Y0
 	VPMADDUBSW Y0, Y12, Y0
 	VPMADDWD Y13, Y0, Y0

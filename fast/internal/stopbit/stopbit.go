@@ -51,6 +51,12 @@ type Tokens struct {
 	End [MaxTokens]uint32
 	// Len is the token's length in bytes, 1 to MaxLen.
 	Len [MaxTokens]uint8
+	// Raw is the 8 bytes of the scanned buffer ending at the token's stop
+	// byte as a little-endian word (zeros for bytes before the buffer):
+	// the token's bytes on top, its stop byte highest, so that
+	// Raw>>(64-8*Len) is its bytes in order, first lowest (an ASCII
+	// string's characters).
+	Raw [MaxTokens]uint64
 }
 
 // Accelerated reports whether Scan runs the assembly kernel. Callers that
@@ -94,13 +100,17 @@ func scanGo(b []byte, off int, t *Tokens) (n int, full bool) {
 			if l > MaxLen {
 				return n, false
 			}
-			var v uint64
+			var v, raw uint64
 			for _, c := range b[prev+1 : e+1] {
 				v = v<<7 | uint64(c&0x7f)
+			}
+			for _, c := range b[max(e-7, 0) : e+1] {
+				raw = raw>>8 | uint64(c)<<56
 			}
 			t.Value[n&(MaxTokens-1)] = v
 			t.End[n&(MaxTokens-1)] = uint32(e)
 			t.Len[n&(MaxTokens-1)] = uint8(l)
+			t.Raw[n&(MaxTokens-1)] = raw
 			n++
 			prev = e
 		}

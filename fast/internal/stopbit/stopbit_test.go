@@ -14,6 +14,7 @@ type token struct {
 	value uint64
 	end   int
 	len   int
+	raw   uint64 // b[end-7:end+1] as a little-endian word, zeros before b[0]
 }
 
 // reference reads the tokens of b from off on the plain way and applies
@@ -39,7 +40,13 @@ func reference(b []byte, off int) (toks []token, full bool) {
 			for _, c := range b[start : e+1] {
 				v = v<<7 | uint64(c&0x7f)
 			}
-			toks = append(toks, token{v, e, e - start + 1})
+			var raw uint64
+			for i := e - 7; i <= e; i++ {
+				if i >= 0 {
+					raw |= uint64(b[i]) << (8 * (i - (e - 7)))
+				}
+			}
+			toks = append(toks, token{v, e, e - start + 1, raw})
 			start = e + 1
 		}
 	}
@@ -56,7 +63,7 @@ func check(t *testing.T, b []byte, off int) {
 		var toks stopbit.Tokens
 		// Stale entries must not matter: fill the batch with junk first.
 		for i := range toks.Value {
-			toks.Value[i], toks.End[i], toks.Len[i] = ^uint64(0), ^uint32(0), 0xff
+			toks.Value[i], toks.End[i], toks.Len[i], toks.Raw[i] = ^uint64(0), ^uint32(0), 0xff, ^uint64(0)
 		}
 		n, full := stopbit.Scan(b, off, &toks)
 		restore()
@@ -64,7 +71,7 @@ func check(t *testing.T, b []byte, off int) {
 			t.Fatalf("kernel=%v off=%d % x: %d tokens full=%v, want %d full=%v", kernel, off, b, n, full, len(want), wantFull)
 		}
 		for i, w := range want {
-			got := token{toks.Value[i], int(toks.End[i]), int(toks.Len[i])}
+			got := token{toks.Value[i], int(toks.End[i]), int(toks.Len[i]), toks.Raw[i]}
 			if got != w {
 				t.Fatalf("kernel=%v off=%d % x: token %d = %+v, want %+v", kernel, off, b, i, got, w)
 			}
@@ -232,8 +239,9 @@ func BenchmarkScan(b *testing.B) {
 // TestLayout checks the offsets of Tokens' arrays that scan_amd64.s uses.
 func TestLayout(t *testing.T) {
 	var toks stopbit.Tokens
-	if stopbit.MaxTokens != 512 || unsafe.Offsetof(toks.End) != 4096 || unsafe.Offsetof(toks.Len) != 6144 {
-		t.Fatalf("Tokens layout changed (MaxTokens %d, End at %d, Len at %d): update scan_amd64.s",
-			stopbit.MaxTokens, unsafe.Offsetof(toks.End), unsafe.Offsetof(toks.Len))
+	if stopbit.MaxTokens != 512 || unsafe.Offsetof(toks.End) != 4096 || unsafe.Offsetof(toks.Len) != 6144 ||
+		unsafe.Offsetof(toks.Raw) != 6656 {
+		t.Fatalf("Tokens layout changed (MaxTokens %d, End at %d, Len at %d, Raw at %d): update scan_amd64.s",
+			stopbit.MaxTokens, unsafe.Offsetof(toks.End), unsafe.Offsetof(toks.Len), unsafe.Offsetof(toks.Raw))
 	}
 }

@@ -32,10 +32,10 @@ import (
 //
 // What is generated here avoids variable shifts on amd64 (they need CX,
 // which costs register moves around every use): signed tokens are
-// sign-extended from a table of sign bits, strings loaded from the payload
-// and masked by a table entry (only a string in the payload's last 7 bytes
-// is unpacked from its packed value). Presence bits of copy fields are still branched on: a
-// branch-free selection (token or dictionary by conditional moves, the
+// sign-extended from a table of sign bits; a string's bytes are moved down
+// from the kernel's word for the token (Tokens.Raw) by a variable shift
+// (the one besides the presence map's), masked by a table entry. Presence
+// bits of copy fields are still branched on: a branch-free selection (token or dictionary by conditional moves, the
 // token index advanced by the bit) made every later token index depend on
 // the presence map and cost 8 ns per record more than the mispredictions
 // it saved (measured on Feed3201 and Feed5801). The presence map is still
@@ -154,18 +154,15 @@ func (g *generator) tokenRead(f *field) string {
 		// The stop bit alone is the empty string, or NULL when the field
 		// is optional (10.6.3); the other special encodings start with a
 		// NUL byte and go to the careful path.
-		// The token's bytes are loaded from b, where they already are
-		// in order, first character lowest (spreading the packed value
-		// back into bytes cost more): one load from the token's first
-		// byte, masked to its k bytes without the stop bit. A token in
-		// b's last 7 bytes (no 8-byte load there) is unpacked.
+		// The token's bytes come from the word the kernel loaded for it
+		// (Tokens.Raw: the 8 bytes ending at its stop byte, its bytes on
+		// top), moved down and masked to its k bytes without the stop
+		// bit: in order, first character lowest. Loading them from b
+		// again (and unpacking the value for a token in b's last 7
+		// bytes, where no 8-byte load fits) cost about 10 instructions
+		// a string more.
 		g.p("k := int(d.tok.Len[ti&tokMask])")
-		g.p("var w uint64")
-		g.p("if p := int(d.tok.End[ti&tokMask]) + 1 - k; p >= 0 && p+8 <= len(b) {")
-		g.p("w = binary.LittleEndian.Uint64(b[p:p+8]) & tokenTextMask[k]")
-		g.p("} else {")
-		g.p("w = unpack7(d.tok.Value[ti&tokMask], uint8(k))")
-		g.p("}")
+		g.p("w := d.tok.Raw[ti&tokMask] >> (uint(64-8*k) & 63) & tokenTextMask[k]")
 		g.p("ti++")
 		g.p("if k > %d || w&0xff == 0 && k != 1 {", f.fixedLen)
 		g.p("goto bail")
@@ -294,14 +291,9 @@ func (d *Decoder) tokenAt(b []byte, off int) int {
 // so that its index needs no bounds check; stale tokens (k 0) keep v.
 var tokenSign = [256]uint64{1: 1 << 6, 2: 1 << 13, 3: 1 << 20, 4: 1 << 27, 5: 1 << 34, 6: 1 << 41, 7: 1 << 48, 8: 1 << 55}
 
-// tokenText holds, for a token of k bytes (1 to 8), the factor 1<<(64-8k)
-// that moves k bytes to the top of a word: a multiplication by a table
-// entry instead of a variable shift, as for tokenSign.
-var tokenText = [256]uint64{1: 1 << 56, 2: 1 << 48, 3: 1 << 40, 4: 1 << 32, 5: 1 << 24, 6: 1 << 16, 7: 1 << 8, 8: 1}
-
 // tokenTextMask holds, for a token of k bytes (1 to 8), the mask keeping
-// the k bytes of a little-endian word loaded from the token's first byte,
-// the stop bit of the last one cleared. The table covers every uint8 so
+// the k bytes of a little-endian word holding the token from its low byte
+// on, the stop bit of the last one cleared. The table covers every uint8 so
 // that its index needs no bounds check.
 var tokenTextMask = [256]uint64{1: 0x7f, 2: 0x7fff, 3: 0x7fffff, 4: 0x7fffffff, 5: 0x7fffffffff, 6: 0x7fffffffffff, 7: 0x7fffffffffffff, 8: 0x7fffffffffffffff}
 
@@ -323,19 +315,6 @@ func rescanAt(n int, full bool) int {
 		return n - tokenRecordMax
 	}
 	return int(^uint(0) >> 1)
-}
-
-// unpack7 returns the ASCII string of a token of k bytes (at most 8) from
-// its packed value x: the 7-bit groups spread back into bytes (28-bit
-// halves, then 14-bit quarters, then 7-bit eighths), moved to the top of the
-// word and reversed so that the first character is in the low byte, the
-// bytes after the k-th zero. The token path needs it only for a string in
-// the payload's last 7 bytes, where no 8-byte load fits.
-func unpack7(x uint64, k uint8) uint64 {
-	x = x&0x000000000fffffff | x&0x00fffffff0000000<<4
-	x = x&0x00003fff00003fff | x&0x0fffc0000fffc000<<2
-	x = x&0x007f007f007f007f | x&0x3f803f803f803f80<<1
-	return bits.ReverseBytes64(x * tokenText[k])
 }
 
 `

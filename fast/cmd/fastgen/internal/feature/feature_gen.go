@@ -1291,12 +1291,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S4, mandatory
 			{
 				k := int(d.tok.Len[ti&tokMask])
-				var w uint64
-				if p := int(d.tok.End[ti&tokMask]) + 1 - k; p >= 0 && p+8 <= len(b) {
-					w = binary.LittleEndian.Uint64(b[p:p+8]) & tokenTextMask[k]
-				} else {
-					w = unpack7(d.tok.Value[ti&tokMask], uint8(k))
-				}
+				w := d.tok.Raw[ti&tokMask] >> (uint(64-8*k) & 63) & tokenTextMask[k]
 				ti++
 				if k > 4 || w&0xff == 0 && k != 1 {
 					goto bail
@@ -1306,12 +1301,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S4Opt, optional
 			{
 				k := int(d.tok.Len[ti&tokMask])
-				var w uint64
-				if p := int(d.tok.End[ti&tokMask]) + 1 - k; p >= 0 && p+8 <= len(b) {
-					w = binary.LittleEndian.Uint64(b[p:p+8]) & tokenTextMask[k]
-				} else {
-					w = unpack7(d.tok.Value[ti&tokMask], uint8(k))
-				}
+				w := d.tok.Raw[ti&tokMask] >> (uint(64-8*k) & 63) & tokenTextMask[k]
 				ti++
 				if k > 4 || w&0xff == 0 && k != 1 {
 					goto bail
@@ -1337,12 +1327,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S3OptDefault, optional, default "abc"
 			if pm&(1<<60) != 0 {
 				k := int(d.tok.Len[ti&tokMask])
-				var w uint64
-				if p := int(d.tok.End[ti&tokMask]) + 1 - k; p >= 0 && p+8 <= len(b) {
-					w = binary.LittleEndian.Uint64(b[p:p+8]) & tokenTextMask[k]
-				} else {
-					w = unpack7(d.tok.Value[ti&tokMask], uint8(k))
-				}
+				w := d.tok.Raw[ti&tokMask] >> (uint(64-8*k) & 63) & tokenTextMask[k]
 				ti++
 				if k > 3 || w&0xff == 0 && k != 1 {
 					goto bail
@@ -1371,12 +1356,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S2Copy, mandatory, copy
 			if pm&(1<<58) != 0 {
 				k := int(d.tok.Len[ti&tokMask])
-				var w uint64
-				if p := int(d.tok.End[ti&tokMask]) + 1 - k; p >= 0 && p+8 <= len(b) {
-					w = binary.LittleEndian.Uint64(b[p:p+8]) & tokenTextMask[k]
-				} else {
-					w = unpack7(d.tok.Value[ti&tokMask], uint8(k))
-				}
+				w := d.tok.Raw[ti&tokMask] >> (uint(64-8*k) & 63) & tokenTextMask[k]
 				ti++
 				if k > 2 || w&0xff == 0 && k != 1 {
 					goto bail
@@ -1392,12 +1372,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			// string S2OptCopyInit, optional, copy "zz"
 			if pm&(1<<57) != 0 {
 				k := int(d.tok.Len[ti&tokMask])
-				var w uint64
-				if p := int(d.tok.End[ti&tokMask]) + 1 - k; p >= 0 && p+8 <= len(b) {
-					w = binary.LittleEndian.Uint64(b[p:p+8]) & tokenTextMask[k]
-				} else {
-					w = unpack7(d.tok.Value[ti&tokMask], uint8(k))
-				}
+				w := d.tok.Raw[ti&tokMask] >> (uint(64-8*k) & 63) & tokenTextMask[k]
 				ti++
 				if k > 2 || w&0xff == 0 && k != 1 {
 					goto bail
@@ -2898,14 +2873,9 @@ func (d *Decoder) tokenAt(b []byte, off int) int {
 // so that its index needs no bounds check; stale tokens (k 0) keep v.
 var tokenSign = [256]uint64{1: 1 << 6, 2: 1 << 13, 3: 1 << 20, 4: 1 << 27, 5: 1 << 34, 6: 1 << 41, 7: 1 << 48, 8: 1 << 55}
 
-// tokenText holds, for a token of k bytes (1 to 8), the factor 1<<(64-8k)
-// that moves k bytes to the top of a word: a multiplication by a table
-// entry instead of a variable shift, as for tokenSign.
-var tokenText = [256]uint64{1: 1 << 56, 2: 1 << 48, 3: 1 << 40, 4: 1 << 32, 5: 1 << 24, 6: 1 << 16, 7: 1 << 8, 8: 1}
-
 // tokenTextMask holds, for a token of k bytes (1 to 8), the mask keeping
-// the k bytes of a little-endian word loaded from the token's first byte,
-// the stop bit of the last one cleared. The table covers every uint8 so
+// the k bytes of a little-endian word holding the token from its low byte
+// on, the stop bit of the last one cleared. The table covers every uint8 so
 // that its index needs no bounds check.
 var tokenTextMask = [256]uint64{1: 0x7f, 2: 0x7fff, 3: 0x7fffff, 4: 0x7fffffff, 5: 0x7fffffffff, 6: 0x7fffffffffff, 7: 0x7fffffffffffff, 8: 0x7fffffffffffffff}
 
@@ -2927,19 +2897,6 @@ func rescanAt(n int, full bool) int {
 		return n - tokenRecordMax
 	}
 	return int(^uint(0) >> 1)
-}
-
-// unpack7 returns the ASCII string of a token of k bytes (at most 8) from
-// its packed value x: the 7-bit groups spread back into bytes (28-bit
-// halves, then 14-bit quarters, then 7-bit eighths), moved to the top of the
-// word and reversed so that the first character is in the low byte, the
-// bytes after the k-th zero. The token path needs it only for a string in
-// the payload's last 7 bytes, where no 8-byte load fits.
-func unpack7(x uint64, k uint8) uint64 {
-	x = x&0x000000000fffffff | x&0x00fffffff0000000<<4
-	x = x&0x00003fff00003fff | x&0x0fffc0000fffc000<<2
-	x = x&0x007f007f007f007f | x&0x3f803f803f803f80<<1
-	return bits.ReverseBytes64(x * tokenText[k])
 }
 
 // asciiByte returns the single character of s, a string in wire form, or
