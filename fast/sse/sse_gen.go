@@ -151,12 +151,14 @@ type Decoder struct {
 	tail         tail // windows near the end of a buffer
 	// The token path's batch: tokens of the buffer from offset tokStart on,
 	// tokN of them (tokFull: Scan stopped for room), tokI the first token of
-	// the record the path last stopped at. tokStart is -1 when there is none.
+	// the record the path last stopped at, tokLim the last token a record
+	// may start at (tokenLimit). tokStart is -1 when there is none.
 	tok      stopbit.Tokens
 	tokStart int
 	tokN     int
 	tokFull  bool
 	tokI     int
+	tokLim   int
 	recTrade Trade
 	recOrder Order
 	nTrade   uint64 // records passed to OnTrade, never reset
@@ -818,21 +820,25 @@ const tokenRecordMax = 14
 // a record's offset is only worked out when the path leaves it (bail).
 // It is only called when d.MaxPMapBytes allows a presence map as long as
 // any token (windowPMapBytes): a presence map needs no length check here.
+//
+// The batch's bounds are read from d (tokLim, tokN), not kept in locals:
+// locals live across the handler call would be stored and loaded back
+// for every record.
 func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 	ti := d.tokenAt(b, off)
-	tn := d.tokN
-	rescan := rescanAt(tn, d.tokFull)
+	d.tokLim = tokenLimit(d.tokN, d.tokFull)
 	rec := ti // the record's first token
 	for {
-		if ti > rescan {
-			var full bool
+		if ti > d.tokLim {
+			if !d.tokFull {
+				break // every token of b decoded (bytes after the last one are no token)
+			}
 			off = d.tokenOffset(ti)
-			tn, full = stopbit.Scan(b, off, &d.tok)
-			d.tokStart, d.tokN, d.tokFull, ti = off, tn, full, 0
-			rescan = rescanAt(tn, full)
-		}
-		if ti >= tn {
-			break // every token of b decoded (bytes after the last one are no token)
+			d.tokN, d.tokFull = stopbit.Scan(b, off, &d.tok)
+			d.tokStart, ti = off, 0
+			if d.tokLim = tokenLimit(d.tokN, d.tokFull); ti > d.tokLim {
+				break
+			}
 		}
 		rec = ti
 		k := int(d.tok.Len[ti&tokMask]) // the presence map's length
@@ -1040,7 +1046,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			} else {
 				goto bail // D6
 			}
-			if ti > tn {
+			if ti > d.tokN {
 				goto bail
 			}
 			d.dict.s0TradeIndex, d.dict.s0TradeIndexState = m.TradeIndex, slotAssigned
@@ -1209,7 +1215,7 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			} else {
 				goto bail // D6
 			}
-			if ti > tn {
+			if ti > d.tokN {
 				goto bail
 			}
 			d.dict.s5OrderIndex, d.dict.s5OrderIndexState = m.OrderIndex, slotAssigned
@@ -2412,15 +2418,16 @@ func (d *Decoder) tokenOffset(i int) int {
 	return int(d.tok.End[(i-1)&tokMask]) + 1
 }
 
-// rescanAt returns the token index past which the token path scans again
-// before a record: when Scan stopped for room (full), the batch may not
-// hold all of a record's tokens from n-tokenRecordMax on; otherwise it
-// holds every token there is (one compare per record either way).
-func rescanAt(n int, full bool) int {
+// tokenLimit returns the last token index at which the token path starts
+// a record from a batch of n tokens: when Scan stopped for room (full), the
+// batch may not hold all of a record's tokens from n-tokenRecordMax on (the
+// path scans again there); otherwise it holds every token there is (the
+// path ends after token n-1). One compare per record either way.
+func tokenLimit(n int, full bool) int {
 	if full {
 		return n - tokenRecordMax
 	}
-	return int(^uint(0) >> 1)
+	return n - 1
 }
 
 // asciiByte returns the single character of s, a string in wire form, or

@@ -555,12 +555,14 @@ func (g *generator) emitDecoder() {
 	if !g.opt.External {
 		g.p("// The token path's batch: tokens of the buffer from offset tokStart on,")
 		g.p("// tokN of them (tokFull: Scan stopped for room), tokI the first token of")
-		g.p("// the record the path last stopped at. tokStart is -1 when there is none.")
+		g.p("// the record the path last stopped at, tokLim the last token a record")
+		g.p("// may start at (tokenLimit). tokStart is -1 when there is none.")
 		g.p("tok      stopbit.Tokens")
 		g.p("tokStart int")
 		g.p("tokN     int")
 		g.p("tokFull  bool")
 		g.p("tokI     int")
+		g.p("tokLim   int")
 	}
 	for _, t := range g.templates {
 		g.p("rec%s %s", t.goName, t.goName)

@@ -74,21 +74,25 @@ func (g *generator) emitTokenDispatch() {
 	g.p("// a record's offset is only worked out when the path leaves it (bail).")
 	g.p("// It is only called when d.MaxPMapBytes allows a presence map as long as")
 	g.p("// any token (windowPMapBytes): a presence map needs no length check here.")
+	g.p("//")
+	g.p("// The batch's bounds are read from d (tokLim, tokN), not kept in locals:")
+	g.p("// locals live across the handler call would be stored and loaded back")
+	g.p("// for every record.")
 	g.p("func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {")
 	g.p("ti := d.tokenAt(b, off)")
-	g.p("tn := d.tokN")
-	g.p("rescan := rescanAt(tn, d.tokFull)")
+	g.p("d.tokLim = tokenLimit(d.tokN, d.tokFull)")
 	g.p("rec := ti // the record's first token")
 	g.p("for {")
-	g.p("if ti > rescan {")
-	g.p("var full bool")
-	g.p("off = d.tokenOffset(ti)")
-	g.p("tn, full = stopbit.Scan(b, off, &d.tok)")
-	g.p("d.tokStart, d.tokN, d.tokFull, ti = off, tn, full, 0")
-	g.p("rescan = rescanAt(tn, full)")
-	g.p("}")
-	g.p("if ti >= tn {")
+	g.p("if ti > d.tokLim {")
+	g.p("if !d.tokFull {")
 	g.p("break // every token of b decoded (bytes after the last one are no token)")
+	g.p("}")
+	g.p("off = d.tokenOffset(ti)")
+	g.p("d.tokN, d.tokFull = stopbit.Scan(b, off, &d.tok)")
+	g.p("d.tokStart, ti = off, 0")
+	g.p("if d.tokLim = tokenLimit(d.tokN, d.tokFull); ti > d.tokLim {")
+	g.p("break")
+	g.p("}")
 	g.p("}")
 	g.p("rec = ti")
 	g.p("k := int(d.tok.Len[ti&tokMask]) // the presence map's length")
@@ -114,7 +118,7 @@ func (g *generator) emitTokenDispatch() {
 		g.p("case %sTemplateID:", t.goName)
 		// A token index past tn read a stale entry: some value was not
 		// in the batch.
-		g.emitFastFields(t, g.tokenRead, "ti > tn", "goto bail")
+		g.emitFastFields(t, g.tokenRead, "ti > d.tokN", "goto bail")
 		g.p("d.dict.tid, d.dict.tidState = tid, slotAssigned")
 		g.p("d.n%s++", t.goName)
 		g.p("h.On%s(m)", t.goName)
@@ -306,15 +310,16 @@ func (d *Decoder) tokenOffset(i int) int {
 	return int(d.tok.End[(i-1)&tokMask]) + 1
 }
 
-// rescanAt returns the token index past which the token path scans again
-// before a record: when Scan stopped for room (full), the batch may not
-// hold all of a record's tokens from n-tokenRecordMax on; otherwise it
-// holds every token there is (one compare per record either way).
-func rescanAt(n int, full bool) int {
+// tokenLimit returns the last token index at which the token path starts
+// a record from a batch of n tokens: when Scan stopped for room (full), the
+// batch may not hold all of a record's tokens from n-tokenRecordMax on (the
+// path scans again there); otherwise it holds every token there is (the
+// path ends after token n-1). One compare per record either way.
+func tokenLimit(n int, full bool) int {
 	if full {
 		return n - tokenRecordMax
 	}
-	return int(^uint(0) >> 1)
+	return n - 1
 }
 
 `
