@@ -141,7 +141,12 @@ func setHandlers(ft []fop) {
 		return
 	}
 	for i := range ft {
-		ft[i].h = handlerTable[handlerIndex(&ft[i])]
+		o := &ft[i]
+		o.h = handlerTable[handlerIndex(o)]
+		o.ptag, o.dtag = o.tag|presentTag, o.tag
+		if o.flags&fHasInit != 0 {
+			o.dtag |= presentTag
+		}
 	}
 }
 

@@ -10,7 +10,7 @@
 // Registers carried from one instruction to the next:
 //	SI	the instruction (*fop)
 //	DI	&b[0]
-//	R8	len(b)
+//	R8	len(b)-8, the last offset an 8-byte load may start at
 //	R9	the offset in b
 //	R10	the presence map, next bit on top
 //	R11	&m.Values[n], where the next value goes
@@ -51,9 +51,8 @@
 // fastLoop does: at the end of b, without a stop bit in 8 bytes, or past 4
 // bytes for a 32-bit integer. READ_TAIL has its out-of-line parts.
 #define READX(ONE) \
-	LEAQ  8(R9), CX; \
-	CMPQ  CX, R8; \
-	JHI   readTail; \
+	CMPQ  R9, R8; \
+	JGT   readTail; \
 	MOVQ  (DI)(R9*1), AX; \
 readWord: \
 	TESTB $0x80, AL; \
@@ -98,18 +97,20 @@ readLong: \
 	JZ    toSlow1; \
 	JMP   readShift; \
 readTail: \
-	CMPQ  R9, R8; \
-	JGE   toSlow1; \
-	CMPQ  R8, $8; \
+	LEAQ  -7(R9), CX; \
+	CMPQ  CX, R8; \
+	JGT   toSlow1; \
+	CMPQ  R8, $0; \
 	JLT   readTiny; \
-	MOVQ  -8(DI)(R8*1), AX; \
+	MOVQ  (DI)(R8*1), AX; \
+	MOVQ  R9, CX; \
 	SUBQ  R8, CX; \
 	SHLQ  $3, CX; \
 	SHRXQ CX, AX, AX; \
 	JMP   readWord; \
 readTiny: \
 	XORL  AX, AX; \
-	MOVQ  R8, DX; \
+	LEAQ  8(R8), DX; \
 readTinyLoop: \
 	DECQ  DX; \
 	SHLQ  $8, AX; \
@@ -233,8 +234,7 @@ assigned: \
 	MOVL  $0, 8(R11); \
 	MOVL  R12, 12(R11); \
 	MOVQ  $0, 16(R11); \
-	MOVQ  fop_tag(SI), BX; \
-	BTSQ  $40, BX; \
+	MOVQ  fop_ptag(SI), BX; \
 	MOVQ  BX, 24(R11); \
 	ADDQ  $32, R11; \
 	INCQ  R12
@@ -248,6 +248,42 @@ assigned: \
 	MOVQ  CX, 16(R11); \
 	SHLQ  $40, BX; \
 	ORQ   fop_tag(SI), BX; \
+	MOVQ  BX, 24(R11); \
+	ADDQ  $32, R11; \
+	INCQ  R12
+
+// STOREINITIAL appends the instruction's initial value, or absent.
+#define STOREINITIAL \
+	MOVQ  fop_init(SI), AX; \
+	MOVQ  AX, 0(R11); \
+	MOVL  $0, 8(R11); \
+	MOVL  R12, 12(R11); \
+	MOVQ  $0, 16(R11); \
+	MOVQ  fop_dtag(SI), BX; \
+	MOVQ  BX, 24(R11); \
+	ADDQ  $32, R11; \
+	INCQ  R12
+
+// STOREBYTESINITIAL appends the instruction's initial string, or absent.
+#define STOREBYTESINITIAL \
+	MOVQ  $0, 0(R11); \
+	MOVL  $0, 8(R11); \
+	MOVL  R12, 12(R11); \
+	MOVQ  fop_init(SI), AX; \
+	MOVQ  AX, 16(R11); \
+	MOVQ  fop_dtag(SI), BX; \
+	MOVQ  BX, 24(R11); \
+	ADDQ  $32, R11; \
+	INCQ  R12
+
+// STOREBYTESPRESENT appends the present string value whose off and n
+// (high word) are in CX.
+#define STOREBYTESPRESENT \
+	MOVQ  $0, 0(R11); \
+	MOVL  $0, 8(R11); \
+	MOVL  R12, 12(R11); \
+	MOVQ  CX, 16(R11); \
+	MOVQ  fop_ptag(SI), BX; \
 	MOVQ  BX, 24(R11); \
 	ADDQ  $32, R11; \
 	INCQ  R12
@@ -289,6 +325,7 @@ TEXT ·asmLoop(SB), NOSPLIT, $0-64
 	MOVQ  d+0(FP), R13
 	MOVQ  b_base+8(FP), DI
 	MOVQ  b_len+16(FP), R8
+	SUBQ  $8, R8
 	MOVQ  st+32(FP), AX
 	MOVQ  fastState_off(AX), R9
 	MOVQ  fastState_pm(AX), R10
@@ -484,9 +521,7 @@ TEXT ·asmDefaultU(SB), NOSPLIT, $0-64
 	STOREPRESENT
 	NEXT
 initial:
-	MOVQ fop_init(SI), AX
-	HASINIT
-	STOREINT
+	STOREINITIAL
 	NEXT
 	READ_TAIL
 	STUBS
@@ -501,9 +536,7 @@ TEXT ·asmDefaultUN(SB), NOSPLIT, $0-64
 	STOREINT
 	NEXT
 initial:
-	MOVQ fop_init(SI), AX
-	HASINIT
-	STOREINT
+	STOREINITIAL
 	NEXT
 	READ_TAIL
 	STUBS
@@ -821,8 +854,7 @@ TEXT ·asmDeltaMant(SB), NOSPLIT, $0-64
 	MOVL  DX, 8(R11)
 	MOVL  R12, 12(R11)
 	MOVQ  $0, 16(R11)
-	MOVQ  fop_tag(SI), BX
-	BTSQ  $40, BX
+	MOVQ  fop_ptag(SI), BX
 	MOVQ  BX, 24(R11)
 	ADDQ  $32, R11
 	INCQ  R12
@@ -888,8 +920,9 @@ absent:
 // CHAR checks the one-character string at R9 and the arena's room for it,
 // leaving the character in AX; CX and DX are lost.
 #define CHAR \
-	CMPQ    R9, R8; \
-	JGE     toSlow1; \
+	LEAQ    -7(R9), CX; \
+	CMPQ    CX, R8; \
+	JGT     toSlow1; \
 	MOVBLZX (DI)(R9*1), AX; \
 	CMPL    AX, $0x80; \
 	JLS     toSlow1; \
@@ -901,10 +934,14 @@ absent:
 	JGE     toSlow1; \
 	ANDL    $0x7f, AX
 
-// APPENDCHAR appends AX to the arena and sets CX to its off and n.
+// APPENDCHAR appends AX to the arena and sets CX to its off and n;
+// APPENDCHARDX is APPENDCHAR with DX already m and CX len(m.arena).
 #define APPENDCHAR \
 	MOVQ  m+48(FP), DX; \
 	MOVQ  (Message_arena+8)(DX), CX; \
+	APPENDCHARDX
+
+#define APPENDCHARDX \
 	MOVQ  Message_arena(DX), BX; \
 	MOVB  AX, (BX)(CX*1); \
 	LEAQ  1(CX), BX; \
@@ -914,9 +951,8 @@ absent:
 TEXT ·asmASCII(SB), NOSPLIT, $0-64
 	CHAR
 	INCQ  R9
-	APPENDCHAR
-	MOVL  $1, BX
-	STOREBYTES
+	APPENDCHARDX
+	STOREBYTESPRESENT
 	NEXT
 	STUBS
 
@@ -925,14 +961,11 @@ TEXT ·asmASCIIDefault(SB), NOSPLIT, $0-64
 	JCC   initial
 	CHAR
 	INCQ  R9
-	APPENDCHAR
-	MOVL  $1, BX
-	STOREBYTES
+	APPENDCHARDX
+	STOREBYTESPRESENT
 	NEXT
 initial:
-	MOVQ  fop_init(SI), CX
-	HASINIT
-	STOREBYTES
+	STOREBYTESINITIAL
 	NEXT
 	STUBS
 
@@ -955,8 +988,7 @@ TEXT ·asmASCIICopy(SB), NOSPLIT, $0-64
 	MOVL  R15, entry_tag(DX)
 	INCQ  R9
 	APPENDCHAR
-	MOVL  $1, BX
-	STOREBYTES
+	STOREBYTESPRESENT
 	NEXT
 previous:
 	ENTRY(DX)
@@ -976,8 +1008,7 @@ previous:
 	CMPQ  CX, (Decoder_limits+Limits_MaxMessageBytes)(R13)
 	JGE   toSlow0
 	APPENDCHAR
-	MOVL  $1, BX
-	STOREBYTES
+	STOREBYTESPRESENT
 	NEXT
 	STUBS
 
@@ -1015,15 +1046,16 @@ peeked:
 	JGE   toSlow
 	TESTW $const_fNeedPMap, fop_flags(SI)
 	JZ    checked
-	CMPQ  R9, R8
-	JGE   toSlow
+	LEAQ  -7(R9), CX
+	CMPQ  CX, R8
+	JGT   toSlow
 	MOVBQZX (DI)(R9*1), AX
 	MOVL  $1, CX
 	TESTB $0x80, AL
 	JNZ   onePMapByte
-	LEAQ  1(R9), DX
+	LEAQ  -6(R9), DX
 	CMPQ  DX, R8
-	JGE   toSlow
+	JGT   toSlow
 	MOVBQZX 1(DI)(R9*1), DX
 	TESTB $0x80, DL
 	JZ    toSlow
@@ -1083,8 +1115,9 @@ TEXT ·asmGroupEnd(SB), NOSPLIT, $0-64
 TEXT ·asmSeq(SB), NOSPLIT, $0-64
 	TESTW $const_fLengthNone, fop_flags(SI)
 	JZ    toSlow
-	CMPQ  R9, R8
-	JGE   toSlow
+	LEAQ  -7(R9), CX
+	CMPQ  CX, R8
+	JGT   toSlow
 	MOVBQZX (DI)(R9*1), AX
 	TESTB $0x80, AL
 	JZ    toSlow
@@ -1127,8 +1160,9 @@ TEXT ·asmElem(SB), NOSPLIT, $0-64
 	XORL  AX, AX
 	TESTW $const_fNeedPMap, fop_flags(SI)
 	JZ    started
-	CMPQ  R9, R8
-	JGE   stop
+	LEAQ  -7(R9), CX
+	CMPQ  CX, R8
+	JGT   stop
 	MOVBQZX (DI)(R9*1), AX
 	TESTB $0x80, AL
 	JZ    twoBytes
@@ -1136,9 +1170,9 @@ TEXT ·asmElem(SB), NOSPLIT, $0-64
 	INCQ  R9
 	JMP   started
 twoBytes:
-	LEAQ  1(R9), CX
+	LEAQ  -6(R9), CX
 	CMPQ  CX, R8
-	JGE   stop
+	JGT   stop
 	MOVBQZX 1(DI)(R9*1), DX
 	TESTB $0x80, DL
 	JZ    stop

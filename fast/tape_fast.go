@@ -67,8 +67,11 @@ type fop struct {
 	init uint64
 	tag  uint64 // valueTag of the appended Value
 	// h is the address of the assembly loop's code for this instruction
-	// (tape_asm_amd64.s), 0 where there is none.
-	h uintptr
+	// (tape_asm_amd64.s), 0 where there is none; ptag is tag|presentTag,
+	// and dtag the tag of the initial value (present if there is one):
+	// set with h, they save the assembly a few instructions per value.
+	h          uintptr
+	ptag, dtag uint64
 }
 
 // buildFast derives the fast tape from a template's tape, or returns nil
