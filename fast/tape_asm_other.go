@@ -5,7 +5,7 @@ package fast
 // setHandlers does nothing: only amd64 has the assembly loop.
 func setHandlers([]fop) {}
 
-// loop runs fastLoop.
-func (d *Decoder) loop(b []byte, st *fastState, ft []fop, m *Message) int {
-	return d.fastLoop(b, st, ft, m)
+// loop runs fastLoop on p's fast tape.
+func (d *Decoder) loop(b []byte, st *fastState, p *program, m *Message) int {
+	return d.fastLoop(b, st, p.fast, m)
 }
