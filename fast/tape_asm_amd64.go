@@ -1,6 +1,10 @@
 package fast
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // The assembly loop (tape_asm_amd64.s) runs the fast tape like fastLoop,
 // with the same contract: it starts from st, stops where fastLoop stops
@@ -158,6 +162,7 @@ func setHandlers(ft []fop) {
 	for i := range ft {
 		o := &ft[i]
 		o.h = handlerTable[handlerIndex(o)]
+		o.entry = o.slot * int32(unsafe.Sizeof(entry{}))
 		o.ptag, o.dtag = o.tag|presentTag, o.tag
 		if o.flags&fHasInit != 0 {
 			o.dtag |= presentTag

@@ -18,7 +18,7 @@
 //	R13	the *Decoder
 //	R14	&d.dict[0]
 //	R15	epoch<<2 | stateAssigned, the tag of an entry assigned this epoch
-// AX, BX, CX and DX are scratch; X0 and X1 keep AX and BX across an undo save.
+// AX, BX, CX and DX are scratch, and X0 to X2.
 // In the integer code AX is the value, BX whether it is present (0 or 1),
 // CX the offset past it.
 
@@ -30,11 +30,10 @@
 	ADDQ $fop__size, SI; \
 	JMP  fop_h(SI)
 
-// ENTRY sets r to the instruction's dictionary entry (24 bytes each).
+// ENTRY sets r to the instruction's dictionary entry.
 #define ENTRY(r) \
-	MOVLQSX fop_slot(SI), r; \
-	LEAQ    (r)(r*2), r; \
-	LEAQ    (R14)(r*8), r
+	MOVLQSX fop_entry(SI), r; \
+	ADDQ    R14, r
 
 // JUMPTO sets SI to the instruction at the tape index in fop_jump(SI) plus k.
 #define JUMPTO(k) \
@@ -177,26 +176,18 @@ saved: \
 
 #define SAVE_TAIL \
 saveEntry: \
-	MOVQ AX, X0; \
-	MOVQ BX, X1; \
-	MOVQ (Decoder_undo+8)(R13), BX; \
-	MOVQ BX, AX; \
-	SHLQ $5, AX; \
-	ADDQ Decoder_undo(R13), AX; \
-	INCQ BX; \
-	MOVQ BX, (Decoder_undo+8)(R13); \
-	MOVL fop_slot(SI), BX; \
-	MOVL BX, undoRec_slot(AX); \
-	MOVQ 0(DX), BX; \
-	MOVQ BX, (undoRec_e+0)(AX); \
-	MOVQ 8(DX), BX; \
-	MOVQ BX, (undoRec_e+8)(AX); \
-	MOVQ 16(DX), BX; \
-	MOVQ BX, (undoRec_e+16)(AX); \
-	MOVL CX, entry_gen(DX); \
-	MOVQ X0, AX; \
-	MOVQ X1, BX; \
-	JMP  saved
+	MOVOU (DX), X0; \
+	MOVQ  16(DX), X1; \
+	MOVL  CX, entry_gen(DX); \
+	MOVQ  (Decoder_undo+8)(R13), CX; \
+	INCQ  (Decoder_undo+8)(R13); \
+	SHLQ  $5, CX; \
+	ADDQ  Decoder_undo(R13), CX; \
+	MOVOU X0, undoRec_e(CX); \
+	MOVQ  X1, (undoRec_e+16)(CX); \
+	MOVSS fop_slot(SI), X2; \
+	MOVSS X2, undoRec_slot(CX); \
+	JMP   saved
 
 // ASSIGN writes AX to the entry at DX as assigned this epoch.
 #define ASSIGN \

@@ -61,6 +61,7 @@ type fop struct {
 	slot  int32 // dictionary slot
 	run   int32 // as op.run
 	jump  int32 // as op.jump
+	entry int32 // slot's byte offset in Decoder.dict, for the assembly loop
 	// init is the initial value of an integer; for bytes, the Value's
 	// off (poolBit set) in the low word and n in the high word. It is 0
 	// without an initial value.
