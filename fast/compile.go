@@ -37,10 +37,6 @@ type program struct {
 	fields []instr
 	tape   []op  // fields flattened for the decoder
 	fast   []fop // tape in runFast's form; nil when runFast cannot run it
-	// asciiCopies are the dictionary slots of fast's ascii copy fields
-	// (fASCIICopy), when there are at most maxPresave: the assembly loop
-	// saves them for undo before it starts (see presave).
-	asciiCopies []int32
 }
 
 // compiler assigns dictionary slots. Entries are shared by (dictionary
@@ -254,7 +250,6 @@ func compileTemplates(ts *Templates, limits Limits) (*compiled, error) {
 		}
 		p := &program{t: t, fields: fs, tape: buildTape(fs)}
 		p.fast = buildFast(p.tape)
-		p.asciiCopies = asciiCopySlots(p.fast)
 		if t.ID < maxDenseID {
 			for int(t.ID) >= len(out.dense) {
 				out.dense = append(out.dense, nil)

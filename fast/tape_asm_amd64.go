@@ -52,7 +52,6 @@ const loopCheckWindow = 4096
 func (d *Decoder) loop(b []byte, st *fastState, p *program, m *Message) int {
 	ft := p.fast
 	if asmLoopOn {
-		d.presave(p)
 		return d.asmFastLoop(b, st, ft, m)
 	}
 	if loopCheck != nil {
@@ -63,18 +62,6 @@ func (d *Decoder) loop(b []byte, st *fastState, p *program, m *Message) int {
 		return why
 	}
 	return d.fastLoop(b, st, ft, m)
-}
-
-// presave saves p's ascii copy entries for undo, as their first write in
-// the message would: the assembly loop then does not stop at them
-// (exitSave). Saving an entry the message does not write only costs an
-// undo record that restores it as it is.
-func (d *Decoder) presave(p *program) {
-	for _, slot := range p.asciiCopies {
-		if d.dict[slot].gen != d.gen {
-			d.save(slot)
-		}
-	}
 }
 
 // asmFastLoop runs asmLoop with fastLoop's contract.

@@ -171,26 +171,6 @@ func buildFast(t []op) []fop {
 	return ft
 }
 
-// maxPresave bounds the ascii copy fields presave saves before every
-// message: with more, saving those the message does not write would cost
-// more than the loop's stops at those it writes.
-const maxPresave = 4
-
-// asciiCopySlots returns the dictionary slots of ft's ascii copy fields,
-// nil when there are none or more than maxPresave.
-func asciiCopySlots(ft []fop) []int32 {
-	var slots []int32
-	for i := range ft {
-		if ft[i].code == fASCIICopy && !slices.Contains(slots, ft[i].slot) {
-			slots = append(slots, ft[i].slot)
-		}
-	}
-	if len(slots) > maxPresave {
-		return nil
-	}
-	return slots
-}
-
 // fastState is where fastLoop stopped and resumes.
 type fastState struct {
 	off   int
