@@ -168,9 +168,29 @@ type entry struct {
 // maxEpoch bounds the epoch so that epoch<<2 fits a uint32 tag.
 const maxEpoch = 1<<30 - 1
 
+// entryBytes is the value of a string or byte-vector entry, buf[cur&1]; the
+// other buffer keeps the value from before the message intact for undo.
+// Saving and undoing flip cur, which writes no pointer: the assembly loop
+// saves entries too, and it has no write barrier.
 type entryBytes struct {
-	b   []byte
-	alt []byte // spare buffer: keeps the pre-message value intact for undo
+	buf [2][]byte
+	cur uintptr
+}
+
+// value returns the entry's bytes.
+func (eb *entryBytes) value() []byte { return eb.buf[eb.cur&1] }
+
+// set replaces the entry's bytes with v.
+func (eb *entryBytes) set(v []byte) {
+	i := eb.cur & 1
+	eb.buf[i] = append(eb.buf[i][:0], v...)
+}
+
+// flip makes the spare buffer, emptied, the value's.
+func (eb *entryBytes) flip() {
+	eb.cur ^= 1
+	i := eb.cur & 1
+	eb.buf[i] = eb.buf[i][:0]
 }
 
 type undoRec struct {
@@ -469,8 +489,7 @@ func (d *Decoder) save(slot int32) {
 	e := &d.dict[slot]
 	d.undo = append(d.undo, undoRec{slot, *e})
 	e.gen = d.gen
-	eb := &d.dictBytes[slot]
-	eb.alt, eb.b = eb.b, eb.alt[:0]
+	d.dictBytes[slot].flip()
 }
 
 // saveInt is save for an integer entry e of slot, which has no byte
@@ -488,8 +507,7 @@ func (d *Decoder) rollback() {
 	for i := len(d.undo) - 1; i >= 0; i-- {
 		r := &d.undo[i]
 		d.dict[r.slot] = r.e
-		eb := &d.dictBytes[r.slot]
-		eb.alt, eb.b = eb.b, eb.alt
+		d.dictBytes[r.slot].cur ^= 1
 	}
 }
 
@@ -961,8 +979,7 @@ func (d *Decoder) keep2(m *Message, a, c []byte) (span, error) {
 
 func (d *Decoder) setBytes(slot int32, v []byte) {
 	d.write(slot).tag = d.epoch<<2 | uint32(stateAssigned)
-	eb := &d.dictBytes[slot]
-	eb.b = append(eb.b[:0], v...)
+	d.dictBytes[slot].set(v)
 }
 
 // bytesNotInStream is copy when the field is not in the stream and its
@@ -1015,7 +1032,7 @@ func (d *Decoder) bytesOp(b []byte, off int, pm *PMap, in *instr, m *Message) (s
 			if in.op == OpTail {
 				base := in.init.b
 				if e := &d.dict[in.slot]; d.state(e) == stateAssigned {
-					base = d.dictBytes[in.slot].b
+					base = d.dictBytes[in.slot].value()
 				}
 				if n := sp.end - sp.start; n < len(base) {
 					// The tail replaces the end of the base.
@@ -1030,7 +1047,7 @@ func (d *Decoder) bytesOp(b []byte, off int, pm *PMap, in *instr, m *Message) (s
 		e := &d.dict[in.slot]
 		switch d.state(e) {
 		case stateAssigned:
-			sp, err := d.keep(m, d.dictBytes[in.slot].b)
+			sp, err := d.keep(m, d.dictBytes[in.slot].value())
 			return sp, true, off, err
 		case stateEmpty:
 			if in.optional {
@@ -1070,7 +1087,7 @@ func (d *Decoder) bytesOp(b []byte, off int, pm *PMap, in *instr, m *Message) (s
 		e := &d.dict[in.slot]
 		switch d.state(e) {
 		case stateAssigned:
-			base = d.dictBytes[in.slot].b
+			base = d.dictBytes[in.slot].value()
 		case stateEmpty:
 			return span{}, false, off, ErrEmptyPrevious
 		}

@@ -172,7 +172,7 @@ func (d *Decoder) refFields(b []byte, off int, pm *PMap, ins []instr, m *Message
 				sp, present = initSpan(in), in.hasInit
 			case op == OpCopy && !pm.Peek() && d.assigned(in.slot):
 				pm.Next()
-				sp, err = d.keep(m, d.dictBytes[in.slot].b)
+				sp, err = d.keep(m, d.dictBytes[in.slot].value())
 			case op == OpNone || ((op == OpDefault || op == OpCopy) && pm.Peek()):
 				if op != OpNone {
 					pm.Next()

@@ -387,13 +387,12 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 				}
 				if present {
 					e.tag = atag
-					eb := &d.dictBytes[o.slot]
-					eb.b = append(eb.b[:0], m.arena[sp.start:sp.end]...)
+					d.dictBytes[o.slot].set(m.arena[sp.start:sp.end])
 				} else {
 					e.tag = d.epoch<<2 | uint32(stateEmpty)
 				}
 			} else if e.tag == atag {
-				if v := d.dictBytes[o.slot].b; len(v) == 1 {
+				if v := d.dictBytes[o.slot].value(); len(v) == 1 {
 					sp = m.appendByte(v[0])
 				} else {
 					sp = m.appendBytes(v)

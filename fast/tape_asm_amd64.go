@@ -30,12 +30,6 @@ var haveAsmLoop = cpu.X86.HasBMI2
 // off to run fastLoop on amd64.
 var asmLoopOn = haveAsmLoop
 
-// exitSave stops the assembly loop at an ascii copy field whose dictionary
-// entry must be saved for undo first, which swaps the entry's byte slices:
-// a pointer write the assembly cannot make (it has no write barrier).
-// asmFastLoop saves the entry and runs the loop on from there.
-const exitSave = exitGrow + 1
-
 // loopCheck, set by tests, runs instead of fastLoop while asmLoopOn is
 // off: it runs both loops and compares them. It gets copies (passed to a
 // function value, b, st and m would escape, and runFast's st would be
@@ -66,25 +60,14 @@ func (d *Decoder) loop(b []byte, st *fastState, p *program, m *Message) int {
 
 // asmFastLoop runs asmLoop with fastLoop's contract.
 func (d *Decoder) asmFastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
-	for {
-		why := asmLoop(d, b, st, &ft[0], m)
-		st.pc /= int(fopSize) // asmLoop leaves the byte offset
-		if why != exitSave {
-			return why
-		}
-		o := &ft[st.pc]
-		e, eb := &d.dict[o.slot], &d.dictBytes[o.slot]
-		k := len(d.undo)
-		d.undo = d.undo[:k+1]
-		d.undo[k] = undoRec{o.slot, *e}
-		e.gen = d.gen
-		eb.alt, eb.b = eb.b, eb.alt[:0]
-	}
+	why := asmLoop(d, b, st, &ft[0], m)
+	st.pc /= int(fopSize) // asmLoop leaves the byte offset
+	return why
 }
 
 // asmLoop runs the fast tape whose first instruction is ft from st.pc on,
 // like fastLoop, but leaves in st.pc the byte offset of the instruction
-// from ft. It may also return exitSave. Every instruction's h must be set.
+// from ft. Every instruction's h must be set.
 //
 //go:noescape
 func asmLoop(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
@@ -236,7 +219,6 @@ func handlerIndex(o *fop) int {
 func asmExit(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmSlow0(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmSlow1(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
-func asmSave(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmSlow(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmEnd(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmEnsure(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int

@@ -308,9 +308,7 @@ toSlow0: \
 toSlow1: \
 	JMP ·asmSlow1(SB); \
 toSlow: \
-	JMP ·asmSlow(SB); \
-toSave: \
-	JMP ·asmSave(SB)
+	JMP ·asmSlow(SB)
 
 TEXT ·asmLoop(SB), NOSPLIT, $0-64
 	MOVQ  d+0(FP), R13
@@ -365,17 +363,6 @@ TEXT ·asmSlow1(SB), NOSPLIT, $0-64
 	BTSQ  $63, R10
 slow:
 	MOVQ  $const_exitSlow, AX
-	JMP   ·asmExit(SB)
-
-// asmSave stops at an ascii copy whose entry must be saved (it took a 1
-// bit).
-TEXT ·asmSave(SB), NOSPLIT, $0-64
-	TESTW $const_fBit, fop_flags(SI)
-	JZ    save
-	SHRQ  $1, R10
-	BTSQ  $63, R10
-save:
-	MOVQ  $const_exitSave, AX
 	JMP   ·asmExit(SB)
 
 // asmSlow stops at an instruction slowOp runs.
@@ -960,37 +947,66 @@ initial:
 	NEXT
 	STUBS
 
+// EBYTES sets CX to &d.dictBytes[slot].buf[cur], the value's slice (BX is
+// lost).
+#define EBYTES \
+	MOVLQSX fop_slot(SI), CX; \
+	IMULQ $entryBytes__size, CX; \
+	ADDQ  Decoder_dictBytes(R13), CX; \
+	MOVQ  entryBytes_cur(CX), BX; \
+	ANDL  $1, BX; \
+	LEAQ  (BX)(BX*2), BX; \
+	LEAQ  entryBytes_buf(CX)(BX*8), CX
+
 TEXT ·asmASCIICopy(SB), NOSPLIT, $0-64
 	SHLQ  $1, R10
 	JCC   previous
 	CHAR
 	ENTRY(DX)
-	MOVL  Decoder_gen(R13), CX
-	CMPL  CX, entry_gen(DX)
-	JNE   toSave
-	MOVLQSX fop_slot(SI), CX
-	IMULQ $entryBytes__size, CX
-	ADDQ  Decoder_dictBytes(R13), CX
-	CMPQ  (entryBytes_b+16)(CX), $0
+	MOVL  Decoder_gen(R13), BX
+	CMPL  BX, entry_gen(DX)
+	JNE   save
+saved:
+	EBYTES
+	CMPQ  16(CX), $0
 	JEQ   toSlow1
-	MOVQ  $1, (entryBytes_b+8)(CX)
-	MOVQ  entryBytes_b(CX), CX
+	MOVQ  $1, 8(CX)
+	MOVQ  (CX), CX
 	MOVB  AX, (CX)
 	MOVL  R15, entry_tag(DX)
 	INCQ  R9
 	APPENDCHAR
 	STOREBYTESPRESENT
 	NEXT
+save: // as SAVE_TAIL (BX the generation), then the entry's bytes flip
+	MOVOU (DX), X0
+	MOVQ  16(DX), X1
+	MOVL  BX, entry_gen(DX)
+	MOVQ  (Decoder_undo+8)(R13), BX
+	INCQ  (Decoder_undo+8)(R13)
+	SHLQ  $5, BX
+	ADDQ  Decoder_undo(R13), BX
+	MOVOU X0, undoRec_e(BX)
+	MOVQ  X1, (undoRec_e+16)(BX)
+	MOVSS fop_slot(SI), X2
+	MOVSS X2, undoRec_slot(BX)
+	MOVLQSX fop_slot(SI), CX
+	IMULQ $entryBytes__size, CX
+	ADDQ  Decoder_dictBytes(R13), CX
+	XORQ  $1, entryBytes_cur(CX)
+	MOVQ  entryBytes_cur(CX), BX
+	ANDL  $1, BX
+	LEAQ  (BX)(BX*2), BX
+	MOVQ  $0, (entryBytes_buf+8)(CX)(BX*8)
+	JMP   saved
 previous:
 	ENTRY(DX)
 	CMPL  entry_tag(DX), R15
 	JNE   toSlow0
-	MOVLQSX fop_slot(SI), CX
-	IMULQ $entryBytes__size, CX
-	ADDQ  Decoder_dictBytes(R13), CX
-	CMPQ  (entryBytes_b+8)(CX), $1
+	EBYTES
+	CMPQ  8(CX), $1
 	JNE   toSlow0
-	MOVQ  entryBytes_b(CX), CX
+	MOVQ  (CX), CX
 	MOVBLZX (CX), AX
 	MOVQ  m+48(FP), DX
 	MOVQ  (Message_arena+8)(DX), CX
@@ -998,7 +1014,7 @@ previous:
 	JGE   toSlow0
 	CMPQ  CX, (Decoder_limits+Limits_MaxMessageBytes)(R13)
 	JGE   toSlow0
-	APPENDCHAR
+	APPENDCHARDX
 	STOREBYTESPRESENT
 	NEXT
 	STUBS

@@ -84,7 +84,7 @@ func cloneDecoder(d *Decoder) *Decoder {
 	// original's capacity.
 	size := 0
 	for _, e := range d.dictBytes {
-		size += cap(e.b) + cap(e.alt)
+		size += cap(e.buf[0]) + cap(e.buf[1])
 	}
 	buf := make([]byte, size)
 	carve := func(b []byte) []byte {
@@ -98,7 +98,7 @@ func cloneDecoder(d *Decoder) *Decoder {
 	}
 	c.dictBytes = make([]entryBytes, len(d.dictBytes))
 	for i, e := range d.dictBytes {
-		c.dictBytes[i] = entryBytes{b: carve(e.b), alt: carve(e.alt)}
+		c.dictBytes[i] = entryBytes{buf: [2][]byte{carve(e.buf[0]), carve(e.buf[1])}, cur: e.cur}
 	}
 	return &c
 }
@@ -129,9 +129,13 @@ func diffStates(why, why2 int, st, st2 *fastState, d, d2 *Decoder, m, m2 *Messag
 	}
 	for i := range d.dictBytes {
 		a, b := d.dictBytes[i], d2.dictBytes[i]
-		if !bytes.Equal(a.b, b.b) || cap(a.b) != cap(b.b) || !bytes.Equal(a.alt, b.alt) || cap(a.alt) != cap(b.alt) {
-			return fmt.Sprintf("dictionary bytes %d: %x/%d %x/%d, fastLoop %x/%d %x/%d", i,
-				a.b, cap(a.b), a.alt, cap(a.alt), b.b, cap(b.b), b.alt, cap(b.alt))
+		same := a.cur == b.cur
+		for k := range a.buf {
+			same = same && bytes.Equal(a.buf[k], b.buf[k]) && cap(a.buf[k]) == cap(b.buf[k])
+		}
+		if !same {
+			return fmt.Sprintf("dictionary bytes %d: %x/%d %x/%d cur %d, fastLoop %x/%d %x/%d cur %d", i,
+				a.buf[0], cap(a.buf[0]), a.buf[1], cap(a.buf[1]), a.cur, b.buf[0], cap(b.buf[0]), b.buf[1], cap(b.buf[1]), b.cur)
 		}
 	}
 	return ""

@@ -135,7 +135,7 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 			if e := &d.dict[o.slot]; e.tag != d.epoch<<2|uint32(stateAssigned) {
 				goto slow0
 			}
-			v := d.dictBytes[o.slot].b
+			v := d.dictBytes[o.slot].value()
 			a := m.arena
 			if len(v) != 1 || len(a) >= cap(a) || len(a) >= d.limits.MaxMessageBytes {
 				goto slow0
@@ -406,13 +406,14 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 					d.undo = d.undo[:j+1]
 					d.undo[j] = undoRec{o.slot, *e}
 					e.gen = d.gen
-					eb.alt, eb.b = eb.b, eb.alt[:0]
+					eb.flip()
 				}
-				if cap(eb.b) == 0 {
+				v := &eb.buf[eb.cur&1]
+				if cap(*v) == 0 {
 					goto slow1 // the entry is saved: slowOp only writes it
 				}
-				eb.b = eb.b[:1]
-				eb.b[0] = c
+				*v = (*v)[:1]
+				(*v)[0] = c
 				e.tag = d.epoch<<2 | uint32(stateAssigned)
 			}
 			off++
