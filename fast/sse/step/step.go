@@ -197,7 +197,11 @@ type Parser struct {
 	drop  int    // bytes of buf to drop on the next call (the last message returned)
 
 	resyncing bool
-	msg       Message
+	// pending is the total length of the message buf starts, once frame
+	// has read its header (0 otherwise): the bytes it still needs are
+	// taken from the next chunk without reading the header again.
+	pending int
+	msg     Message
 	cats      []categorySeq
 	stats     Stats
 }
@@ -244,6 +248,7 @@ func (p *Parser) Discontinuity(skipped int64) {
 	p.inOff += int64(len(p.in)) + skipped
 	p.buf = p.buf[:0]
 	p.in = nil
+	p.pending = 0
 	p.resyncing = true
 }
 
@@ -254,6 +259,7 @@ func (p *Parser) Reset() {
 	p.in = nil
 	p.inOff = 0
 	p.drop = 0
+	p.pending = 0
 	p.resyncing = false
 	p.cats = p.cats[:0]
 }
@@ -300,6 +306,7 @@ func (p *Parser) Next() (*Message, error) {
 				p.buf = append(p.buf, p.in...)
 				p.inOff += int64(len(p.in))
 				p.in = nil
+				p.pending = total
 				return nil, nil
 			}
 			raw := p.in[:total]
@@ -309,6 +316,19 @@ func (p *Parser) Next() (*Message, error) {
 			return p.finish(raw, body, off)
 		}
 
+		if p.pending > len(p.buf) {
+			if len(p.in) == 0 {
+				return nil, nil
+			}
+			want := min(p.pending-len(p.buf), len(p.in))
+			p.buf = append(p.buf, p.in[:want]...)
+			p.in = p.in[want:]
+			p.inOff += int64(want)
+			if len(p.buf) < p.pending {
+				return nil, nil
+			}
+		}
+		p.pending = 0
 		total, body, skip, err := frame(p.buf, p.cfg.MaxMessageSize)
 		bufOff := p.inOff - int64(len(p.buf))
 		if skip > 0 {
@@ -514,7 +534,8 @@ const checksumBlock = 256
 // (after "8=...|9=...|") starts at raw[i].
 func (p *Parser) finish(raw []byte, i int, off int64) (*Message, error) {
 	m := &p.msg
-	*m = Message{Raw: raw, Offset: off}
+	// finishStd sets every other field when it succeeds.
+	m.Raw, m.Offset, m.Gap, m.ExpectedSeq = raw, off, false, 0
 	end := len(raw) - trailerLen
 	hdr := raw[:end] // every field ends before the trailer
 	if !finishStd(m, hdr, i) {
@@ -675,8 +696,10 @@ func finishStd(m *Message, hdr []byte, i int) bool {
 	if s, e, ok = c.field(eq34, 3); !ok {
 		return false
 	}
-	if m.SeqNum, ok = stdNumber(c.h, hdr[i:], s, e); !ok {
-		return false
+	if m.SeqNum, ok = digits(stdWord(c.h, s), e-s); !ok {
+		if m.SeqNum, ok = parseUint(hdr[i+s : i+e]); !ok {
+			return false
+		}
 	}
 	if s, e, ok = c.field(eq52, 3); !ok {
 		return false
@@ -685,7 +708,10 @@ func finishStd(m *Message, hdr []byte, i int) bool {
 	if s, e, ok = c.field(eq10142, 6); !ok {
 		return false
 	}
-	n, ok := stdNumber(c.h, hdr[i:], s, e)
+	n, ok := digits(stdWord(c.h, s), e-s)
+	if !ok {
+		n, ok = parseUint(hdr[i+s : i+e])
+	}
 	if !ok || n > 0xffffffff {
 		return false
 	}
@@ -693,15 +719,19 @@ func finishStd(m *Message, hdr []byte, i int) bool {
 	if s, e, ok = c.field(eq10072, 6); !ok {
 		return false
 	}
-	if m.CategorySeq, ok = stdNumber(c.h, hdr[i:], s, e); !ok {
-		return false
+	if m.CategorySeq, ok = digits(stdWord(c.h, s), e-s); !ok {
+		if m.CategorySeq, ok = parseUint(hdr[i+s : i+e]); !ok {
+			return false
+		}
 	}
 	m.HasCategorySeq = true
 	if s, e, ok = c.field(eq95, 3); !ok {
 		return false
 	}
-	if n, ok = stdNumber(c.h, hdr[i:], s, e); !ok {
-		return false
+	if n, ok = digits(stdWord(c.h, s), e-s); !ok {
+		if n, ok = parseUint(hdr[i+s : i+e]); !ok {
+			return false
+		}
 	}
 	// The raw data must end the body, its SOH the body's last byte.
 	raw := i + e + 1 + 3 // the raw data's first byte
@@ -755,13 +785,13 @@ func sohMaskGo(h *[stdHead]byte) (lo, hi uint64) {
 	return lo, hi
 }
 
-// stdNumber parses the digits in h[start:end] (body[start:end]): from one
-// word when there are at most 8.
-func stdNumber(h *stdBytes, body []byte, start, end int) (uint64, bool) {
-	if end-start <= 8 {
-		return digits(binary.LittleEndian.Uint64(h[start&(stdHead-1):]), end-start)
-	}
-	return parseUint(body[start:end])
+// stdWord returns the 8 bytes of h from h[start] on (start masked into
+// h[0:stdHead]) as a little-endian word. finishStd parses a number of up to
+// 8 digits from it (digits, inlined) and only a longer one (or a bad one)
+// with parseUint: a function doing both was not inlined and cost a call per
+// number.
+func stdWord(h *stdBytes, start int) uint64 {
+	return binary.LittleEndian.Uint64(h[start&(stdHead-1):])
 }
 
 // digits returns the number written by the n ASCII digits in the low bytes
