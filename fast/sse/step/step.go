@@ -202,8 +202,8 @@ type Parser struct {
 	// taken from the next chunk without reading the header again.
 	pending int
 	msg     Message
-	cats      []categorySeq
-	stats     Stats
+	cats    []categorySeq
+	stats   Stats
 }
 
 // NewParser returns a parser with the bounds in cfg.
