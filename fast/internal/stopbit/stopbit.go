@@ -79,6 +79,9 @@ func Scan(b []byte, off int, t *Tokens) (n int, full bool) {
 		return 0, false
 	}
 	if useKernel {
+		if len(b) >= blockLen { // no padded copy needed: one call less
+			return scanAVX2(&b[0], len(b), off, t)
+		}
 		return scanKernel(b, off, t)
 	}
 	return scanGo(b, off, t)
