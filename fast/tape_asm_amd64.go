@@ -1,3 +1,5 @@
+//go:build !purego
+
 package fast
 
 import (
@@ -20,7 +22,8 @@ import (
 // stack at every turn of fastLoop.
 //
 // Assembly functions are not preemption points, and none of this code
-// loops longer than one message's fields.
+// loops longer than one message's fields. The purego build tag leaves the
+// assembly out (tape_asm_other.go), as does a CPU without BMI2.
 
 // haveAsmLoop reports whether the CPU runs the assembly loop (it uses
 // BMI2's PEXT and SHRX).

@@ -1,3 +1,5 @@
+//go:build !purego
+
 package fast
 
 import (
@@ -7,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -383,4 +387,45 @@ func mustEncoder(t testing.TB, ts *Templates) *Encoder {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// TestAsmLoopFuzzCorpus compares the loops on the committed corpora of the
+// decoding fuzz targets, with the fuzz templates.
+func TestAsmLoopFuzzCorpus(t *testing.T) {
+	fts, _ := fuzzDecoder(t)
+	opts := &DecoderOptions{Limits: Limits{MaxSequenceLen: 64, MaxStringLen: 256, MaxByteVectorLen: 256}}
+	runs := useLoop(t, loopDiff)
+	n := 0
+	for _, target := range []string{"FuzzDecode", "FuzzTapeMatchesReference", "FuzzAsmLoop"} {
+		files, err := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, file := range files {
+			b := readFuzzBytes(t, file)
+			diffStream(t, rand.New(rand.NewPCG(uint64(len(b)), 10)), fts, opts, b)
+			n++
+		}
+	}
+	if n == 0 || *runs == 0 {
+		t.Errorf("%d corpus files, %d loop runs compared", n, *runs)
+	}
+}
+
+// readFuzzBytes reads the []byte argument of a "go test fuzz v1" file.
+func readFuzzBytes(t *testing.T, file string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 2 || lines[0] != "go test fuzz v1" || !strings.HasPrefix(lines[1], "[]byte(") {
+		t.Fatalf("%s: not a go test fuzz v1 file of one []byte", file)
+	}
+	s, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(lines[1], "[]byte("), ")"))
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return []byte(s)
 }

@@ -78,9 +78,47 @@ package fast
 //     call it.
 // A scalar turn of fastLoop costs about 85 instructions (dispatch 10, the
 // stores of the carried values and the shuffles where paths meet about 25,
-// the field's own work 30 to 50): 200 ns needs about 35. Closing that gap
-// takes code generated per template (fast/sse's decoders do it at build
-// time), which Go cannot do at run time.
+// the field's own work 30 to 50): 200 ns needs about 35. The conclusion
+// then was that closing the gap takes code generated per template (fast/sse's
+// decoders do it at build time), which Go cannot do at run time.
+//
+// Round 8 tried the other way around: fastLoop itself in amd64 assembly
+// (tape_asm_amd64.s), where nothing spills. It is a direct-threaded
+// interpreter: each fast-tape instruction holds the address of its code,
+// picked when the tape is built from the opcode and flags (signedness,
+// nullability, decimal part, the kind's signedness for deltas), each piece
+// of code ends with one indirect jump to the next instruction's, and the
+// carried state (instruction, buffer, offset, presence map, next Value and
+// its End, decoder, dictionary, epoch tag) stays in registers for the whole
+// message. Same exits and writes as fastLoop, compared at every loop run by
+// the differential tests. callgrind instructions per complex30000 message
+// (Decode only) and BenchmarkDecodeComplex30000 (medians of 5, interleaved
+// with fastLoop or the previous step, load 2 to 5):
+//   - fastLoop: 6,874, 450 to 475 ns;
+//   - every fastLoop path ported, integers read by one 8-byte load, BSWAP,
+//     BSR and PEXT: 3,992;
+//   - the next Value's End kept in its register, Values stored without
+//     masking, delta handlers per kind signedness and nullability, one for
+//     a decimal mantissa and one for a default exponent: 3,484, 264 ns;
+//   - one-byte integers (most on this feed) read without the 8-byte
+//     decode: 3,151, 222 ns;
+//   - one compare per read against len(b)-8, tags precomputed per
+//     instruction (present, initial value), the arena length checked once:
+//     3,056;
+//   - the undo save copying the entry with SSE moves, each instruction
+//     holding its entry's offset: 2,940;
+//   - entryBytes' two buffers indexed by a flag instead of swapped slices,
+//     so that saving a string entry writes no pointer (the assembly has no
+//     write barrier) and the loop no longer stops to let Go save ascii copy
+//     entries: 2,802, 198 ns (cpu 194), fastLoop 469.
+// Dropped: saving a template's ascii copy entries before the loop instead
+// (a save moves the value to the spare buffer, right only just before a
+// write: a copy that read the previous value read an empty string).
+// Of the 2,802, the Go around the loop (Decode, header, message, runFast,
+// the call) takes about 330; the fields about 31 each: the dispatch 2 and
+// an indirect jump, a presence-map bit 2, the integer read 8 for one byte
+// and about 20 for more, the Value store 8, a dictionary entry 5 to 10 and
+// its undo save (first write in the message) 13 more.
 
 // minPlainRun is the shortest run worth a call to runPlain: on complex30000
 // callgrind counts 8,584 instructions per message with 2, 8,469 with 3,
