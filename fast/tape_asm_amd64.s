@@ -45,7 +45,7 @@
 	ADDQ    ft+40(FP), SI
 
 // READ decodes the stop-bit integer at R9 into AX (its 7k bits, unsigned)
-// and CX (k). A one-byte integer takes the short path; a longer one
+// and CX (the offset past it, R9 plus its length k). A one-byte integer takes the short path; a longer one
 // (readMulti) takes one 8-byte load, the bytes put in wire order (first
 // byte on top), the stop bit found with BSR, the bytes past it shifted out
 // and the 7-bit groups packed with PEXT. It stops the loop (asmSlow1) where
@@ -59,7 +59,7 @@ readWord: \
 	TESTB $0x80, AL; \
 	JZ    readMulti; \
 	ONE; \
-	MOVL  $1, CX; \
+	LEAQ  1(R9), CX; \
 readDone: \
 
 // ONEU and ONES take the value out of a one-byte integer, unsigned or
@@ -92,6 +92,7 @@ readShift: \
 	ADDQ  $64, CX; \
 	SHRQ  $3, CX; \
 	FIX; \
+	ADDQ  R9, CX; \
 	JMP   readDone; \
 readLong: \
 	TESTW $const_fWide, fop_flags(SI); \
@@ -148,9 +149,15 @@ readTinyLoop: \
 	READ; \
 	TESTW $const_fSigned, fop_flags(SI); \
 	JZ    readUnsigned; \
-	SIGNEXT; \
+	MOVQ  CX, BX; \
+	SUBQ  R9, BX; \
+	LEAQ  (BX*8), DX; \
+	SUBQ  BX, DX; \
+	NEGQ  DX; \
+	ADDQ  $64, DX; \
+	SHLXQ DX, AX, AX; \
+	SARXQ DX, AX, AX; \
 readUnsigned: \
-	ADDQ  R9, CX; \
 	MOVL  $1, BX; \
 	TESTW $const_fNullable, fop_flags(SI); \
 	JZ    readgDone; \
@@ -434,7 +441,6 @@ mantissa:
 
 TEXT ·asmIntU(SB), NOSPLIT, $0-64
 	READ
-	ADDQ R9, CX
 	MOVQ CX, R9
 	STOREPRESENT
 	NEXT
@@ -443,7 +449,6 @@ TEXT ·asmIntU(SB), NOSPLIT, $0-64
 
 TEXT ·asmIntUN(SB), NOSPLIT, $0-64
 	READ
-	ADDQ R9, CX
 	MOVQ CX, R9
 	NULLABLE
 	STOREINT
@@ -496,7 +501,6 @@ TEXT ·asmDefaultU(SB), NOSPLIT, $0-64
 	SHLQ $1, R10
 	JCC  initial
 	READ
-	ADDQ R9, CX
 	MOVQ CX, R9
 	STOREPRESENT
 	NEXT
@@ -510,7 +514,6 @@ TEXT ·asmDefaultUN(SB), NOSPLIT, $0-64
 	SHLQ $1, R10
 	JCC  initial
 	READ
-	ADDQ R9, CX
 	MOVQ CX, R9
 	NULLABLE
 	STOREINT
@@ -562,7 +565,6 @@ TEXT ·asmCopyU(SB), NOSPLIT, $0-64
 	SHLQ $1, R10
 	JCC  previous
 	READ
-	ADDQ R9, CX
 	MOVQ CX, R9
 	ENTRY(DX)
 write:
@@ -583,7 +585,6 @@ TEXT ·asmCopyUN(SB), NOSPLIT, $0-64
 	SHLQ $1, R10
 	JCC  previous
 	READ
-	ADDQ R9, CX
 	MOVQ CX, R9
 	NULLABLE
 	ENTRY(DX)
@@ -643,7 +644,6 @@ TEXT ·asmIncrementU(SB), NOSPLIT, $0-64
 	SHLQ $1, R10
 	JCC  previous
 	READ
-	ADDQ R9, CX
 	MOVQ CX, R9
 	ENTRY(DX)
 write:
@@ -783,7 +783,6 @@ deltaDone: \
 // decimal: NULL is NULLABLE or nothing, KIND DELTASIGNED or DELTAUNSIGNED.
 #define DELTAHANDLER(NULL, KIND) \
 	READS; \
-	ADDQ  R9, CX; \
 	MOVL  $1, BX; \
 	NULL; \
 	TESTQ BX, BX; \
@@ -821,7 +820,6 @@ TEXT ·asmDeltaUN(SB), NOSPLIT, $0-64
 // exponent before it.
 TEXT ·asmDeltaMant(SB), NOSPLIT, $0-64
 	READS
-	ADDQ  R9, CX
 	DELTABASE
 	DELTASIGNED
 	MOVQ  CX, R9
