@@ -95,11 +95,12 @@ type Order struct {
 	BizIndex uint64
 }
 
-// Dictionary slot states.
+// Dictionary slot states. slotAssigned is slotEmpty+1, so that the state
+// of an optional field's slot is slotEmpty plus its presence (one add).
 const (
 	slotUndefined uint8 = iota
-	slotAssigned
 	slotEmpty
+	slotAssigned
 )
 
 // dictionary holds the previous values of the copy and increment fields,
@@ -571,9 +572,9 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				return off
 			}
 			d.dict.s0TradeIndex, d.dict.s0TradeIndexState = m.TradeIndex, slotAssigned
-			d.dict.s1TradeChannel, d.dict.s1TradeChannelState = m.TradeChannel, slotEmpty-uint8(b2u(m.HasTradeChannel))
+			d.dict.s1TradeChannel, d.dict.s1TradeChannelState = m.TradeChannel, slotEmpty+uint8(b2u(m.HasTradeChannel))
 			d.dict.s2SecurityID, d.dict.s2SecurityIDState = m.SecurityID, slotAssigned
-			d.dict.s3TradeTime, d.dict.s3TradeTimeState = uint32(m.TradeTime), slotEmpty-uint8(b2u(m.HasTradeTime))
+			d.dict.s3TradeTime, d.dict.s3TradeTimeState = uint32(m.TradeTime), slotEmpty+uint8(b2u(m.HasTradeTime))
 			d.dict.s4BizIndex, d.dict.s4BizIndexState = m.BizIndex, slotAssigned
 			d.dict.tid, d.dict.tidState = tid, slotAssigned
 			d.nTrade++
@@ -790,9 +791,9 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				return off
 			}
 			d.dict.s5OrderIndex, d.dict.s5OrderIndexState = m.OrderIndex, slotAssigned
-			d.dict.s6OrderChannel, d.dict.s6OrderChannelState = m.OrderChannel, slotEmpty-uint8(b2u(m.HasOrderChannel))
+			d.dict.s6OrderChannel, d.dict.s6OrderChannelState = m.OrderChannel, slotEmpty+uint8(b2u(m.HasOrderChannel))
 			d.dict.s2SecurityID, d.dict.s2SecurityIDState = m.SecurityID, slotAssigned
-			d.dict.s7OrderTime, d.dict.s7OrderTimeState = uint32(m.OrderTime), slotEmpty-uint8(b2u(m.HasOrderTime))
+			d.dict.s7OrderTime, d.dict.s7OrderTimeState = uint32(m.OrderTime), slotEmpty+uint8(b2u(m.HasOrderTime))
 			d.dict.s8OrderType, d.dict.s8OrderTypeState = m.OrderType, slotAssigned
 			d.dict.s9OrderBSFlag, d.dict.s9OrderBSFlagState = m.OrderBSFlag, slotAssigned
 			d.dict.s4BizIndex, d.dict.s4BizIndexState = m.BizIndex, slotAssigned
@@ -1050,9 +1051,9 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				goto bail
 			}
 			d.dict.s0TradeIndex, d.dict.s0TradeIndexState = m.TradeIndex, slotAssigned
-			d.dict.s1TradeChannel, d.dict.s1TradeChannelState = m.TradeChannel, slotEmpty-uint8(b2u(m.HasTradeChannel))
+			d.dict.s1TradeChannel, d.dict.s1TradeChannelState = m.TradeChannel, slotEmpty+uint8(b2u(m.HasTradeChannel))
 			d.dict.s2SecurityID, d.dict.s2SecurityIDState = m.SecurityID, slotAssigned
-			d.dict.s3TradeTime, d.dict.s3TradeTimeState = uint32(m.TradeTime), slotEmpty-uint8(b2u(m.HasTradeTime))
+			d.dict.s3TradeTime, d.dict.s3TradeTimeState = uint32(m.TradeTime), slotEmpty+uint8(b2u(m.HasTradeTime))
 			d.dict.s4BizIndex, d.dict.s4BizIndexState = m.BizIndex, slotAssigned
 			d.dict.tid, d.dict.tidState = tid, slotAssigned
 			d.nTrade++
@@ -1219,9 +1220,9 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				goto bail
 			}
 			d.dict.s5OrderIndex, d.dict.s5OrderIndexState = m.OrderIndex, slotAssigned
-			d.dict.s6OrderChannel, d.dict.s6OrderChannelState = m.OrderChannel, slotEmpty-uint8(b2u(m.HasOrderChannel))
+			d.dict.s6OrderChannel, d.dict.s6OrderChannelState = m.OrderChannel, slotEmpty+uint8(b2u(m.HasOrderChannel))
 			d.dict.s2SecurityID, d.dict.s2SecurityIDState = m.SecurityID, slotAssigned
-			d.dict.s7OrderTime, d.dict.s7OrderTimeState = uint32(m.OrderTime), slotEmpty-uint8(b2u(m.HasOrderTime))
+			d.dict.s7OrderTime, d.dict.s7OrderTimeState = uint32(m.OrderTime), slotEmpty+uint8(b2u(m.HasOrderTime))
 			d.dict.s8OrderType, d.dict.s8OrderTypeState = m.OrderType, slotAssigned
 			d.dict.s9OrderBSFlag, d.dict.s9OrderBSFlagState = m.OrderBSFlag, slotAssigned
 			d.dict.s4BizIndex, d.dict.s4BizIndexState = m.BizIndex, slotAssigned

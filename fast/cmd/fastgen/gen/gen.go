@@ -510,11 +510,12 @@ func (g *generator) emitTypes() {
 }
 
 func (g *generator) emitDictionary() {
-	g.p("// Dictionary slot states.")
+	g.p("// Dictionary slot states. slotAssigned is slotEmpty+1, so that the state")
+	g.p("// of an optional field's slot is slotEmpty plus its presence (one add).")
 	g.p("const (")
 	g.p("slotUndefined uint8 = iota")
-	g.p("slotAssigned")
 	g.p("slotEmpty")
+	g.p("slotAssigned")
 	g.p(")")
 	g.p("")
 	g.p("// dictionary holds the previous values of the copy and increment fields,")

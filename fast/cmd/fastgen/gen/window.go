@@ -239,7 +239,7 @@ func (g *generator) emitFastFields(t *template, read func(*field) string, overru
 			val = f.valType + "(" + val + ")"
 		}
 		if f.f.Optional {
-			g.p("%s, %sState = %s, slotEmpty-uint8(b2u(m.Has%s))", sl, sl, val, f.goName)
+			g.p("%s, %sState = %s, slotEmpty+uint8(b2u(m.Has%s))", sl, sl, val, f.goName)
 		} else {
 			g.p("%s, %sState = %s, slotAssigned", sl, sl, val)
 		}

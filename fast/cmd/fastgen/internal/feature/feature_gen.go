@@ -116,11 +116,12 @@ type Strings struct {
 	U32Copy uint32
 }
 
-// Dictionary slot states.
+// Dictionary slot states. slotAssigned is slotEmpty+1, so that the state
+// of an optional field's slot is slotEmpty plus its presence (one add).
 const (
 	slotUndefined uint8 = iota
-	slotAssigned
 	slotEmpty
+	slotAssigned
 )
 
 // dictionary holds the previous values of the copy and increment fields,
@@ -724,15 +725,15 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 			}
 			d.dict.s0U32Copy, d.dict.s0U32CopyState = m.U32Copy, slotAssigned
 			d.dict.s1U32CopyInit, d.dict.s1U32CopyInitState = m.U32CopyInit, slotAssigned
-			d.dict.s2I32OptCopy, d.dict.s2I32OptCopyState = m.I32OptCopy, slotEmpty-uint8(b2u(m.HasI32OptCopy))
-			d.dict.s3I64OptCopyInit, d.dict.s3I64OptCopyInitState = m.I64OptCopyInit, slotEmpty-uint8(b2u(m.HasI64OptCopyInit))
+			d.dict.s2I32OptCopy, d.dict.s2I32OptCopyState = m.I32OptCopy, slotEmpty+uint8(b2u(m.HasI32OptCopy))
+			d.dict.s3I64OptCopyInit, d.dict.s3I64OptCopyInitState = m.I64OptCopyInit, slotEmpty+uint8(b2u(m.HasI64OptCopyInit))
 			d.dict.s4U64Incr, d.dict.s4U64IncrState = m.U64Incr, slotAssigned
-			d.dict.s5I32OptIncr, d.dict.s5I32OptIncrState = m.I32OptIncr, slotEmpty-uint8(b2u(m.HasI32OptIncr))
+			d.dict.s5I32OptIncr, d.dict.s5I32OptIncrState = m.I32OptIncr, slotEmpty+uint8(b2u(m.HasI32OptIncr))
 			d.dict.s6U32IncrInit, d.dict.s6U32IncrInitState = m.U32IncrInit, slotAssigned
-			d.dict.s7I64OptIncrInit, d.dict.s7I64OptIncrInitState = m.I64OptIncrInit, slotEmpty-uint8(b2u(m.HasI64OptIncrInit))
+			d.dict.s7I64OptIncrInit, d.dict.s7I64OptIncrInitState = m.I64OptIncrInit, slotEmpty+uint8(b2u(m.HasI64OptIncrInit))
 			d.dict.s8K, d.dict.s8KState = m.PerTemplate, slotAssigned
 			d.dict.s9X, d.dict.s9XState = m.NamedA, slotAssigned
-			d.dict.s10Wide, d.dict.s10WideState = int64(m.Wide), slotEmpty-uint8(b2u(m.HasWide))
+			d.dict.s10Wide, d.dict.s10WideState = int64(m.Wide), slotEmpty+uint8(b2u(m.HasWide))
 			d.dict.tid, d.dict.tidState = tid, slotAssigned
 			d.nInts++
 			h.OnInts(m)
@@ -941,8 +942,8 @@ func (d *Decoder) decodeWindow(b []byte, off int, h Handler, all bool) int {
 				return off
 			}
 			d.dict.s11S2Copy, d.dict.s11S2CopyState = m.S2Copy, slotAssigned
-			d.dict.s12S2OptCopyInit, d.dict.s12S2OptCopyInitState = m.S2OptCopyInit, slotEmpty-uint8(b2u(m.HasS2OptCopyInit))
-			d.dict.s13S1OptCopy, d.dict.s13S1OptCopyState = m.S1OptCopy, slotEmpty-uint8(b2u(m.HasS1OptCopy))
+			d.dict.s12S2OptCopyInit, d.dict.s12S2OptCopyInitState = m.S2OptCopyInit, slotEmpty+uint8(b2u(m.HasS2OptCopyInit))
+			d.dict.s13S1OptCopy, d.dict.s13S1OptCopyState = m.S1OptCopy, slotEmpty+uint8(b2u(m.HasS1OptCopy))
 			d.dict.s14K, d.dict.s14KState = m.PerTemplate, slotAssigned
 			d.dict.s9X, d.dict.s9XState = m.NamedB, slotAssigned
 			d.dict.s0U32Copy, d.dict.s0U32CopyState = m.U32Copy, slotAssigned
@@ -1280,15 +1281,15 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 			}
 			d.dict.s0U32Copy, d.dict.s0U32CopyState = m.U32Copy, slotAssigned
 			d.dict.s1U32CopyInit, d.dict.s1U32CopyInitState = m.U32CopyInit, slotAssigned
-			d.dict.s2I32OptCopy, d.dict.s2I32OptCopyState = m.I32OptCopy, slotEmpty-uint8(b2u(m.HasI32OptCopy))
-			d.dict.s3I64OptCopyInit, d.dict.s3I64OptCopyInitState = m.I64OptCopyInit, slotEmpty-uint8(b2u(m.HasI64OptCopyInit))
+			d.dict.s2I32OptCopy, d.dict.s2I32OptCopyState = m.I32OptCopy, slotEmpty+uint8(b2u(m.HasI32OptCopy))
+			d.dict.s3I64OptCopyInit, d.dict.s3I64OptCopyInitState = m.I64OptCopyInit, slotEmpty+uint8(b2u(m.HasI64OptCopyInit))
 			d.dict.s4U64Incr, d.dict.s4U64IncrState = m.U64Incr, slotAssigned
-			d.dict.s5I32OptIncr, d.dict.s5I32OptIncrState = m.I32OptIncr, slotEmpty-uint8(b2u(m.HasI32OptIncr))
+			d.dict.s5I32OptIncr, d.dict.s5I32OptIncrState = m.I32OptIncr, slotEmpty+uint8(b2u(m.HasI32OptIncr))
 			d.dict.s6U32IncrInit, d.dict.s6U32IncrInitState = m.U32IncrInit, slotAssigned
-			d.dict.s7I64OptIncrInit, d.dict.s7I64OptIncrInitState = m.I64OptIncrInit, slotEmpty-uint8(b2u(m.HasI64OptIncrInit))
+			d.dict.s7I64OptIncrInit, d.dict.s7I64OptIncrInitState = m.I64OptIncrInit, slotEmpty+uint8(b2u(m.HasI64OptIncrInit))
 			d.dict.s8K, d.dict.s8KState = m.PerTemplate, slotAssigned
 			d.dict.s9X, d.dict.s9XState = m.NamedA, slotAssigned
-			d.dict.s10Wide, d.dict.s10WideState = int64(m.Wide), slotEmpty-uint8(b2u(m.HasWide))
+			d.dict.s10Wide, d.dict.s10WideState = int64(m.Wide), slotEmpty+uint8(b2u(m.HasWide))
 			d.dict.tid, d.dict.tidState = tid, slotAssigned
 			d.nInts++
 			h.OnInts(m)
@@ -1462,8 +1463,8 @@ func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
 				goto bail
 			}
 			d.dict.s11S2Copy, d.dict.s11S2CopyState = m.S2Copy, slotAssigned
-			d.dict.s12S2OptCopyInit, d.dict.s12S2OptCopyInitState = m.S2OptCopyInit, slotEmpty-uint8(b2u(m.HasS2OptCopyInit))
-			d.dict.s13S1OptCopy, d.dict.s13S1OptCopyState = m.S1OptCopy, slotEmpty-uint8(b2u(m.HasS1OptCopy))
+			d.dict.s12S2OptCopyInit, d.dict.s12S2OptCopyInitState = m.S2OptCopyInit, slotEmpty+uint8(b2u(m.HasS2OptCopyInit))
+			d.dict.s13S1OptCopy, d.dict.s13S1OptCopyState = m.S1OptCopy, slotEmpty+uint8(b2u(m.HasS1OptCopy))
 			d.dict.s14K, d.dict.s14KState = m.PerTemplate, slotAssigned
 			d.dict.s9X, d.dict.s9XState = m.NamedB, slotAssigned
 			d.dict.s0U32Copy, d.dict.s0U32CopyState = m.U32Copy, slotAssigned
