@@ -107,8 +107,12 @@ func scanGo(b []byte, off int, t *Tokens) (n int, full bool) {
 			for _, c := range b[prev+1 : e+1] {
 				v = v<<7 | uint64(c&0x7f)
 			}
-			for _, c := range b[max(e-7, 0) : e+1] {
-				raw = raw>>8 | uint64(c)<<56
+			if e >= 7 {
+				raw = binary.LittleEndian.Uint64(b[e-7:])
+			} else {
+				for _, c := range b[:e+1] {
+					raw = raw>>8 | uint64(c)<<56
+				}
 			}
 			t.Value[n&(MaxTokens-1)] = v
 			t.End[n&(MaxTokens-1)] = uint32(e)
