@@ -113,6 +113,7 @@ const (
 	hDeltaMant
 	hDeltaG
 	hDefaultExp
+	hDefaultExpN
 	hASCII
 	hASCIIDefault
 	hASCIICopy
@@ -166,7 +167,10 @@ func handlerIndex(o *fop) int {
 		}
 		return hConstG
 	case fIntDefault:
-		if o.flags&(fExp|fMant) == fExp {
+		if o.flags&(fExp|fMant|fSigned) == fExp|fSigned {
+			if nullable {
+				return hDefaultExpN
+			}
 			return hDefaultExp
 		}
 		return pick(hDefaultG, hDefaultU, hDefaultUN)
@@ -245,6 +249,7 @@ func asmDeltaU(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmDeltaUN(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmDeltaMant(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmDefaultExp(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDefaultExpN(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmDeltaG(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmASCII(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmASCIIDefault(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int

@@ -842,32 +842,48 @@ TEXT ·asmDeltaMant(SB), NOSPLIT, $0-64
 	SAVE_TAIL
 	STUBS
 
-// asmDefaultExp is a decimal exponent with a default operator: present,
-// it waits in st.exp for the mantissa; absent, the decimal is.
-TEXT ·asmDefaultExp(SB), NOSPLIT, $0-64
-	SHLQ  $1, R10
-	JCC   initial
-	READG
-	EXPCHECK
-	MOVQ  CX, R9
-decide:
-	TESTQ BX, BX
-	JZ    noMantissa
-	MOVQ  st+32(FP), DX
-	MOVL  AX, fastState_exp(DX)
-	NEXT
-noMantissa:
-	ADDQ  $fop__size, SI
-	XORL  AX, AX
-	XORL  BX, BX
-	STOREINT
-	NEXT
-initial:
-	MOVQ  fop_init(SI), AX
-	HASINIT
-	JMP   decide
-	READ_TAIL
+// DEFAULTEXP is the code of a signed decimal exponent with a default
+// operator (PRESENT is NULLABLE or MOVL $1, BX): present, it waits in
+// st.exp for the mantissa; absent, the decimal is.
+#define DEFAULTEXP(PRESENT) \
+	SHLQ  $1, R10; \
+	JCC   initial; \
+	READS; \
+	PRESENT; \
+	TESTQ BX, BX; \
+	JZ    inRange; \
+	LEAQ  63(AX), DX; \
+	CMPQ  DX, $126; \
+	JHI   toSlow1; \
+inRange: \
+	MOVQ  CX, R9; \
+decide: \
+	TESTQ BX, BX; \
+	JZ    noMantissa; \
+	MOVQ  st+32(FP), DX; \
+	MOVL  AX, fastState_exp(DX); \
+	NEXT; \
+noMantissa: \
+	ADDQ  $fop__size, SI; \
+	XORL  AX, AX; \
+	XORL  BX, BX; \
+	STOREINT; \
+	NEXT; \
+initial: \
+	MOVQ  fop_init(SI), AX; \
+	HASINIT; \
+	JMP   decide; \
+	READS_TAIL; \
 	STUBS
+
+#define MANDATORY MOVL $1, BX
+
+TEXT ·asmDefaultExp(SB), NOSPLIT, $0-64
+	DEFAULTEXP(MANDATORY)
+
+TEXT ·asmDefaultExpN(SB), NOSPLIT, $0-64
+	DEFAULTEXP(NULLABLE)
+
 
 TEXT ·asmDeltaG(SB), NOSPLIT, $0-64
 	READG
@@ -1257,6 +1273,7 @@ TEXT ·asmHandlers(SB), NOSPLIT, $0-8
 	HANDLER(·asmDeltaUN, const_hDeltaUN)
 	HANDLER(·asmDeltaMant, const_hDeltaMant)
 	HANDLER(·asmDefaultExp, const_hDefaultExp)
+	HANDLER(·asmDefaultExpN, const_hDefaultExpN)
 	HANDLER(·asmDeltaG, const_hDeltaG)
 	HANDLER(·asmASCII, const_hASCII)
 	HANDLER(·asmASCIIDefault, const_hASCIIDefault)
