@@ -389,12 +389,17 @@ func (d *Decoder) header(b []byte, m *Message) (*program, PMap, int, error) {
 	tid := d.prevTID
 	tidOff := off
 	if pm.Next() {
-		var next int
-		tid, next, err = ReadUint32(b, off)
-		if err != nil {
-			return nil, pm, 0, d.fail(nil, off, err)
+		if off < len(b) && b[off]&stopBit != 0 { // one-byte ids are the common case
+			tid = uint32(b[off] & dataBits)
+			off++
+		} else {
+			var next int
+			tid, next, err = ReadUint32(b, off)
+			if err != nil {
+				return nil, pm, 0, d.fail(nil, off, err)
+			}
+			off = next
 		}
-		off = next
 	} else if !d.hasTID {
 		return nil, pm, 0, d.fail(nil, off, ErrNoPrevious)
 	}
