@@ -600,6 +600,18 @@ func (g *generator) emitDecoder() {
 	g.p("if len(b) == 0 {")
 	g.p("return 0, d.err")
 	g.p("}")
+	if !g.opt.External {
+		g.p("// The usual case without decode's setup: the token path takes every")
+		g.p("// record (decode goes on from where it stops).")
+		g.p("if d.err == nil && stopbit.Accelerated && (d.MaxPMapBytes <= 0 || d.MaxPMapBytes >= windowPMapBytes) {")
+		g.p("d.tail.start, d.tokStart = -1, -1")
+		g.p("if next := d.decodeTokens(b, 0, h); next < len(b) {")
+		g.p("return d.decode(b, next, h, true)")
+		g.p("} else {")
+		g.p("return next, nil")
+		g.p("}")
+		g.p("}")
+	}
 	g.p("return d.decode(b, 0, h, true)")
 	g.p("}")
 	g.p("")

@@ -224,6 +224,16 @@ func (d *Decoder) DecodeRecords(b []byte, h Handler) (int, error) {
 	if len(b) == 0 {
 		return 0, d.err
 	}
+	// The usual case without decode's setup: the token path takes every
+	// record (decode goes on from where it stops).
+	if d.err == nil && stopbit.Accelerated && (d.MaxPMapBytes <= 0 || d.MaxPMapBytes >= windowPMapBytes) {
+		d.tail.start, d.tokStart = -1, -1
+		if next := d.decodeTokens(b, 0, h); next < len(b) {
+			return d.decode(b, next, h, true)
+		} else {
+			return next, nil
+		}
+	}
 	return d.decode(b, 0, h, true)
 }
 
@@ -976,7 +986,13 @@ const tokenRecordMax = 20
 // locals live across the handler call would be stored and loaded back
 // for every record.
 func (d *Decoder) decodeTokens(b []byte, off int, h Handler) int {
-	ti := d.tokenAt(b, off)
+	ti := 0
+	if d.tokStart < 0 { // no batch yet (a buffer's first call): scan, no search
+		d.tokN, d.tokFull = stopbit.Scan(b, off, &d.tok)
+		d.tokStart, d.tokI = off, 0
+	} else {
+		ti = d.tokenAt(b, off)
+	}
 	d.tokLim = tokenLimit(d.tokN, d.tokFull)
 	rec := ti // the record's first token
 	for {
