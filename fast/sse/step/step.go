@@ -682,20 +682,20 @@ func finishStd(m *Message, hdr []byte, i int) bool {
 		c.h = &pad
 	}
 	c.lo, c.hi = sohMask((*[stdHead]byte)(c.h[:stdHead]))
-	s, e, ok := c.field(eq35, 3)
+	c, s, e, ok := c.field(eq35, 3)
 	if !ok {
 		return false
 	}
 	m.MsgType = hdr[i+s : i+e]
-	if s, e, ok = c.field(eq49, 3); !ok {
+	if c, s, e, ok = c.field(eq49, 3); !ok {
 		return false
 	}
 	m.SenderCompID = hdr[i+s : i+e]
-	if s, e, ok = c.field(eq56, 3); !ok {
+	if c, s, e, ok = c.field(eq56, 3); !ok {
 		return false
 	}
 	m.TargetCompID = hdr[i+s : i+e]
-	if s, e, ok = c.field(eq34, 3); !ok {
+	if c, s, e, ok = c.field(eq34, 3); !ok {
 		return false
 	}
 	if m.SeqNum, ok = digits(stdWord(c.h, s), e-s); !ok {
@@ -703,11 +703,11 @@ func finishStd(m *Message, hdr []byte, i int) bool {
 			return false
 		}
 	}
-	if s, e, ok = c.field(eq52, 3); !ok {
+	if c, s, e, ok = c.field(eq52, 3); !ok {
 		return false
 	}
 	m.SendingTime = hdr[i+s : i+e]
-	if s, e, ok = c.field(eq10142, 6); !ok {
+	if c, s, e, ok = c.field(eq10142, 6); !ok {
 		return false
 	}
 	n, ok := digits(stdWord(c.h, s), e-s)
@@ -718,7 +718,7 @@ func finishStd(m *Message, hdr []byte, i int) bool {
 		return false
 	}
 	m.Category, m.HasCategory = uint32(n), true
-	if s, e, ok = c.field(eq10072, 6); !ok {
+	if c, s, e, ok = c.field(eq10072, 6); !ok {
 		return false
 	}
 	if m.CategorySeq, ok = digits(stdWord(c.h, s), e-s); !ok {
@@ -727,7 +727,7 @@ func finishStd(m *Message, hdr []byte, i int) bool {
 		}
 	}
 	m.HasCategorySeq = true
-	if s, e, ok = c.field(eq95, 3); !ok {
+	if c, s, e, ok = c.field(eq95, 3); !ok {
 		return false
 	}
 	if n, ok = digits(stdWord(c.h, s), e-s); !ok {
@@ -755,10 +755,13 @@ type stdCursor struct {
 }
 
 // field checks that the next field starts with the plen bytes of eq (its
-// tag and '=') and returns the offsets in h of its value and of the SOH that
-// ends it: the next SOH, as every one before p ended an earlier field. ok is
-// false when the field does not match or does not end in h[0:stdHead].
-func (c *stdCursor) field(eq uint64, plen int) (start, end int, ok bool) {
+// tag and '=') and returns the cursor past it and the offsets in h of its
+// value and of the SOH that ends it: the next SOH, as every one before p
+// ended an earlier field. ok is false when the field does not match or does
+// not end in h[0:stdHead]. The cursor is passed and returned by value (four
+// words), so that finishStd keeps it in registers: through a pointer it
+// lived on the stack, loaded and stored back for every field.
+func (c stdCursor) field(eq uint64, plen int) (next stdCursor, start, end int, ok bool) {
 	if c.lo != 0 {
 		end = bits.TrailingZeros64(c.lo)
 		c.lo &= c.lo - 1
@@ -770,7 +773,7 @@ func (c *stdCursor) field(eq uint64, plen int) (start, end int, ok bool) {
 	c.p = end + 1
 	// A SOH inside the tag makes the comparison fail (eq has none).
 	ok = end < stdHead && binary.LittleEndian.Uint64(c.h[p&(stdHead-1):])&(1<<(uint(plen)*8&63)-1) == eq
-	return p + plen, end, ok
+	return c, p + plen, end, ok
 }
 
 // sohMaskGo is sohMask without vector instructions: an exact zero-byte test
