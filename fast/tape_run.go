@@ -110,15 +110,21 @@ package fast
 //   - entryBytes' two buffers indexed by a flag instead of swapped slices,
 //     so that saving a string entry writes no pointer (the assembly has no
 //     write barrier) and the loop no longer stops to let Go save ascii copy
-//     entries: 2,802, 198 ns (cpu 194), fastLoop 469.
+//     entries: 2,802, 198 ns (cpu 194), fastLoop 469;
+//   - the integer read returning the offset past it, default-exponent
+//     handlers without flag tests, the header reading a one-byte template
+//     id inline: 2,723, 188 to 191 ns.
 // Dropped: saving a template's ascii copy entries before the loop instead
 // (a save moves the value to the spare buffer, right only just before a
-// write: a copy that read the previous value read an empty string).
-// Of the 2,802, the Go around the loop (Decode, header, message, runFast,
-// the call) takes about 330; the fields about 31 each: the dispatch 2 and
-// an indirect jump, a presence-map bit 2, the integer read 8 for one byte
+// write: a copy that read the previous value read an empty string); runFast
+// calling the assembly without loop's call in between (2 instructions).
+// Of the 2,723, the Go around the loop (Decode, header, message, runFast,
+// the call) takes about 310; the fields about 30 each: the dispatch 2 and
+// an indirect jump, a presence-map bit 2, the integer read 7 for one byte
 // and about 20 for more, the Value store 8, a dictionary entry 5 to 10 and
-// its undo save (first write in the message) 13 more.
+// its undo save (first write in the message) 13 more; a sequence element
+// about 70 (its two-byte presence map, frame, start and end values, room
+// check).
 
 // minPlainRun is the shortest run worth a call to runPlain: on complex30000
 // callgrind counts 8,584 instructions per message with 2, 8,469 with 3,
