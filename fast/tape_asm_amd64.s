@@ -16,9 +16,9 @@
 //	R9	the offset in b
 //	R10	the presence map, next bit on top
 //	R11	&m.Values[n], where the next value goes
-//	R12	n+1, the End of the next value
+//	R12	(n+1)<<32: the next value's End, in the word it shares with Exp
 //	R13	the *Decoder
-//	R14	&d.dict[0]
+//	R14	1<<32, what R12 grows by
 //	R15	epoch<<2 | stateAssigned, the tag of an entry assigned this epoch
 // AX, BX, CX and DX are scratch, and X0 to X2.
 // In the integer code AX is the value, BX whether it is present (0 or 1),
@@ -35,7 +35,7 @@
 // ENTRY sets r to the instruction's dictionary entry.
 #define ENTRY(r) \
 	MOVLQSX fop_entry(SI), r; \
-	ADDQ    R14, r
+	ADDQ    Decoder_dict(R13), r
 
 // JUMPTO sets SI to the instruction at the tape index in fop_jump(SI) plus k.
 #define JUMPTO(k) \
@@ -219,74 +219,68 @@ assigned: \
 // when not: absent values read 0).
 #define STOREINT \
 	MOVQ  AX, 0(R11); \
-	MOVL  $0, 8(R11); \
-	MOVL  R12, 12(R11); \
+	MOVQ  R12, 8(R11); \
 	MOVQ  $0, 16(R11); \
 	SHLQ  $40, BX; \
 	ORQ   fop_tag(SI), BX; \
 	MOVQ  BX, 24(R11); \
 	ADDQ  $32, R11; \
-	INCQ  R12
+	ADDQ  R14, R12
 
 // STOREPRESENT appends the present integer value AX.
 #define STOREPRESENT \
 	MOVQ  AX, 0(R11); \
-	MOVL  $0, 8(R11); \
-	MOVL  R12, 12(R11); \
+	MOVQ  R12, 8(R11); \
 	MOVQ  $0, 16(R11); \
 	MOVQ  fop_ptag(SI), BX; \
 	MOVQ  BX, 24(R11); \
 	ADDQ  $32, R11; \
-	INCQ  R12
+	ADDQ  R14, R12
 
 // STOREBYTES appends the string value whose off and n (high word) are in
 // CX, present when BX is 1.
 #define STOREBYTES \
 	MOVQ  $0, 0(R11); \
-	MOVL  $0, 8(R11); \
-	MOVL  R12, 12(R11); \
+	MOVQ  R12, 8(R11); \
 	MOVQ  CX, 16(R11); \
 	SHLQ  $40, BX; \
 	ORQ   fop_tag(SI), BX; \
 	MOVQ  BX, 24(R11); \
 	ADDQ  $32, R11; \
-	INCQ  R12
+	ADDQ  R14, R12
 
 // STOREINITIAL appends the instruction's initial value, or absent.
 #define STOREINITIAL \
 	MOVQ  fop_init(SI), AX; \
 	MOVQ  AX, 0(R11); \
-	MOVL  $0, 8(R11); \
-	MOVL  R12, 12(R11); \
+	MOVQ  R12, 8(R11); \
 	MOVQ  $0, 16(R11); \
 	MOVQ  fop_dtag(SI), BX; \
 	MOVQ  BX, 24(R11); \
 	ADDQ  $32, R11; \
-	INCQ  R12
+	ADDQ  R14, R12
 
 // STOREBYTESINITIAL appends the instruction's initial string, or absent.
 #define STOREBYTESINITIAL \
 	MOVQ  $0, 0(R11); \
-	MOVL  $0, 8(R11); \
-	MOVL  R12, 12(R11); \
+	MOVQ  R12, 8(R11); \
 	MOVQ  fop_init(SI), AX; \
 	MOVQ  AX, 16(R11); \
 	MOVQ  fop_dtag(SI), BX; \
 	MOVQ  BX, 24(R11); \
 	ADDQ  $32, R11; \
-	INCQ  R12
+	ADDQ  R14, R12
 
 // STOREBYTESPRESENT appends the present string value whose off and n
 // (high word) are in CX.
 #define STOREBYTESPRESENT \
 	MOVQ  $0, 0(R11); \
-	MOVL  $0, 8(R11); \
-	MOVL  R12, 12(R11); \
+	MOVQ  R12, 8(R11); \
 	MOVQ  CX, 16(R11); \
 	MOVQ  fop_ptag(SI), BX; \
 	MOVQ  BX, 24(R11); \
 	ADDQ  $32, R11; \
-	INCQ  R12
+	ADDQ  R14, R12
 
 // HASINIT sets BX to 1 when the instruction has an initial value.
 #define HASINIT \
@@ -336,7 +330,8 @@ TEXT ·asmLoop(SB), NOSPLIT, $0-64
 	SHLQ  $5, R11
 	ADDQ  Message_Values(AX), R11
 	INCQ  R12
-	MOVQ  Decoder_dict(R13), R14
+	SHLQ  $32, R12
+	MOVQ  $0x100000000, R14
 	MOVL  Decoder_epoch(R13), R15
 	SHLL  $2, R15
 	ORL   $const_stateAssigned, R15
@@ -345,6 +340,7 @@ TEXT ·asmLoop(SB), NOSPLIT, $0-64
 // asmExit returns AX from asmLoop, leaving the state in st and m.Values.
 TEXT ·asmExit(SB), NOSPLIT, $0-64
 	MOVQ m+48(FP), BX
+	SHRQ $32, R12
 	DECQ R12
 	MOVQ R12, (Message_Values+8)(BX)
 	MOVQ st+32(FP), BX
@@ -387,8 +383,10 @@ TEXT ·asmEnd(SB), NOSPLIT, $0-64
 // asmEnsure ends a structural instruction: it goes on when m.Values has
 // room for the values up to the next structural instruction and its own.
 TEXT ·asmEnsure(SB), NOSPLIT, $0-64
-	MOVLQSX (fop__size+fop_run)(SI), AX
-	ADDQ    R12, AX
+	MOVQ    R12, AX
+	SHRQ    $32, AX
+	MOVLQSX (fop__size+fop_run)(SI), BX
+	ADDQ    BX, AX
 	MOVQ    m+48(FP), BX
 	CMPQ    AX, (Message_Values+16)(BX)
 	JGT     grow
@@ -427,14 +425,14 @@ mantissa:
 	ANDQ  CX, AX
 	ANDQ  CX, DX
 	MOVQ  AX, 0(R11)
-	MOVL  DX, 8(R11)
-	MOVL  R12, 12(R11)
+	ORQ   R12, DX
+	MOVQ  DX, 8(R11)
 	MOVQ  $0, 16(R11)
 	SHLQ  $40, BX
 	ORQ   fop_tag(SI), BX
 	MOVQ  BX, 24(R11)
 	ADDQ  $32, R11
-	INCQ  R12
+	ADDQ  R14, R12
 	NEXT
 
 // Integers without operator.
@@ -829,13 +827,13 @@ TEXT ·asmDeltaMant(SB), NOSPLIT, $0-64
 	MOVQ  AX, 0(R11)
 	MOVQ  st+32(FP), DX
 	MOVL  fastState_exp(DX), DX
-	MOVL  DX, 8(R11)
-	MOVL  R12, 12(R11)
+	ORQ   R12, DX
+	MOVQ  DX, 8(R11)
 	MOVQ  $0, 16(R11)
 	MOVQ  fop_ptag(SI), BX
 	MOVQ  BX, 24(R11)
 	ADDQ  $32, R11
-	INCQ  R12
+	ADDQ  R14, R12
 	NEXT
 	DELTABASE_TAIL
 	READS_TAIL
@@ -1098,15 +1096,14 @@ checked:
 	SHLQ  $1, R10
 shifted:
 	MOVQ  $0, 0(R11)
-	MOVL  $0, 8(R11)
-	MOVL  R12, 12(R11)
+	MOVQ  R12, 8(R11)
 	MOVQ  $0, 16(R11)
 	MOVQ  BX, DX
 	SHLQ  $40, DX
 	ORQ   fop_tag(SI), DX
 	MOVQ  DX, 24(R11)
 	ADDQ  $32, R11
-	INCQ  R12
+	ADDQ  R14, R12
 	TESTQ BX, BX
 	JZ    absent
 	ADDQ  CX, R9
@@ -1116,7 +1113,9 @@ shifted:
 	FRAME(CX)
 	MOVQ  R10, (frame_pm+PMap_hi)(CX)
 	MOVQ  $0, (frame_pm+PMap_lo)(CX)
-	LEAQ  -2(R12), DX
+	MOVQ  R12, DX
+	SHRQ  $32, DX
+	SUBQ  $2, DX
 	MOVL  DX, frame_vi(CX)
 	MOVQ  X0, R10
 	JMP   ·asmEnsure(SB)
@@ -1128,7 +1127,9 @@ absent:
 TEXT ·asmGroupEnd(SB), NOSPLIT, $0-64
 	FRAME(CX)
 	VALUE(frame_vi(CX), AX)
-	LEAQ  -1(R12), DX
+	MOVQ  R12, DX
+	SHRQ  $32, DX
+	DECQ  DX
 	MOVL  DX, Value_End(AX)
 	MOVQ  (frame_pm+PMap_hi)(CX), R10
 	MOVQ  st+32(FP), DX
@@ -1168,7 +1169,9 @@ checked:
 	FRAME(CX)
 	MOVQ  R10, (frame_pm+PMap_hi)(CX)
 	MOVQ  $0, (frame_pm+PMap_lo)(CX)
-	LEAQ  -2(R12), DX
+	MOVQ  R12, DX
+	SHRQ  $32, DX
+	SUBQ  $2, DX
 	MOVL  DX, frame_vi(CX)
 	MOVQ  AX, frame_left(CX)
 	JMP   ·asmEnsure(SB)
@@ -1178,7 +1181,9 @@ skip:
 	STUBS
 
 TEXT ·asmElem(SB), NOSPLIT, $0-64
-	CMPQ  R12, (Decoder_limits+Limits_MaxValues)(R13)
+	MOVQ  R12, AX
+	SHRQ  $32, AX
+	CMPQ  AX, (Decoder_limits+Limits_MaxValues)(R13)
 	JGT   stop
 	XORL  AX, AX
 	TESTW $const_fNeedPMap, fop_flags(SI)
@@ -1208,7 +1213,9 @@ twoBytes:
 	ADDQ  $2, R9
 started:
 	FRAME(CX)
-	LEAQ  -1(R12), DX
+	MOVQ  R12, DX
+	SHRQ  $32, DX
+	DECQ  DX
 	MOVL  DX, frame_ei(CX)
 	MOVQ  $0, 0(R11)
 	MOVQ  $0, 8(R11)
@@ -1216,7 +1223,7 @@ started:
 	MOVQ  fop_tag(SI), CX
 	MOVQ  CX, 24(R11)
 	ADDQ  $32, R11
-	INCQ  R12
+	ADDQ  R14, R12
 	MOVQ  AX, R10
 	JMP   ·asmEnsure(SB)
 stop:
@@ -1226,7 +1233,9 @@ stop:
 TEXT ·asmElemEnd(SB), NOSPLIT, $0-64
 	FRAME(CX)
 	VALUE(frame_ei(CX), AX)
-	LEAQ  -1(R12), DX
+	MOVQ  R12, DX
+	SHRQ  $32, DX
+	DECQ  DX
 	MOVL  DX, Value_End(AX)
 	DECQ  frame_left(CX)
 	JZ    done
@@ -1234,7 +1243,9 @@ TEXT ·asmElemEnd(SB), NOSPLIT, $0-64
 	JMP   ·asmElem(SB)
 done:
 	VALUE(frame_vi(CX), AX)
-	LEAQ  -1(R12), DX
+	MOVQ  R12, DX
+	SHRQ  $32, DX
+	DECQ  DX
 	MOVL  DX, Value_End(AX)
 	MOVQ  (frame_pm+PMap_hi)(CX), R10
 	MOVQ  st+32(FP), DX
