@@ -106,10 +106,14 @@ const (
 	hCopyG
 	hIncrementU
 	hIncrementG
-	hDeltaI
-	hDeltaIN
-	hDeltaU
-	hDeltaUN
+	hDeltaInt32
+	hDeltaInt32N
+	hDeltaInt64
+	hDeltaInt64N
+	hDeltaUint32
+	hDeltaUint32N
+	hDeltaUint64
+	hDeltaUint64N
 	hDeltaMant
 	hDeltaG
 	hDefaultExp
@@ -182,20 +186,27 @@ func handlerIndex(o *fop) int {
 		}
 		return hIncrementG
 	case fIntDelta: // the wire value is signed
-		signedKind := o.kind == KindInt32 || o.kind == KindInt64
-		switch {
-		case o.flags&(fExp|fMant) == fMant && !nullable && signedKind:
+		if o.flags&(fExp|fMant) == fMant && !nullable && o.kind == KindInt64 {
 			return hDeltaMant
-		case !plain:
-			return hDeltaG
-		case signedKind && nullable:
-			return hDeltaIN
-		case signedKind:
-			return hDeltaI
-		case nullable:
-			return hDeltaUN
 		}
-		return hDeltaU
+		if !plain {
+			return hDeltaG
+		}
+		n := 0
+		if nullable {
+			n = 1
+		}
+		switch o.kind {
+		case KindInt32:
+			return hDeltaInt32 + n
+		case KindInt64:
+			return hDeltaInt64 + n
+		case KindUint32:
+			return hDeltaUint32 + n
+		case KindUint64:
+			return hDeltaUint64 + n
+		}
+		return hDeltaG
 	case fASCII:
 		return hASCII
 	case fBytesConst:
@@ -243,10 +254,14 @@ func asmCopyUN(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmCopyG(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmIncrementU(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmIncrementG(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
-func asmDeltaI(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
-func asmDeltaIN(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
-func asmDeltaU(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
-func asmDeltaUN(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDeltaInt32(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDeltaInt32N(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDeltaInt64(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDeltaInt64N(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDeltaUint32(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDeltaUint32N(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDeltaUint64(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
+func asmDeltaUint64N(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmDeltaMant(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmDefaultExp(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int
 func asmDefaultExpN(d *Decoder, b []byte, st *fastState, ft *fop, m *Message) int

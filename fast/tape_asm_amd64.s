@@ -730,9 +730,9 @@ deltaDone: \
 
 // DELTABASE sets BX to the delta's base (DX the entry): the previous
 // value, or the initial value (0 without one) when undefined; it stops the
-// loop at an empty previous value. DELTASIGNED and DELTAUNSIGNED add the
-// delta AX to it in the field's kind, signed (int32, int64) or not, and
-// stop the loop where the result is out of range.
+// loop at an empty previous value. DELTAINT64, DELTAINT32, DELTAUINT64
+// and DELTAUINT32 add the delta AX to it in their kind and stop the loop
+// where the result is out of range.
 #define DELTABASE \
 	ENTRY(DX); \
 	MOVQ  fop_init(SI), BX; \
@@ -749,23 +749,34 @@ deltaUnassigned: \
 	JEQ   toSlow1; \
 	JMP   deltaBase
 
-#define DELTASIGNED \
+#define DELTAINT64 \
+	ADDQ  AX, BX; \
+	JOS   toSlow1
+
+#define DELTAINT32 \
 	ADDQ  AX, BX; \
 	JOS   toSlow1; \
-	CMPB  fop_kind(SI), $const_KindInt32; \
-	JNE   deltaDone; \
 	MOVLQSX BX, AX; \
 	CMPQ  AX, BX; \
-	JNE   toSlow1; \
-deltaDone: \
+	JNE   toSlow1
 
-#define DELTAUNSIGNED \
+#define DELTAUINT64 \
 	TESTQ AX, AX; \
 	JS    deltaNegative; \
 	ADDQ  AX, BX; \
 	JCS   toSlow1; \
-	CMPB  fop_kind(SI), $const_KindUint32; \
-	JNE   deltaDone; \
+	JMP   deltaDone; \
+deltaNegative: \
+	NEGQ  AX; \
+	CMPQ  AX, BX; \
+	JHI   toSlow1; \
+	SUBQ  AX, BX; \
+deltaDone: \
+
+#define DELTAUINT32 \
+	TESTQ AX, AX; \
+	JS    deltaNegative; \
+	ADDQ  AX, BX; \
 	MOVQ  BX, AX; \
 	SHRQ  $32, AX; \
 	JNZ   toSlow1; \
@@ -778,7 +789,7 @@ deltaNegative: \
 deltaDone: \
 
 // DELTAHANDLER is the code of a delta integer that is not part of a
-// decimal: NULL is NULLABLE or nothing, KIND DELTASIGNED or DELTAUNSIGNED.
+// decimal: NULL is NULLABLE or nothing, KIND one of the DELTAINT macros.
 #define DELTAHANDLER(NULL, KIND) \
 	READS; \
 	MOVL  $1, BX; \
@@ -802,24 +813,36 @@ absent: \
 	SAVE_TAIL; \
 	STUBS
 
-TEXT ·asmDeltaI(SB), NOSPLIT, $0-64
-	DELTAHANDLER(NONE, DELTASIGNED)
+TEXT ·asmDeltaInt32(SB), NOSPLIT, $0-64
+	DELTAHANDLER(NONE, DELTAINT32)
 
-TEXT ·asmDeltaIN(SB), NOSPLIT, $0-64
-	DELTAHANDLER(NULLABLE, DELTASIGNED)
+TEXT ·asmDeltaInt32N(SB), NOSPLIT, $0-64
+	DELTAHANDLER(NULLABLE, DELTAINT32)
 
-TEXT ·asmDeltaU(SB), NOSPLIT, $0-64
-	DELTAHANDLER(NONE, DELTAUNSIGNED)
+TEXT ·asmDeltaInt64(SB), NOSPLIT, $0-64
+	DELTAHANDLER(NONE, DELTAINT64)
 
-TEXT ·asmDeltaUN(SB), NOSPLIT, $0-64
-	DELTAHANDLER(NULLABLE, DELTAUNSIGNED)
+TEXT ·asmDeltaInt64N(SB), NOSPLIT, $0-64
+	DELTAHANDLER(NULLABLE, DELTAINT64)
 
-// asmDeltaMant is a mandatory signed delta mantissa: its value takes the
+TEXT ·asmDeltaUint32(SB), NOSPLIT, $0-64
+	DELTAHANDLER(NONE, DELTAUINT32)
+
+TEXT ·asmDeltaUint32N(SB), NOSPLIT, $0-64
+	DELTAHANDLER(NULLABLE, DELTAUINT32)
+
+TEXT ·asmDeltaUint64(SB), NOSPLIT, $0-64
+	DELTAHANDLER(NONE, DELTAUINT64)
+
+TEXT ·asmDeltaUint64N(SB), NOSPLIT, $0-64
+	DELTAHANDLER(NULLABLE, DELTAUINT64)
+
+// asmDeltaMant is a mandatory int64 delta mantissa: its value takes the
 // exponent before it.
 TEXT ·asmDeltaMant(SB), NOSPLIT, $0-64
 	READS
 	DELTABASE
-	DELTASIGNED
+	DELTAINT64
 	MOVQ  CX, R9
 	MOVQ  BX, AX
 	SAVE
@@ -1278,10 +1301,14 @@ TEXT ·asmHandlers(SB), NOSPLIT, $0-8
 	HANDLER(·asmCopyG, const_hCopyG)
 	HANDLER(·asmIncrementU, const_hIncrementU)
 	HANDLER(·asmIncrementG, const_hIncrementG)
-	HANDLER(·asmDeltaI, const_hDeltaI)
-	HANDLER(·asmDeltaIN, const_hDeltaIN)
-	HANDLER(·asmDeltaU, const_hDeltaU)
-	HANDLER(·asmDeltaUN, const_hDeltaUN)
+	HANDLER(·asmDeltaInt32, const_hDeltaInt32)
+	HANDLER(·asmDeltaInt32N, const_hDeltaInt32N)
+	HANDLER(·asmDeltaInt64, const_hDeltaInt64)
+	HANDLER(·asmDeltaInt64N, const_hDeltaInt64N)
+	HANDLER(·asmDeltaUint32, const_hDeltaUint32)
+	HANDLER(·asmDeltaUint32N, const_hDeltaUint32N)
+	HANDLER(·asmDeltaUint64, const_hDeltaUint64)
+	HANDLER(·asmDeltaUint64N, const_hDeltaUint64N)
 	HANDLER(·asmDeltaMant, const_hDeltaMant)
 	HANDLER(·asmDefaultExp, const_hDefaultExp)
 	HANDLER(·asmDefaultExpN, const_hDefaultExpN)
