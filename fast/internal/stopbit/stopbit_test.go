@@ -236,6 +236,45 @@ func BenchmarkScan(b *testing.B) {
 	}
 }
 
+// BenchmarkScanShort scans 444 bytes of tokens of 1 to 6 bytes (a third of
+// them 1 byte, none longer than 8: one Scan call takes them all), the
+// shape of an SSE payload, and reports the time per token.
+func BenchmarkScanShort(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	buf := make([]byte, 0, 450)
+	for len(buf) < 444 {
+		l := 1 + r.IntN(6)
+		if r.IntN(3) == 0 {
+			l = 1
+		}
+		for i := range l {
+			c := byte(r.IntN(0x80))
+			if i == l-1 {
+				c |= 0x80
+			}
+			buf = append(buf, c)
+		}
+	}
+	buf = buf[:444]
+	var toks stopbit.Tokens
+	for _, kernel := range []bool{true, false} {
+		name := "Go"
+		if kernel {
+			name = "Kernel"
+		}
+		b.Run(name, func(b *testing.B) {
+			defer stopbit.SetKernel(kernel)()
+			n, _ := stopbit.Scan(buf, 0, &toks)
+			b.SetBytes(int64(len(buf)))
+			b.ReportAllocs()
+			for b.Loop() {
+				stopbit.Scan(buf, 0, &toks)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/token")
+		})
+	}
+}
+
 // TestLayout checks the offsets of Tokens' arrays that scan_amd64.s uses.
 func TestLayout(t *testing.T) {
 	var toks stopbit.Tokens
