@@ -113,15 +113,18 @@ package fast
 //     entries: 2,802, 198 ns (cpu 194), fastLoop 469;
 //   - the integer read returning the offset past it, default-exponent
 //     handlers without flag tests, the header reading a one-byte template
-//     id inline: 2,723, 188 to 191 ns.
+//     id inline: 2,723, 188 to 191 ns;
+//   - the next Value's End kept shifted into the word it shares with Exp
+//     (one 8-byte store per value), delta handlers per integer kind:
+//     2,671, 179 ns (cpu 180), fastLoop 6,866 and 441 ns (load 1).
 // Dropped: saving a template's ascii copy entries before the loop instead
 // (a save moves the value to the spare buffer, right only just before a
 // write: a copy that read the previous value read an empty string); runFast
 // calling the assembly without loop's call in between (2 instructions).
-// Of the 2,723, the Go around the loop (Decode, header, message, runFast,
-// the call) takes about 310; the fields about 30 each: the dispatch 2 and
+// Of the 2,671, the Go around the loop (Decode, header, message, runFast,
+// the call) takes about 310; the fields about 29 each: the dispatch 2 and
 // an indirect jump, a presence-map bit 2, the integer read 7 for one byte
-// and about 20 for more, the Value store 8, a dictionary entry 5 to 10 and
+// and about 20 for more, the Value store 7, a dictionary entry 5 to 10 and
 // its undo save (first write in the message) 13 more; a sequence element
 // about 70 (its two-byte presence map, frame, start and end values, room
 // check).
