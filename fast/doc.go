@@ -86,6 +86,10 @@
 // the plain tape, whose errors carry the exact offsets and fields, so an
 // invalid message costs two decodes. Undo for
 // ErrShort costs one record the first time a message writes an entry.
+// On amd64 CPUs with BMI2 that loop is written in assembly, each
+// instruction jumping to the next one's code with the decoder's state in
+// registers (about 180 ns per message of mFAST's complex30000 file, 440
+// with the Go loop); the purego build tag leaves it out.
 // Absent string and byte-vector values have no bytes (Message.Bytes returns
 // an empty slice).
 //
