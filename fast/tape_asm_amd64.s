@@ -44,13 +44,14 @@
 	IMULQ   $fop__size, SI; \
 	ADDQ    ft+40(FP), SI
 
-// READ decodes the stop-bit integer at R9 into AX (its 7k bits, unsigned)
-// and CX (the offset past it, R9 plus its length k). A one-byte integer takes the short path; a longer one
-// (readMulti) takes one 8-byte load, the bytes put in wire order (first
-// byte on top), the stop bit found with BSR, the bytes past it shifted out
-// and the 7-bit groups packed with PEXT. It stops the loop (asmSlow1) where
-// fastLoop does: at the end of b, without a stop bit in 8 bytes, or past 4
-// bytes for a 32-bit integer. READ_TAIL has its out-of-line parts.
+// READX decodes the stop-bit integer at R9 into AX (its 7k bits, the one-
+// byte case taken out by ONE) and CX (the offset past it). A one-byte
+// integer takes the short path; a longer one (readMulti) takes one 8-byte
+// load, the bytes put in wire order (first byte on top), the stop bit found
+// with BSR, the bytes past it shifted out and the 7-bit groups packed with
+// PEXT. It stops the loop (asmSlow1) where fastLoop does: at the end of b,
+// without a stop bit in 8 bytes, or past 4 bytes for a 32-bit integer.
+// READX_TAIL has its out-of-line parts.
 #define READX(ONE) \
 	CMPQ  R9, R8; \
 	JGT   readTail; \
@@ -72,8 +73,9 @@ readDone: \
 #define READ READX(ONEU)
 #define READS READX(ONES)
 
-// READ_TAIL: more than 4 bytes need fWide; fewer than 8 bytes left in b
-// are loaded from b's end (or byte by byte when b is shorter than 8).
+// READX_TAIL: more than 4 bytes need fWide; fewer than 8 bytes left in b
+// are loaded from b's end (or byte by byte when b is shorter than 8). FIX
+// sign-extends a longer signed integer (SIGNEXT) or is NONE.
 #define READX_TAIL(FIX) \
 readMulti: \
 	BSWAPQ AX; \
