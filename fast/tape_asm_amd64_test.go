@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -441,4 +442,53 @@ func readFuzzBytes(t *testing.T, file string) []byte {
 		t.Fatalf("%s: %v", file, err)
 	}
 	return []byte(s)
+}
+
+// TestAsmLoopUnderGC decodes mFAST's file with the assembly loop while
+// another goroutine keeps the garbage collector running, and checks every
+// message against fastLoop's: the assembly writes no pointer and is never
+// stopped halfway, so collections must neither wait on it nor see a
+// half-written state.
+func TestAsmLoopUnderGC(t *testing.T) {
+	if !haveAsmLoop {
+		t.Skip("the CPU has no BMI2: no assembly loop")
+	}
+	ts, recs, _ := loadComplex30000(t)
+	recs = recs[:5000]
+	decodeAll := func() [][]byte {
+		d := mustNew(t, ts)
+		var m Message
+		out := make([][]byte, len(recs))
+		for i, rec := range recs {
+			if _, err := d.Decode(rec, &m); err != nil {
+				t.Fatalf("record %d: %v", i, err)
+			}
+			out[i] = m.AppendJSON(nil)
+		}
+		return out
+	}
+	useLoop(t, loopPortable)
+	want := decodeAll()
+	asmLoopOn = true
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.GC()
+			}
+		}
+	}()
+	got := decodeAll()
+	close(stop)
+	<-done
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("record %d:\n%s\nfastLoop:\n%s", i, got[i], want[i])
+		}
+	}
 }
