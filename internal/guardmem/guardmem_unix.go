@@ -10,8 +10,8 @@ import (
 
 func guarded(tb testing.TB, n int, atEnd bool) []byte {
 	page := unix.Getpagesize()
-	if n < 0 || n > page {
-		tb.Fatalf("guardmem: %d bytes: at most a page (%d)", n, page)
+	if n < 0 || n > MaxLen || n > page {
+		tb.Fatalf("guardmem: %d bytes: at most %d", n, min(MaxLen, page))
 	}
 	mem, err := unix.Mmap(-1, 0, 3*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {

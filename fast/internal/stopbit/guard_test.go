@@ -14,8 +14,12 @@ import (
 func TestScanStaysInBuffer(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, atEnd := range []bool{true, false} {
+		page := guardmem.Bytes(t, guardmem.MaxLen, atEnd)
 		for n := 1; n <= 300; n++ {
-			b := guardmem.Bytes(t, n, atEnd)
+			b := page[:n:n]
+			if atEnd {
+				b = page[len(page)-n:]
+			}
 			copy(b, randomStream(r, n))
 			for _, off := range []int{0, 1, n / 2, n - 1} {
 				check(t, b, off)
