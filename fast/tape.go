@@ -323,7 +323,9 @@ func (d *Decoder) run(b []byte, off int, pm PMap, tape []op, m *Message) (int, e
 					goto fail
 				}
 			} else {
-				if uint64(-dx) > base { // two's complement makes MinInt64 come out right
+				// The base can be wider than the kind (integers of
+				// every kind share a key's entry): the difference too.
+				if uint64(-dx) > base || base-uint64(-dx) > o.max { // two's complement makes MinInt64 come out right
 					err = ErrRange
 					goto fail
 				}

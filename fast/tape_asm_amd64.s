@@ -702,6 +702,7 @@ deltaBase: \
 	JS    deltaNegative; \
 	ADDQ  AX, BX; \
 	JCS   toSlow1; \
+deltaUnsigned: \
 	CMPB  fop_kind(SI), $const_KindUint32; \
 	JNE   deltaDone; \
 	MOVQ  BX, AX; \
@@ -713,7 +714,7 @@ deltaNegative: \
 	CMPQ  AX, BX; \
 	JHI   toSlow1; \
 	SUBQ  AX, BX; \
-	JMP   deltaDone; \
+	JMP   deltaUnsigned; \
 deltaUnassigned: \
 	LEAL  1(R15), R15; \
 	CMPL  entry_tag(DX), R15; \
@@ -775,13 +776,14 @@ deltaNegative: \
 	SUBQ  AX, BX; \
 deltaDone: \
 
+// The base of a uint32 delta can be any 64-bit value (integers of every
+// kind share a key's entry): the sum can carry, and a difference can be
+// out of range too.
 #define DELTAUINT32 \
 	TESTQ AX, AX; \
 	JS    deltaNegative; \
 	ADDQ  AX, BX; \
-	MOVQ  BX, AX; \
-	SHRQ  $32, AX; \
-	JNZ   toSlow1; \
+	JCS   toSlow1; \
 	JMP   deltaDone; \
 deltaNegative: \
 	NEGQ  AX; \
@@ -789,6 +791,9 @@ deltaNegative: \
 	JHI   toSlow1; \
 	SUBQ  AX, BX; \
 deltaDone: \
+	MOVQ  BX, AX; \
+	SHRQ  $32, AX; \
+	JNZ   toSlow1
 
 // DELTAHANDLER is the code of a delta integer that is not part of a
 // decimal: NULL is NULLABLE or nothing, KIND one of the DELTAINT macros.

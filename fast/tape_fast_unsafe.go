@@ -329,16 +329,23 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 						goto slow1
 					}
 					r = uint64(s)
-				} else if dx := int64(u); dx >= 0 {
-					r = base + uint64(dx)
-					if r < base || o.kind == KindUint32 && r > 1<<32-1 {
-						goto slow1
-					}
 				} else {
-					if uint64(-dx) > base {
+					if dx := int64(u); dx >= 0 {
+						r = base + uint64(dx)
+						if r < base {
+							goto slow1
+						}
+					} else {
+						if uint64(-dx) > base {
+							goto slow1
+						}
+						r = base - uint64(-dx)
+					}
+					// The base can be wider than the kind: integers
+					// of every kind share a key's entry.
+					if o.kind == KindUint32 && r > 1<<32-1 {
 						goto slow1
 					}
-					r = base - uint64(-dx)
 				}
 				if o.flags&fExp != 0 && (int64(r) < -63 || int64(r) > 63) {
 					goto slow1
