@@ -298,8 +298,10 @@ func TestAsmLoopDoesNotAllocate(t *testing.T) {
 }
 
 // FuzzAsmLoop compares the loops on arbitrary bytes decoded with the fuzz
-// templates and with mFAST's templates (when the shared data is there),
-// whole and cut short.
+// templates, with mFAST's templates (when the shared data is there) and
+// with the edge templates (under one of asmEdgeLimits), whole and cut
+// short; then it decodes them with the assembly loop and guard pages
+// after every buffer it reads or writes (guardedStream).
 func FuzzAsmLoop(f *testing.F) {
 	f.Add(unhex(f, "e0a33a6f19bd23512e71364611bc83aab047455ab60560f5b286cb84ff7a26ba998380055994c9fd80"))
 	f.Add(unhex(f, "c081"))
@@ -313,6 +315,13 @@ func FuzzAsmLoop(f *testing.F) {
 			f.Add(append([]byte(nil), recs[i]...))
 		}
 	}
+	for k := range uint64(4) {
+		f.Add(edgeStream(rand.New(rand.NewPCG(k, 13)), 3))
+	}
+	ets, err := ParseTemplates([]byte(asmEdgeTemplates))
+	if err != nil {
+		f.Fatal(err)
+	}
 	opts := &DecoderOptions{Limits: Limits{MaxSequenceLen: 64, MaxStringLen: 256, MaxByteVectorLen: 256}}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		useLoop(t, loopDiff)
@@ -321,6 +330,10 @@ func FuzzAsmLoop(f *testing.F) {
 		if cts != nil {
 			diffStream(t, r, cts, nil, b)
 		}
+		eopts := asmEdgeLimits[len(b)%len(asmEdgeLimits)]
+		diffStream(t, r, ets, eopts, b)
+		guardedStream(t, r, fts, opts, b)
+		guardedStream(t, r, ets, eopts, b)
 	})
 }
 
