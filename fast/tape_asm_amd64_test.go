@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/tickwire/tickwire/internal/shareddata"
@@ -455,6 +456,34 @@ func readFuzzBytes(t *testing.T, file string) []byte {
 		t.Fatalf("%s: %v", file, err)
 	}
 	return []byte(s)
+}
+
+// TestAsmLoopUnderProfiler decodes mFAST's file with the assembly loop
+// while the CPU profiler interrupts it thousands of times a second: each
+// signal unwinds the stack from wherever the loop is, in any of the pieces
+// that jump to each other in asmLoop's frame, and must find its caller.
+func TestAsmLoopUnderProfiler(t *testing.T) {
+	if !haveAsmLoop {
+		t.Skip("the CPU has no BMI2: no assembly loop")
+	}
+	ts, recs, _ := loadComplex30000(t)
+	useLoop(t, loopAsm)
+	d := mustNew(t, ts)
+	var m Message
+	runtime.SetCPUProfileRate(4000)
+	defer runtime.SetCPUProfileRate(0)
+	passes := 0
+	for start := time.Now(); time.Since(start) < time.Second; passes++ {
+		d.Reset()
+		for i, rec := range recs {
+			if _, err := d.Decode(rec, &m); err != nil {
+				t.Fatalf("pass %d, record %d: %v", passes, i, err)
+			}
+		}
+	}
+	if want := uint64(passes * len(recs)); d.fastDone != want {
+		t.Errorf("%d of %d messages on the fast path", d.fastDone, want)
+	}
 }
 
 // TestAsmLoopUnderGC decodes mFAST's file with the assembly loop while
