@@ -1181,7 +1181,7 @@ TEXT ·asmSeq(SB), NOSPLIT, $0-64
 	JZ    counted
 	NULLABLE
 counted:
-	TESTQ AX, AX // absent or empty: nothing to check
+	TESTQ BX, BX // absent: nothing to check (empty counts against MaxDepth, as in run)
 	JZ    checked
 	CMPQ  AX, (Decoder_limits+Limits_MaxSequenceLen)(R13)
 	JGT   toSlow

@@ -267,12 +267,13 @@ func (d *Decoder) slowOp(b []byte, st *fastState, p *program, m *Message) bool {
 			return false
 		}
 		vi := d.appendStructural(m, u, o.vtag, present)
+		// An empty sequence counts against MaxDepth too, as in run.
+		if present && (u > uint64(d.limits.MaxSequenceLen) || st.depth >= d.limits.MaxDepth) {
+			return false
+		}
 		if !present || u == 0 {
 			st.pc = int(o.jump)
 			return true
-		}
-		if u > uint64(d.limits.MaxSequenceLen) || st.depth >= d.limits.MaxDepth {
-			return false
 		}
 		st.depth++
 		f := &d.frames[st.depth-1]

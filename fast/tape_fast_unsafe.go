@@ -205,7 +205,8 @@ func (d *Decoder) fastLoop(b []byte, st *fastState, ft []fop, m *Message) int {
 					u--
 				}
 			}
-			if present && u != 0 && (u > uint64(d.limits.MaxSequenceLen) || st.depth >= d.limits.MaxDepth) {
+			// An empty sequence counts against MaxDepth too, as in run.
+			if present && (u > uint64(d.limits.MaxSequenceLen) || st.depth >= d.limits.MaxDepth) {
 				goto slow
 			}
 			off++
