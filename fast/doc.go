@@ -89,7 +89,9 @@
 // On amd64 CPUs with BMI2 that loop is written in assembly, each
 // instruction jumping to the next one's code with the decoder's state in
 // registers (about 180 ns per message of mFAST's complex30000 file, 440
-// with the Go loop); the purego build tag leaves it out.
+// with the Go loop, on AMD Zen 4); the purego build tag leaves it out, and
+// so do CPUs whose PEXT is microcoded (AMD before Zen 3), where the Go
+// loop is faster.
 // Absent string and byte-vector values have no bytes (Message.Bytes returns
 // an empty slice).
 //

@@ -28,11 +28,13 @@ import (
 // about 0.2 ms at the default 65,536 values (measured: one call decoding
 // 65,537 values of nested empty sequences), during which a garbage
 // collection waits for this goroutine. The purego build tag leaves the
-// assembly out (tape_asm_other.go), as does a CPU without BMI2.
+// assembly out (tape_asm_other.go), as does a CPU without BMI2 or with a
+// slow PEXT (slowPEXT).
 
-// haveAsmLoop reports whether the CPU runs the assembly loop (it uses
-// BMI2's PEXT and SHRX).
-var haveAsmLoop = cpu.X86.HasBMI2
+// haveAsmLoop reports whether the CPU runs the assembly loop: it uses
+// BMI2's PEXT and SHRX, and PEXT must be fast (it is microcoded on AMD
+// before Zen 3, where fastLoop is faster).
+var haveAsmLoop = cpu.X86.HasBMI2 && !slowPEXT(cpuVendorFamily())
 
 // asmLoopOn selects the assembly loop when the CPU has it; tests turn it
 // off to run fastLoop on amd64.
