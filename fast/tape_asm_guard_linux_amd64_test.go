@@ -4,9 +4,10 @@ package fast
 
 import (
 	"math/rand/v2"
-	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/tickwire/tickwire/internal/guardmem"
 )
 
 // The assembly loop indexes memory without bounds checks: a read past the
@@ -16,23 +17,6 @@ import (
 // these ending just before an inaccessible page, so that any such access
 // crashes the test.
 
-// guardedMem returns n bytes (rounded up to whole pages) that end where an
-// inaccessible page begins; t's cleanup unmaps them.
-func guardedMem(t testing.TB, n int) []byte {
-	t.Helper()
-	page := syscall.Getpagesize()
-	size := (n + page - 1) / page * page
-	mem, err := syscall.Mmap(-1, 0, size+page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
-	if err != nil {
-		t.Fatalf("mmap: %v", err)
-	}
-	if err := syscall.Mprotect(mem[size:], syscall.PROT_NONE); err != nil {
-		t.Fatalf("mprotect: %v", err)
-	}
-	t.Cleanup(func() { syscall.Munmap(mem) })
-	return mem[:size:size]
-}
-
 // guardedSlice returns a slice of capacity c (and length min(len(s), c),
 // s copied in) whose backing array ends at a guard page.
 func guardedSlice[E any](t testing.TB, s []E, c int) []E {
@@ -40,7 +24,7 @@ func guardedSlice[E any](t testing.TB, s []E, c int) []E {
 		return s[:0:0]
 	}
 	size := int(unsafe.Sizeof(*new(E)))
-	mem := guardedMem(t, c*size)
+	mem := guardmem.Bytes(t, c*size, true)
 	g := unsafe.Slice((*E)(unsafe.Pointer(&mem[len(mem)-c*size])), c)
 	return g[:copy(g, s)]
 }
@@ -71,11 +55,10 @@ func guardedStream(t *testing.T, r *rand.Rand, ts *Templates, opts *DecoderOptio
 	}
 	guard(t, dt)
 	dr, _ := NewDecoder(ts, opts)
-	in := guardedMem(t, len(stream))
+	in := guardmem.Bytes(t, len(stream), true)
 	const room = 64
 	vals := guardedSlice[Value](t, nil, room)
-	arena := guardedMem(t, room)
-	arena = arena[len(arena)-room:]
+	arena := guardmem.Bytes(t, room, true)
 	var mt, mr Message
 	decode := func(b []byte) (int, error, string) {
 		g := in[len(in)-len(b):]

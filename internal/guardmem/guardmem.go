@@ -7,13 +7,15 @@ package guardmem
 
 import "testing"
 
-// MaxLen is the longest buffer Bytes returns, a page on every system Go
-// runs on.
+// MaxLen is the size of buffer to take once and slice, one page on every
+// system Go runs on.
 const MaxLen = 4096
 
-// Bytes returns n zero bytes (at most a page) followed by an inaccessible
-// page (atEnd) or preceded by one. The memory is unmapped when the test
-// ends. On systems without mmap it skips the test.
+// Bytes returns n zero bytes followed by an inaccessible page (atEnd) or
+// preceded by one. The memory is unmapped when the test ends. On systems
+// without mmap it skips the test. With atEnd, the end of the buffer is
+// page-aligned, so a slice of a type whose size is a multiple of its
+// alignment ending there is aligned.
 //
 // Each call maps memory of its own, and a process may only hold so many
 // mappings (vm.max_map_count): a test that needs many buffers takes one of

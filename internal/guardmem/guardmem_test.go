@@ -51,3 +51,13 @@ func TestBytes(t *testing.T) {
 
 // sink keeps the read of the guard page from being optimised away.
 var sink byte
+
+// TestBytesLong checks a buffer of several pages, at both ends.
+func TestBytesLong(t *testing.T) {
+	for _, atEnd := range []bool{true, false} {
+		b := guardmem.Bytes(t, 3*guardmem.MaxLen+5, atEnd)
+		for i := range b {
+			b[i] = byte(i)
+		}
+	}
+}
