@@ -82,12 +82,21 @@ func check(t *testing.T, b []byte, off int) {
 // randomStream returns n bytes of tokens of random lengths (1 to 10 bytes,
 // mostly short), the stop bit on each token's last byte.
 func randomStream(r *rand.Rand, n int) []byte {
-	b := make([]byte, 0, n+10)
-	for len(b) < n {
+	return stream(r, n, func() int {
 		l := 1 + r.IntN(4)
 		if r.IntN(8) == 0 {
 			l = 1 + r.IntN(10)
 		}
+		return l
+	})
+}
+
+// stream returns n bytes of tokens of random bytes whose lengths tokenLen
+// chooses, the stop bit on each token's last byte.
+func stream(r *rand.Rand, n int, tokenLen func() int) []byte {
+	b := make([]byte, 0, n+10)
+	for len(b) < n {
+		l := tokenLen()
 		for i := range l {
 			c := byte(r.IntN(0x80))
 			if i == l-1 {
@@ -97,6 +106,21 @@ func randomStream(r *rand.Rand, n int) []byte {
 		}
 	}
 	return b[:n]
+}
+
+// runScanners runs bench as sub-benchmarks "Kernel" (with the kernel on,
+// where the CPU has it) and "Go".
+func runScanners(b *testing.B, bench func(b *testing.B)) {
+	for _, kernel := range []bool{true, false} {
+		name := "Go"
+		if kernel {
+			name = "Kernel"
+		}
+		b.Run(name, func(b *testing.B) {
+			defer stopbit.SetKernel(kernel)()
+			bench(b)
+		})
+	}
 }
 
 func TestScan(t *testing.T) {
@@ -214,26 +238,19 @@ func FuzzScan(f *testing.F) {
 func BenchmarkScan(b *testing.B) {
 	buf := randomStream(rand.New(rand.NewPCG(7, 8)), 570)
 	var toks stopbit.Tokens
-	for _, kernel := range []bool{true, false} {
-		name := "Go"
-		if kernel {
-			name = "Kernel"
-		}
-		b.Run(name, func(b *testing.B) {
-			defer stopbit.SetKernel(kernel)()
-			b.SetBytes(int64(len(buf)))
-			b.ReportAllocs()
-			for b.Loop() {
-				for off := 0; off < len(buf); {
-					n, _ := stopbit.Scan(buf, off, &toks)
-					if n == 0 {
-						break
-					}
-					off = int(toks.End[n-1]) + 1
+	runScanners(b, func(b *testing.B) {
+		b.SetBytes(int64(len(buf)))
+		b.ReportAllocs()
+		for b.Loop() {
+			for off := 0; off < len(buf); {
+				n, _ := stopbit.Scan(buf, off, &toks)
+				if n == 0 {
+					break
 				}
+				off = int(toks.End[n-1]) + 1
 			}
-		})
-	}
+		}
+	})
 }
 
 // BenchmarkScanShort scans 444 bytes of tokens of 1 to 6 bytes (a third of
@@ -241,38 +258,23 @@ func BenchmarkScan(b *testing.B) {
 // shape of an SSE payload, and reports the time per token.
 func BenchmarkScanShort(b *testing.B) {
 	r := rand.New(rand.NewPCG(7, 8))
-	buf := make([]byte, 0, 450)
-	for len(buf) < 444 {
+	buf := stream(r, 444, func() int {
 		l := 1 + r.IntN(6)
 		if r.IntN(3) == 0 {
 			l = 1
 		}
-		for i := range l {
-			c := byte(r.IntN(0x80))
-			if i == l-1 {
-				c |= 0x80
-			}
-			buf = append(buf, c)
-		}
-	}
-	buf = buf[:444]
+		return l
+	})
 	var toks stopbit.Tokens
-	for _, kernel := range []bool{true, false} {
-		name := "Go"
-		if kernel {
-			name = "Kernel"
+	runScanners(b, func(b *testing.B) {
+		n, _ := stopbit.Scan(buf, 0, &toks)
+		b.SetBytes(int64(len(buf)))
+		b.ReportAllocs()
+		for b.Loop() {
+			stopbit.Scan(buf, 0, &toks)
 		}
-		b.Run(name, func(b *testing.B) {
-			defer stopbit.SetKernel(kernel)()
-			n, _ := stopbit.Scan(buf, 0, &toks)
-			b.SetBytes(int64(len(buf)))
-			b.ReportAllocs()
-			for b.Loop() {
-				stopbit.Scan(buf, 0, &toks)
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/token")
-		})
-	}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/token")
+	})
 }
 
 // TestLayout checks the offsets of Tokens' arrays that scan_amd64.s uses.
