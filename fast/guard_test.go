@@ -25,16 +25,16 @@ func TestDecodeStaysInBuffer(t *testing.T) {
 			// Prefixes first: a short message leaves the dictionaries
 			// as they were.
 			for n := range len(rec) {
-				b := end[len(end)-n:]
+				b := guardmem.Flush(end, n, true)
 				copy(b, rec)
 				if _, err := guarded.Decode(b, &got); Code(err) != "SHORT" {
 					t.Fatalf("message %d cut to %d bytes: %v, want SHORT", i, n, err)
 				}
 			}
 		}
-		b := start[:len(rec):len(rec)]
+		b := guardmem.Flush(start, len(rec), false)
 		if i%2 == 0 {
-			b = end[len(end)-len(rec):]
+			b = guardmem.Flush(end, len(rec), true)
 		}
 		copy(b, rec)
 		wn, werr := plain.Decode(rec, &want)

@@ -19,9 +19,18 @@ const MaxLen = 4096
 //
 // Each call maps memory of its own, and a process may only hold so many
 // mappings (vm.max_map_count): a test that needs many buffers takes one of
-// MaxLen bytes and slices it, b[len(b)-k:] flush against a guard at the
-// end, b[:k:k] against one at the start.
+// MaxLen bytes and cuts them from it with Flush.
 func Bytes(tb testing.TB, n int, atEnd bool) []byte {
 	tb.Helper()
 	return guarded(tb, n, atEnd)
+}
+
+// Flush returns the n bytes of b (from Bytes with the same atEnd) that
+// touch its guard page: b's last n bytes with atEnd, else its first n,
+// capacity n.
+func Flush(b []byte, n int, atEnd bool) []byte {
+	if atEnd {
+		return b[len(b)-n:]
+	}
+	return b[:n:n]
 }

@@ -16,10 +16,7 @@ func TestScanStaysInBuffer(t *testing.T) {
 	for _, atEnd := range []bool{true, false} {
 		page := guardmem.Bytes(t, guardmem.MaxLen, atEnd)
 		for n := 1; n <= 300; n++ {
-			b := page[:n:n]
-			if atEnd {
-				b = page[len(page)-n:]
-			}
+			b := guardmem.Flush(page, n, atEnd)
 			copy(b, randomStream(r, n))
 			for _, off := range []int{0, 1, n / 2, n - 1} {
 				check(t, b, off)
