@@ -37,6 +37,15 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+
+	"github.com/tickwire/tickwire/link"
+)
+
+// The optional link features the Stack looks for (SetBusyPoll is a no-op
+// and the checksum drops are zeros off Linux).
+var (
+	_ link.BusyPoller          = (*Endpoint)(nil)
+	_ link.ChecksumDropCounter = (*Endpoint)(nil)
 )
 
 // DefaultMTU is the IP MTU of the device when Config.MTU is 0.

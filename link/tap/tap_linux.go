@@ -247,9 +247,8 @@ func (e *Endpoint) Capabilities() stack.LinkEndpointCapabilities {
 	return e.Endpoint.Capabilities() | stack.CapabilityRXChecksumOffload
 }
 
-// RxChecksumDrops returns the frames dropped for a wrong checksum, by
-// kind (Stats has them too): tickwire's Stack adds them to its own drop
-// counters, since the stack never sees these frames.
+// RxChecksumDrops implements link.ChecksumDropCounter: the frames dropped
+// for a wrong checksum, by kind (Stats has them too).
 func (e *Endpoint) RxChecksumDrops() (ipv4, tcp, udp, icmp uint64) {
 	d := &e.stats.rxDropped
 	return d[rxBadIPv4].Load(), d[rxBadTCP].Load(), d[rxBadUDP].Load(), d[rxBadICMP].Load()
@@ -265,8 +264,8 @@ func (*Endpoint) Wait() {}
 // poller (0, the default, parks at once). The reader never blocks a P in a
 // syscall either way; busy-polling saves the poller's wake-up (a few to tens
 // of microseconds) per frame that arrives within d, at the cost of keeping a
-// core busy for up to d after every frame. tickwire's latency mode
-// (Config.Latency) calls it with Config.BusyPoll.
+// core busy for up to d after every frame. It implements link.BusyPoller:
+// tickwire's latency mode (Config.Latency) calls it with Config.BusyPoll.
 func (e *Endpoint) SetBusyPoll(d time.Duration) { e.busyPoll.Store(int64(max(d, 0))) }
 
 // spinReader is the reader's state for the runtime poller's callback, made

@@ -32,6 +32,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/link/nested"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
+	"github.com/tickwire/tickwire/link"
 	"github.com/tickwire/tickwire/link/internal/linkbase"
 	"github.com/tickwire/tickwire/link/pcap"
 )
@@ -232,16 +233,27 @@ func (e *Endpoint) InjectFrame(frame []byte) error {
 	return nil
 }
 
-// RxChecksumDrops passes on the wrapped link's count of frames it dropped
-// for a wrong checksum (link/tap has one; tickwire's Stack adds them to its
-// own drop counters). Zeros when the wrapped link has none.
+// The recorder forwards every optional link feature to the link it wraps.
+var (
+	_ link.BusyPoller          = (*Endpoint)(nil)
+	_ link.ChecksumDropCounter = (*Endpoint)(nil)
+)
+
+// RxChecksumDrops implements link.ChecksumDropCounter: the wrapped link's
+// counts (link/tap has them), zeros when it has none.
 func (e *Endpoint) RxChecksumDrops() (ipv4, tcp, udp, icmp uint64) {
-	if l, ok := e.Child().(interface {
-		RxChecksumDrops() (ipv4, tcp, udp, icmp uint64)
-	}); ok {
+	if l, ok := e.Child().(link.ChecksumDropCounter); ok {
 		return l.RxChecksumDrops()
 	}
 	return 0, 0, 0, 0
+}
+
+// SetBusyPoll implements link.BusyPoller: it passes d on to the wrapped
+// link, and does nothing when that link does not busy-poll.
+func (e *Endpoint) SetBusyPoll(d time.Duration) {
+	if l, ok := e.Child().(link.BusyPoller); ok {
+		l.SetBusyPoll(d)
+	}
 }
 
 // Stats returns the counters.

@@ -1,0 +1,35 @@
+// Package link declares the optional features a link endpoint may offer
+// tickwire's Stack beyond stack.LinkEndpoint. The Stack checks for each with
+// a type assertion on Config.Link, as io.Copy checks for io.WriterTo, and
+// every wrapper in this module (link/pcap/recorder) forwards all of them.
+//
+//	var _ link.BusyPoller = (*tap.Endpoint)(nil)
+//	if bp, ok := cfg.Link.(link.BusyPoller); ok {
+//		bp.SetBusyPoll(20 * time.Microsecond)
+//	}
+//
+// The links themselves live in the subpackages: pipe, tap, pcap (and its
+// recorder), afpacket; frame is the batch-of-frames interface of the frame
+// sources.
+package link
+
+import "time"
+
+// BusyPoller is a link whose reader can spin before it sleeps. The Stack
+// calls SetBusyPoll with Config.BusyPoll in latency mode when it is not 0.
+type BusyPoller interface {
+	// SetBusyPoll makes the reader retry a read that finds no frame for up
+	// to d before it blocks; 0 turns spinning off. Safe to call while
+	// traffic flows.
+	SetBusyPoll(d time.Duration)
+}
+
+// ChecksumDropCounter is a link that verifies checksums itself (receive
+// checksum offload) and drops the frames that fail, which the Stack then
+// never sees. The Stack adds the counts to its own Stats (DropIPv4Checksum,
+// DropTCPChecksum, DropUDPChecksum, DropICMPInvalid).
+type ChecksumDropCounter interface {
+	// RxChecksumDrops returns the frames dropped so far for a wrong IPv4
+	// header, TCP, UDP or ICMP checksum. The counts only grow.
+	RxChecksumDrops() (ipv4, tcp, udp, icmp uint64)
+}

@@ -1,0 +1,60 @@
+package recorder
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
+	"gvisor.dev/gvisor/pkg/tcpip/link/ethernet"
+
+	"github.com/tickwire/tickwire/link"
+)
+
+// featureLink is a link with every optional feature of package link.
+type featureLink struct {
+	*ethernet.Endpoint
+	busyPoll time.Duration
+}
+
+func (l *featureLink) SetBusyPoll(d time.Duration) { l.busyPoll = d }
+
+func (l *featureLink) RxChecksumDrops() (ipv4, tcp, udp, icmp uint64) { return 1, 2, 3, 4 }
+
+// TestForwardsLinkFeatures checks that the recorder passes every optional
+// link feature on to the link it wraps, and is harmless over a link without
+// them.
+func TestForwardsLinkFeatures(t *testing.T) {
+	inner := &featureLink{Endpoint: ethernet.New(channel.New(16, 1500, macA))}
+	rec, err := New(inner, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	var l any = rec
+	bp, ok := l.(link.BusyPoller)
+	if !ok {
+		t.Fatal("the recorder is not a link.BusyPoller")
+	}
+	bp.SetBusyPoll(20 * time.Microsecond)
+	if inner.busyPoll != 20*time.Microsecond {
+		t.Errorf("SetBusyPoll reached the wrapped link as %v, want 20us", inner.busyPoll)
+	}
+	cd, ok := l.(link.ChecksumDropCounter)
+	if !ok {
+		t.Fatal("the recorder is not a link.ChecksumDropCounter")
+	}
+	if a, b, c, d := cd.RxChecksumDrops(); a != 1 || b != 2 || c != 3 || d != 4 {
+		t.Errorf("RxChecksumDrops = %d %d %d %d, want the wrapped link's 1 2 3 4", a, b, c, d)
+	}
+
+	plain, err := New(ethernet.New(channel.New(16, 1500, macA)), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	plain.SetBusyPoll(time.Millisecond) // nothing to pass it to
+	if a, b, c, d := plain.RxChecksumDrops(); a+b+c+d != 0 {
+		t.Errorf("RxChecksumDrops over a plain link = %d %d %d %d, want zeros", a, b, c, d)
+	}
+}
