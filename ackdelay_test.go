@@ -16,7 +16,7 @@ import (
 )
 
 // TestLatencyPingPongTwoSegments checks on the wire that a request/reply
-// round trip on the fast API costs two TCP segments in latency mode: the
+// round trip on the handler API costs two TCP segments in latency mode: the
 // reply carries the server's ACK of the request, and the next request the
 // client's ACK of the reply.
 func TestLatencyPingPongTwoSegments(t *testing.T) {
@@ -33,12 +33,11 @@ func TestLatencyPingPongTwoSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	nc, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 7))
+	c, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 7))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
-	c := nc.(*tickwire.TCPConn)
+	defer c.Close()
 	var received atomic.Int64
 	if err := c.OnReceive(func(_ *tickwire.TCPConn, data []byte, _ error) { received.Add(int64(len(data))) }); err != nil {
 		t.Fatal(err)

@@ -155,14 +155,7 @@ func TestUDPSemantics(t *testing.T) {
 		t.Fatalf("truncated read: %d %q from %v, %v", n, buf[:n], from, err)
 	}
 	// The allocation-free pair, as on *net.UDPConn.
-	type addrPortConn interface {
-		ReadFromUDPAddrPort([]byte) (int, netip.AddrPort, error)
-		WriteToUDPAddrPort([]byte, netip.AddrPort) (int, error)
-	}
-	apc, ok := pc.(addrPortConn)
-	if !ok {
-		t.Fatal("the PacketConn lacks ReadFromUDPAddrPort/WriteToUDPAddrPort")
-	}
+	apc := pc
 	local := c.LocalAddr().(*net.UDPAddr).AddrPort()
 	local = netip.AddrPortFrom(local.Addr().Unmap(), local.Port())
 	if _, err := apc.WriteToUDPAddrPort([]byte("back"), local); err != nil {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -27,8 +26,8 @@ const (
 
 // Limits enforced by New.
 const (
-	// MaxMaxConnections is the largest MaxConnections New accepts.
-	MaxMaxConnections = 1 << 20
+	// MaxConnectionsLimit is the largest MaxConnections New accepts.
+	MaxConnectionsLimit = 1 << 20
 	// MaxARPEntries is the largest ARPEntries New accepts: netstack's own
 	// neighbor table holds 512 entries per interface.
 	MaxARPEntries = gstack.NeighborCacheSize
@@ -97,7 +96,7 @@ type Config struct {
 	// from the start of the handshake. Connections that completed the
 	// handshake wait in the listener's accept queue (see Bounds in the
 	// package doc) and are counted, or reset, when Accept takes them.
-	// Default 64; at most MaxMaxConnections.
+	// Default 64; at most MaxConnectionsLimit.
 	MaxConnections int
 
 	// ARPEntries bounds the dynamic ARP table. An ARP request from an
@@ -117,58 +116,22 @@ type Config struct {
 	// StaticARP lists permanent IPv4-to-MAC entries, each in Addr's subnet.
 	StaticARP map[netip.Addr]net.HardwareAddr
 
-	// Latency turns latency mode on: it trades the simplicity of netstack's
-	// threading for round-trip time. Off by default. In latency mode
-	//   - inbound TCP segments of established connections are processed on
-	//     the goroutine that delivers the frame (the link's reader, or the
-	//     writer on the other end of link/pipe) instead of being handed to
-	//     one of netstack's TCP processor goroutines; segments that arrived
-	//     while the program's Read or Write held the connection are
-	//     processed when it returns, and frames written inside those calls
-	//     leave when they return (so that a reply arriving inline never
-	//     finds the connection held);
-	//   - segments of the connections the program holds (from DialTCP or
-	//     Accept, until Close) skip netstack's IPv4 layer and
-	//     demultiplexer, which decide nothing for them (tcpfast.go);
-	//   - handlers set with TCPConn.OnReceive run right after the
-	//     processing, on the same goroutine, without waking a reader;
-	//   - ACKs are delayed, as by a TCP with delayed ACKs, for at most
-	//     1 ms, and never sent when the connection's next segment (the
-	//     handler's answer, the next request) carries the acknowledgement
-	//     first: a request/reply exchange costs two segments instead of
-	//     three, and the synchronous processing does not even build the
-	//     ACK; duplicate ACKs and window updates are never delayed, and a
-	//     bulk sender still gets an ACK for every other full segment;
-	//   - netstack's clock is read once for a TCP segment of a held
-	//     connection (until a handler runs) and once per Write, as Linux
-	//     stamps a segment once:
-	//     a reading on another goroutine meanwhile may be that many
-	//     microseconds in the past (clock_unsafe.go);
-	//   - with BusyPoll > 0, a Read or Write that would block spins for up
-	//     to BusyPoll before it sleeps, and so does the link's reader when
-	//     the link has a SetBusyPoll(time.Duration) method (link/tap).
-	// CPU cost: without BusyPoll, none beyond the stock mode's: the same
-	// TCP work runs on other goroutines (and fewer goroutine wake-ups are
-	// paid, fewer segments built), but the delivering goroutine now also
-	// runs TCP and the handlers, so a slow handler delays every connection
-	// behind it. While ACKs wait, a timer ticks every 0.5 ms (at most 2000
-	// short wake-ups per second per Stack, none when idle). With
-	// BusyPoll, each goroutine waiting in Read or Write (and the link's
-	// reader) keeps a core 100% busy for up to BusyPoll per wait: a
-	// ping-pong whose gaps exceed BusyPoll burns BusyPoll of CPU per message
-	// on each waiting goroutine. Busy-polling pays only on cores nobody else
-	// needs: on a shared 2-core machine it did not lower the in-process
-	// round trip and raised the round trip over TAP (the spinning starves
-	// the kernel's side); see the package doc.
-	//
-	// The environment variable TICKWIRE_LATENCY=1 turns latency mode on in
-	// every Config that New sees (to run a test suite or a benchmark in this
-	// mode); with it, TICKWIRE_BUSYPOLL (a duration such as "20us")
-	// sets BusyPoll where the Config leaves it 0.
+	// Latency turns latency mode on, trading the simplicity of netstack's
+	// threading for round-trip time: TCP segments of established
+	// connections are processed on the goroutine that delivers the frame,
+	// OnReceive handlers run right after that processing on the same
+	// goroutine, and pure ACKs wait (1 ms at most) for the next segment to
+	// carry them. Off by default. Without BusyPoll it costs no CPU beyond
+	// the stock mode's, but a slow handler delays every connection behind
+	// it on the delivering goroutine. The package doc (Latency mode) gives
+	// the whole contract.
 	Latency bool
 	// BusyPoll is how long, in latency mode, a Read or Write that would
-	// block spins before it sleeps (see Latency). Default 0: no busy-poll;
-	// 0 to 1 s. Ignored when Latency is off.
+	// block, a handler's goroutine and the link's reader (a link.BusyPoller
+	// such as link/tap) spin before they sleep. Each spinning goroutine
+	// keeps a core busy for up to BusyPoll per wait: it pays only on cores
+	// nobody else needs. Default 0: no busy-poll; 0 to 1 s. Ignored when
+	// Latency is off.
 	BusyPoll time.Duration
 
 	// UDPReceiveQueue bounds the datagrams each UDP socket holds unread: one
@@ -243,8 +206,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxConnections == 0 {
 		c.MaxConnections = DefaultMaxConnections
 	}
-	if c.MaxConnections < 1 || c.MaxConnections > MaxMaxConnections {
-		return c, configErrorf("MaxConnections", "%d out of range [1, %d]", c.MaxConnections, MaxMaxConnections)
+	if c.MaxConnections < 1 || c.MaxConnections > MaxConnectionsLimit {
+		return c, configErrorf("MaxConnections", "%d out of range [1, %d]", c.MaxConnections, MaxConnectionsLimit)
 	}
 	if c.ARPEntries == 0 {
 		c.ARPEntries = DefaultARPEntries
@@ -257,12 +220,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ARPTimeout < minARPTimeout || c.ARPTimeout > maxARPTimeout {
 		return c, configErrorf("ARPTimeout", "%v out of range [%v, %v]", c.ARPTimeout, minARPTimeout, maxARPTimeout)
-	}
-	if os.Getenv("TICKWIRE_LATENCY") == "1" {
-		c.Latency = true
-		if d, err := time.ParseDuration(os.Getenv("TICKWIRE_BUSYPOLL")); err == nil && c.BusyPoll == 0 {
-			c.BusyPoll = d
-		}
 	}
 	if c.BusyPoll < 0 || c.BusyPoll > maxBusyPoll {
 		return c, configErrorf("BusyPoll", "%v out of range [0, %v]", c.BusyPoll, maxBusyPoll)

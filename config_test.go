@@ -42,7 +42,7 @@ func TestConfigErrors(t *testing.T) {
 		{"ReceiveBuffer", func(c *tickwire.Config) { c.ReceiveBuffer = -5 }},
 		{"Congestion", func(c *tickwire.Config) { c.Congestion = "bbr" }},
 		{"MaxConnections", func(c *tickwire.Config) { c.MaxConnections = -1 }},
-		{"MaxConnections", func(c *tickwire.Config) { c.MaxConnections = tickwire.MaxMaxConnections + 1 }},
+		{"MaxConnections", func(c *tickwire.Config) { c.MaxConnections = tickwire.MaxConnectionsLimit + 1 }},
 		{"ARPEntries", func(c *tickwire.Config) { c.ARPEntries = 513 }},
 		{"ARPEntries", func(c *tickwire.Config) { c.ARPEntries = -1 }},
 		{"ARPTimeout", func(c *tickwire.Config) { c.ARPTimeout = time.Microsecond }},

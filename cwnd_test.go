@@ -45,7 +45,7 @@ func (f *frameTap) snapshot() [][]byte {
 func TestInitialWindowOnTheWire(t *testing.T) {
 	pa, pb := pipe.New(pipe.Options{})
 	peerMAC := pb.MAC()
-	s, err := tickwire.New(tickwire.Config{Link: pa, Addr: addrA, StaticARP: map[netip.Addr]net.HardwareAddr{addrB.Addr(): peerMAC}})
+	s, err := newStack(tickwire.Config{Link: pa, Addr: addrA, StaticARP: map[netip.Addr]net.HardwareAddr{addrB.Addr(): peerMAC}})
 	if err != nil {
 		t.Fatal(err)
 	}

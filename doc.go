@@ -10,9 +10,9 @@
 //		MAC:  a.MAC(),
 //		Addr: netip.MustParsePrefix("10.0.0.2/24"),
 //	})
-//	ln, err := s.ListenTCP(7)                                           // net.Listener
-//	c, err := s.DialTCP(ctx, netip.MustParseAddrPort("10.0.0.1:9000")) // net.Conn
-//	pc, err := s.ListenUDP(7)                                           // net.PacketConn
+//	ln, err := s.ListenTCP(7)                                           // *TCPListener, a net.Listener
+//	c, err := s.DialTCP(ctx, netip.MustParseAddrPort("10.0.0.1:9000")) // *TCPConn, a net.Conn
+//	pc, err := s.ListenUDP(7)                                           // *UDPConn, a net.PacketConn
 //	st := s.Stats()
 //	s.Close()
 //
@@ -58,54 +58,66 @@
 //   - link/pipe: 1024 frames per direction waiting behind a delivery in
 //     progress (pipe.Stats.Dropped).
 //
-// # Latency mode, and net.Conn or the fast API
-//
-// Config.Latency (off by default) makes TCP run on the goroutine that
-// delivers each frame instead of netstack's processor goroutines, holds the
-// frames written inside a netstack call until it returns, and runs OnReceive
-// handlers right where the segment was processed; Config.BusyPoll adds an
-// opt-in spin before sleeping. See Config.Latency for the CPU cost. The
-// suite runs in both modes (TICKWIRE_LATENCY=1 forces latency mode on in
-// every stack, for any test or benchmark).
+// # net.Conn or the handler API
 //
 // Use net.Conn (Read and Write on a goroutine per connection) for anything
 // that is not on the hot path: it is the familiar interface, and each
-// message costs a goroutine wake-up. Use the fast API for the hot path:
+// message costs a goroutine wake-up. Use the handler API for the hot path:
 // TCPConn.OnReceive, or Stack.ServeTCP, hands received bytes to a handler
-// that may Write the answer at once; in latency mode no goroutine is woken
-// between the link and the handler, and over link/pipe a whole request and
-// reply runs inside the requester's Write, and the answer carries the ACK
-// netstack would have sent alone. Handlers must not block (a handler's
-// Write on a full send buffer returns ErrWouldBlock instead of waiting).
-// Both paths allocate nothing per TCP round trip. UDP datagrams bypass
-// netstack's UDP endpoint in both modes (see UDPConn): Stack.ServeUDP and
-// UDPConn.OnReceive handlers, ReadFromUDPAddrPort and WriteToUDPAddrPort
-// allocate nothing per datagram; ReadFrom allocates the address it returns.
+// that may Write the answer at once. Handlers must not block: a handler's
+// Write on a full send buffer returns ErrSendBufferFull instead of waiting.
+// Both paths allocate nothing per TCP round trip. UDP datagrams are
+// delivered directly, past netstack's UDP endpoint, in both modes (see
+// UDPConn): Stack.ServeUDP and UDPConn.OnReceive handlers,
+// ReadFromUDPAddrPort and WriteToUDPAddrPort allocate nothing per
+// datagram; ReadFrom allocates the address it returns.
 //
-// What it buys, measured on a shared 2-vCPU machine (64-byte TCP
-// ping-pong, go run ./bench -only rtt, ratios within one run, quiet
-// machine): through the fast API over link/pipe, p50 8.1 us against 17.0 us
-// for Linux loopback (0.47x; 1.0x before ACKs were delayed and left unbuilt
-// and segments of held connections skipped netstack's network layer), p99
-// 15 us (1.8x its p50); a kernel client over TAP to a ServeTCP handler
-// 17.2 us against 17.4 us kernel to kernel over veth (0.99x; seven more
-// runs gave 0.987 to 0.995x); net.Conn on both sides over link/pipe in
-// stock mode 21.7 us (1.27x). Over TAP the two sides are nearly the same
-// work: two wake-ups and the kernel's own TCP on the client; tickwire wins
-// by its share (netstack plus one read and one write on the device)
-// costing a little less than the kernel server's TCP and system calls,
-// after the device was made to cost what a veth does (link/tap: no qdisc,
-// checksum offload both ways). A round trip through the fast API is one
-// goroutine's CPU time (about 56,000 instructions, callgrind), nearly all
-// of it netstack's own TCP processing of the two segments a request/reply
-// costs. Figures move by 20 to 30% with the machine's load; tails follow
-// it, as the kernel's do. Busy-polling did not help there and made
-// kernel-to-stack round trips over TAP worse (the spinning goroutines
-// starve the kernel's side), so it is off unless asked for.
+// # Latency mode
+//
+// Config.Latency (off by default) trades the simplicity of netstack's
+// threading for round-trip time. In latency mode
+//   - inbound TCP segments of established connections are processed on the
+//     goroutine that delivers the frame (the link's reader, or the writer on
+//     the other end of link/pipe) instead of one of netstack's TCP processor
+//     goroutines; segments that arrived while the program's Read or Write
+//     held the connection are processed when it returns;
+//   - frames written inside a netstack call (a Read, a Write, the
+//     processing and the handler run after it) leave when the call returns,
+//     so that a reply arriving inline never finds the connection held;
+//   - segments of the connections the program holds (from DialTCP or
+//     Accept, until Close) skip netstack's IPv4 layer and demultiplexer,
+//     which decide nothing for them;
+//   - OnReceive handlers run right after the processing, on the same
+//     goroutine, without waking a reader; over link/pipe a whole request
+//     and reply runs inside the requester's Write;
+//   - pure ACKs are delayed, as by a TCP with delayed ACKs, for at most
+//     1 ms, and never sent when the connection's next segment (the
+//     handler's answer, the next request) carries the acknowledgement
+//     first: a request/reply exchange costs two segments instead of three.
+//     Duplicate ACKs and window updates are never delayed, and a bulk
+//     sender still gets an ACK for every other full segment;
+//   - netstack's clock is read once for a TCP segment of a held connection
+//     (until a handler runs) and once per Write, as Linux stamps a segment
+//     once: a reading on another goroutine meanwhile may be that many
+//     microseconds in the past;
+//   - with Config.BusyPoll > 0, a Read or Write that would block, a
+//     handler's goroutine and the link's reader (a link.BusyPoller) spin for
+//     up to BusyPoll before they sleep.
+//
+// Cost: without BusyPoll, no CPU beyond the stock mode's (the same TCP work
+// runs on other goroutines, with fewer wake-ups and fewer segments built),
+// but the delivering goroutine now also runs TCP and the handlers, so a slow
+// handler delays every connection behind it. While ACKs wait, a timer ticks
+// every 0.5 ms (none when idle). With BusyPoll, each waiting goroutine keeps
+// a core busy for up to BusyPoll per wait. Latency mode changes who runs
+// TCP and when, never what TCP does: whatever cannot go the synchronous way
+// goes through netstack's processors. bench/README.md has the round trips
+// it buys; DESIGN.md says why it is built this way and what was measured.
 //
 // # Concurrency
 //
-// A Stack and the connections it returns are safe for concurrent use.
+// A Stack and the listeners and connections it returns are safe for
+// concurrent use.
 // tickwire adds one goroutine per Stack (the ARP evictor), one per
 // connection with an OnReceive handler (it runs the handler when the
 // synchronous path did not) and one per ServeTCP listener (it accepts);

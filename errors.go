@@ -13,6 +13,16 @@ import (
 // that would exceed Config.MaxConnections.
 var ErrTooManyConnections = errors.New("tickwire: too many connections")
 
+// ErrHandlerSet is the cause of a Read, or of a second OnReceive, on a
+// connection that has an OnReceive handler.
+var ErrHandlerSet = errors.New("tickwire: connection has a receive handler")
+
+// ErrSendBufferFull is the cause of a Write, called while the connection's
+// OnReceive handler runs, that found the send buffer full: such a Write
+// writes what fits and returns instead of waiting, since the handler may be
+// running on the goroutine that would deliver the ACKs it waits for.
+var ErrSendBufferFull = errors.New("tickwire: send buffer full")
+
 // ConfigError reports an invalid Config field.
 type ConfigError struct {
 	Field  string // the Config field, e.g. "MSS" or "StaticARP[10.0.0.9]"

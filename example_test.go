@@ -101,7 +101,7 @@ func ExampleStack_ListenUDP() {
 	// Output: tick from 10.1.0.1
 }
 
-// Latency mode with the fast API: the server answers each request from an
+// Latency mode with the handler API: the server answers each request from an
 // OnReceive handler that runs where the segment is processed, and the client
 // takes the reply in its own handler. Over link/pipe the whole round trip
 // runs on the client's goroutine, inside its Write.
@@ -132,11 +132,10 @@ func ExampleStack_ServeTCP() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	nc, err := client.DialTCP(ctx, netip.MustParseAddrPort("10.2.0.2:7"))
+	c, err := client.DialTCP(ctx, netip.MustParseAddrPort("10.2.0.2:7"))
 	if err != nil {
 		panic(err)
 	}
-	c := nc.(*tickwire.TCPConn)
 	defer c.Close()
 	replies := make(chan string, 1)
 	c.OnReceive(func(_ *tickwire.TCPConn, reply []byte, err error) {

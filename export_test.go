@@ -63,13 +63,8 @@ func NeighborState(s *Stack, addr netip.Addr) string {
 	return ""
 }
 
-// TCPInternalsFound reports whether latency mode found the netstack TCP
-// internals it processes segments with (see tcpsync_unsafe.go and
-// tcpack_unsafe.go).
-func TCPInternalsFound() bool { return tcpInternals.ok && ackInternals.ok }
-
 // HeldFlows returns the number of connections whose segments may skip
-// netstack's network layer (tcpfast.go).
+// netstack's network layer (tcpdirect.go).
 func HeldFlows(s *Stack) int {
 	if s.sy == nil {
 		return 0

@@ -1,7 +1,6 @@
 package tickwire_test
 
 import (
-	"encoding/binary"
 	"net"
 	"net/netip"
 	"sync"
@@ -104,5 +103,3 @@ func tcpSegment(frame []byte) (tcp header.TCP, payloadLen int, ok bool) {
 	}
 	return header.TCP(seg), len(seg) - int(header.TCP(seg).DataOffset()), true
 }
-
-func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }

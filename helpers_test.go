@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"os"
 	"testing"
 	"time"
 
@@ -16,13 +17,34 @@ var (
 	addrB = netip.MustParsePrefix("10.0.0.2/24")
 )
 
+// The suite's mode: TestSuiteInLatencyMode runs this package's tests again
+// with TICKWIRE_LATENCY=1 (and TICKWIRE_BUSYPOLL, a duration), which
+// newStack applies to the stacks the tests build. The library itself reads
+// no environment variable.
+var (
+	suiteLatency     = os.Getenv("TICKWIRE_LATENCY") == "1"
+	suiteBusyPoll, _ = time.ParseDuration(os.Getenv("TICKWIRE_BUSYPOLL"))
+)
+
+// newStack is tickwire.New in the suite's mode: latency mode on when the
+// suite runs in it, with the suite's BusyPoll where cfg leaves it 0.
+func newStack(cfg tickwire.Config) (*tickwire.Stack, error) {
+	if suiteLatency {
+		cfg.Latency = true
+		if cfg.BusyPoll == 0 {
+			cfg.BusyPoll = suiteBusyPoll
+		}
+	}
+	return tickwire.New(cfg)
+}
+
 // pair is two stacks joined by a pipe: A on pa, B on pb.
 type pair struct {
 	a, b   *tickwire.Stack
 	pa, pb *pipe.Endpoint
 }
 
-// newPair builds two stacks over a pipe; tweak, when not nil, edits each
+// newPair builds two stacks over a pipe, in the suite's mode (newStack); tweak, when not nil, edits each
 // Config before New. Both stacks are closed at the end of the test.
 func newPair(t testing.TB, tweak func(*tickwire.Config)) *pair {
 	t.Helper()
@@ -33,11 +55,11 @@ func newPair(t testing.TB, tweak func(*tickwire.Config)) *pair {
 		tweak(&ca)
 		tweak(&cb)
 	}
-	a, err := tickwire.New(ca)
+	a, err := newStack(ca)
 	if err != nil {
 		t.Fatalf("New(A): %v", err)
 	}
-	b, err := tickwire.New(cb)
+	b, err := newStack(cb)
 	if err != nil {
 		a.Close()
 		t.Fatalf("New(B): %v", err)

@@ -33,7 +33,7 @@ func tapPeer(tb testing.TB, cfg tickwire.Config) (*tickwire.Stack, *kerneltest.N
 		tb.Fatal(err)
 	}
 	cfg.Link, cfg.MAC, cfg.Addr = ep, ep.MAC(), netip.PrefixFrom(stackIP, 24)
-	s, err := tickwire.New(cfg)
+	s, err := newStack(cfg)
 	if err != nil {
 		ep.Close()
 		tb.Fatal(err)

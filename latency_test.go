@@ -19,20 +19,11 @@ import (
 
 func latencyMode(c *tickwire.Config) { c.Latency = true }
 
-// TestTCPInternalsFound fails when the pinned gVisor's tcp.Endpoint no longer
-// has the fields latency mode relies on, which would silently send every
-// segment back through netstack's processor goroutines.
-func TestTCPInternalsFound(t *testing.T) {
-	if !tickwire.TCPInternalsFound() {
-		t.Fatal("tcp.Endpoint internals (ownedByUser, segmentQueue, snd, rcv, route, waiterQueue) not found: latency mode cannot process TCP synchronously or defer its ACKs")
-	}
-}
-
 // TestSuiteInLatencyMode runs this package's whole test suite again with
 // TICKWIRE_LATENCY=1, which turns Config.Latency on in every stack the tests
-// build: the foundation's tests must pass in both modes.
+// build with newStack: the foundation's tests must pass in both modes.
 func TestSuiteInLatencyMode(t *testing.T) {
-	if os.Getenv("TICKWIRE_LATENCY") == "1" {
+	if suiteLatency {
 		t.Skip("already in latency mode")
 	}
 	if testing.Short() {
@@ -73,7 +64,7 @@ func TestLatencyConfig(t *testing.T) {
 // mode runs TCP on the delivering goroutines and that the stock mode does not.
 func TestLatencyModeProcessesSynchronously(t *testing.T) {
 	for _, latency := range []bool{false, true} {
-		if !latency && os.Getenv("TICKWIRE_LATENCY") == "1" {
+		if !latency && suiteLatency {
 			continue
 		}
 		p := newPair(t, func(c *tickwire.Config) { c.Latency = latency })
@@ -161,7 +152,7 @@ func TestOnReceiveEcho(t *testing.T) {
 			if !bytes.Equal(got, msg) {
 				t.Fatal("echo differs from what was sent")
 			}
-			c.(*tickwire.TCPConn).CloseWrite()
+			c.CloseWrite()
 			select {
 			case <-done:
 			case <-time.After(10 * time.Second):
@@ -178,7 +169,7 @@ func TestOnReceiveEcho(t *testing.T) {
 }
 
 // TestHandlerWriteDoesNotWait checks that a handler's Write on a full send
-// buffer returns ErrWouldBlock instead of stalling the delivering goroutine.
+// buffer returns ErrSendBufferFull instead of stalling the delivering goroutine.
 func TestHandlerWriteDoesNotWait(t *testing.T) {
 	p := newPair(t, nil)
 	result := make(chan error, 1)
@@ -207,8 +198,8 @@ func TestHandlerWriteDoesNotWait(t *testing.T) {
 	}
 	select {
 	case err := <-result:
-		if !errors.Is(err, tickwire.ErrWouldBlock) {
-			t.Errorf("handler Write on a full buffer: %v, want ErrWouldBlock", err)
+		if !errors.Is(err, tickwire.ErrSendBufferFull) {
+			t.Errorf("handler Write on a full buffer: %v, want ErrSendBufferFull", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("handler Write waited for room")
@@ -222,11 +213,10 @@ func TestOnReceiveErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	echoServer(ln)
-	nc, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 7))
+	c, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, 7))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := nc.(*tickwire.TCPConn)
 	if err := c.OnReceive(nil); err == nil {
 		t.Error("OnReceive(nil) succeeded")
 	}
@@ -245,13 +235,13 @@ func TestOnReceiveErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	nc2.Close()
-	if err := nc2.(*tickwire.TCPConn).OnReceive(echoHandler); !errors.Is(err, net.ErrClosed) {
+	if err := nc2.OnReceive(echoHandler); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("OnReceive after Close: %v, want net.ErrClosed", err)
 	}
 }
 
 // TestLatencyRoundTripDoesNotAllocate asserts 0 allocations per 64-byte round
-// trip on tickwire's fast API in latency mode: a client whose OnReceive
+// trip on tickwire's handler API in latency mode: a client whose OnReceive
 // handler takes the echo, a ServeTCP echo handler, both over link/pipe; and
 // the same with the client on net.Conn's Write and Read.
 func TestLatencyRoundTripDoesNotAllocate(t *testing.T) {
@@ -270,7 +260,7 @@ func TestLatencyRoundTripDoesNotAllocate(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		return c.(*tickwire.TCPConn)
+		return c
 	}
 	msg := make([]byte, 64)
 

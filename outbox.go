@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tickwire/tickwire/internal/netstackunsafe"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
@@ -55,7 +56,7 @@ const ackDelayTick = 500 * time.Microsecond
 // segment (Config.MSS) unacknowledged, and the second for a flow that
 // already has one held, which replaces the first: a bulk sender sees an ACK
 // for every other segment, as from Linux. The same timer settles the ACKs
-// that synchronous processing left owed (see tcpProcess and owe): each is
+// that synchronous processing left owed (see netstackunsafe.Process and owe): each is
 // sent if no segment has carried it after a whole tick.
 //
 // Lock order:
@@ -85,7 +86,7 @@ type outbox struct {
 	// +checklocks:mu
 	armed bool // timer is set
 	// +checklocks:mu
-	owed  []owedACK // endpoints whose ACK netstack was not let send (see tcpProcess)
+	owed  []owedACK // endpoints whose ACK netstack was not let send (see netstackunsafe.Process)
 	timer *time.Timer
 
 	// spare and sending are the flusher's (only the goroutine that set
@@ -160,18 +161,6 @@ func (o *outbox) armLocked() {
 	}
 }
 
-// flowKey names a TCP connection by the addresses and ports of the segments
-// it sends.
-type flowKey struct {
-	addrs uint64 // source << 32 | destination
-	ports uint32 // source << 16 | destination
-}
-
-func (k flowKey) slot() int {
-	h := k.addrs*0x9e3779b97f4a7c15 ^ uint64(k.ports)*0xc2b2ae3d27d4eb4f
-	return int(h>>56) & (ackFlows - 1)
-}
-
 func newOutbox(w *wire, mss int) *outbox {
 	o := &outbox{w: w, mss: uint32(mss), batch: make([]int, 0, maxOutbox), owed: make([]owedACK, 0, maxOwed)}
 	o.timer = time.AfterFunc(time.Hour, o.expire)
@@ -185,11 +174,7 @@ func newOutbox(w *wire, mss int) *outbox {
 // listener's while it answers a SYN; over link/pipe the peer's answer comes
 // back on this goroutine before the send returns, so while such a send is
 // in progress (internal) the syncer processes nothing synchronously.
-func (w *wire) send(pkts gstack.PacketBufferList) (int, tcpip.Error) {
-	o := w.out
-	if o == nil {
-		return w.Endpoint.WritePackets(pkts)
-	}
+func (o *outbox) send(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 	o.mu.Lock()
 	if o.holds == 0 && !o.flushing && len(o.q) == 0 && !hasTCP(pkts) {
 		o.mu.Unlock()
@@ -229,9 +214,10 @@ func hasTCP(pkts gstack.PacketBufferList) bool {
 	return false
 }
 
-// hold marks the start of a netstack call whose frames must wait.
-func (w *wire) hold() {
-	if o := w.out; o != nil {
+// hold marks the start of a netstack call whose frames must wait. A nil
+// outbox (latency mode off) holds nothing.
+func (o *outbox) hold() {
+	if o != nil {
 		o.mu.Lock()
 		o.holds++
 		o.mu.Unlock()
@@ -240,8 +226,7 @@ func (w *wire) hold() {
 
 // release marks the end of such a call and sends the queued frames, unless
 // another goroutine is already sending them (it sends these too).
-func (w *wire) release() {
-	o := w.out
+func (o *outbox) release() {
 	if o == nil {
 		return
 	}
@@ -301,10 +286,7 @@ func (o *outbox) classifyLocked(pkt *gstack.PacketBuffer) {
 		o.sending.PushBack(pkt)
 		return
 	}
-	key := flowKey{
-		addrs: uint64(be32(ip[header.IPv4MinimumSize-8:]))<<32 | uint64(be32(ip[header.IPv4MinimumSize-4:])),
-		ports: be32(tcp),
-	}
+	key := segmentFlow(ip, tcp)
 	slot := key.slot()
 	f := &o.flows[slot]
 	if !f.used || f.key != key {
@@ -428,7 +410,7 @@ func (o *outbox) expire() {
 		o.mu.Unlock()
 	}
 	for _, ep := range due[:n] {
-		switch sent, ok := tcpSettleACK(ep); {
+		switch sent, ok := netstackunsafe.SettleACK(ep); {
 		case !ok:
 			o.owe(ep) // busy: next tick
 		case sent:
@@ -439,9 +421,9 @@ func (o *outbox) expire() {
 	}
 }
 
-// discard drops the queued and held frames and stops the timer (at Close).
-func (w *wire) discard() {
-	o := w.out
+// close drops the queued and held frames and stops the timer (at the
+// Stack's Close). A nil outbox has nothing to drop.
+func (o *outbox) close() {
 	if o == nil {
 		return
 	}
@@ -465,20 +447,4 @@ func (w *wire) discard() {
 	clear(o.owed)
 	o.owed = o.owed[:0]
 	o.mu.Unlock()
-}
-
-// uncountTx takes back what WritePackets counted for pkt, a frame the
-// outbox drops instead of sending (an ACK a later segment carried, frames
-// still waiting at Close): the Stats count frames that left.
-func (w *wire) uncountTx(pkt *gstack.PacketBuffer) {
-	size := pkt.Size()
-	for _, c := range w.txCounters(pkt) {
-		if c != nil {
-			c.remove(size)
-		}
-	}
-}
-
-func be32(b []byte) uint32 {
-	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }

@@ -7,8 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
+	"github.com/tickwire/tickwire/internal/netstackunsafe"
+	"github.com/tickwire/tickwire/link"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
@@ -79,7 +80,7 @@ func New(cfg Config) (*Stack, error) {
 	s := &Stack{cfg: cfg, arp: newARPTable(cfg.ARPEntries), done: make(chan struct{})}
 	s.conns.max = int64(cfg.MaxConnections)
 	tcpFactory := tcp.NewProtocol
-	if cfg.Latency && tcpInternals.ok {
+	if cfg.Latency && netstackunsafe.Available() {
 		s.sy = newSyncer()
 		tcpFactory = syncTCPFactory(s.sy)
 	}
@@ -93,7 +94,7 @@ func New(cfg Config) (*Stack, error) {
 		s.st.Destroy()
 		return nil, err
 	}
-	if bp, ok := cfg.Link.(interface{ SetBusyPoll(time.Duration) }); ok && cfg.BusyPoll > 0 {
+	if bp, ok := cfg.Link.(link.BusyPoller); ok && cfg.BusyPoll > 0 {
 		bp.SetBusyPoll(cfg.BusyPoll) // link/tap polls the device before it parks
 	}
 	s.arp.start(func(addr tcpip.Address) {
@@ -169,7 +170,7 @@ func (s *Stack) Close() error {
 		s.st.Close()
 		s.st.Wait()
 		s.goroutines.Wait()
-		s.wire.discard()
+		s.wire.out.close()
 		s.arp.stop()
 	})
 	return nil
@@ -191,7 +192,7 @@ func (s *Stack) tcpEndpoint(wq *waiter.Queue) (tcpip.Endpoint, tcpip.Error) {
 
 // ListenTCP listens on port of the stack's address (0 picks a free port).
 // Accepted connections count against Config.MaxConnections until closed.
-func (s *Stack) ListenTCP(port uint16) (net.Listener, error) {
+func (s *Stack) ListenTCP(port uint16) (*TCPListener, error) {
 	laddr := &net.TCPAddr{IP: s.cfg.Addr.Addr().AsSlice(), Port: int(port)}
 	if s.closed.Load() {
 		return nil, opError("listen", "tcp", nil, laddr, net.ErrClosed)
@@ -212,7 +213,7 @@ func (s *Stack) ListenTCP(port uint16) (net.Listener, error) {
 	if a, err := ep.GetLocalAddress(); err == nil {
 		laddr.Port = int(a.Port)
 	}
-	return &tcpListener{s: s, ep: ep, wq: wq, addr: laddr, done: make(chan struct{})}, nil
+	return &TCPListener{s: s, ep: ep, wq: wq, addr: laddr, done: make(chan struct{})}, nil
 }
 
 // listenBacklog sizes netstack's accept queue. Its SYN queue holds as many
@@ -228,7 +229,7 @@ func listenBacklog(maxConns int) int {
 // Config.ARPTimeout, ENETUNREACH when addr is off-link and there is no
 // Gateway, ECONNREFUSED on a reset, ETIMEDOUT when SYNs go unanswered, and
 // returns ctx's error when ctx ends first.
-func (s *Stack) DialTCP(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
+func (s *Stack) DialTCP(ctx context.Context, addr netip.AddrPort) (*TCPConn, error) {
 	raddr := net.TCPAddrFromAddrPort(addr)
 	if s.closed.Load() {
 		return nil, opError("dial", "tcp", nil, raddr, net.ErrClosed)
@@ -249,7 +250,7 @@ func (s *Stack) DialTCP(ctx context.Context, addr netip.AddrPort) (net.Conn, err
 	return c, nil
 }
 
-func (s *Stack) dial(ctx context.Context, addr netip.AddrPort, raddr *net.TCPAddr) (net.Conn, error) {
+func (s *Stack) dial(ctx context.Context, addr netip.AddrPort, raddr *net.TCPAddr) (*TCPConn, error) {
 	wq := new(waiter.Queue)
 	ep, terr := s.tcpEndpoint(wq)
 	if terr != nil {
@@ -281,7 +282,7 @@ func (s *Stack) dial(ctx context.Context, addr netip.AddrPort, raddr *net.TCPAdd
 
 // ListenUDP opens a UDP socket on port of the stack's address (0 picks a
 // free port). Any port from 1 to 65535 can be used.
-func (s *Stack) ListenUDP(port uint16) (net.PacketConn, error) {
+func (s *Stack) ListenUDP(port uint16) (*UDPConn, error) {
 	laddr := &net.UDPAddr{IP: s.cfg.Addr.Addr().AsSlice(), Port: int(port)}
 	c, err := s.udpEndpoint(tcpip.FullAddress{NIC: nicID, Port: port}, nil)
 	if err != nil {
@@ -291,7 +292,7 @@ func (s *Stack) ListenUDP(port uint16) (net.PacketConn, error) {
 }
 
 // DialUDP opens a UDP socket connected to addr, from a free local port.
-func (s *Stack) DialUDP(addr netip.AddrPort) (net.Conn, error) {
+func (s *Stack) DialUDP(addr netip.AddrPort) (*UDPConn, error) {
 	raddr := net.UDPAddrFromAddrPort(addr)
 	if !addr.Addr().Is4() {
 		return nil, opError("dial", "udp", nil, raddr, syscall.EAFNOSUPPORT)

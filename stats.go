@@ -2,9 +2,11 @@ package tickwire
 
 import (
 	"io"
+	"reflect"
 	"strconv"
 	"sync/atomic"
 
+	"github.com/tickwire/tickwire/link"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
@@ -83,173 +85,30 @@ type Stats struct {
 	LatencyTCPDirect    uint64 // TCP segments of held connections queued straight to their endpoint, past netstack's IPv4 layer and demultiplexer
 }
 
-// statsNames are the names of Stats' fields, in field order.
-var statsNames = [...]string{
-	"EthernetRxPackets",
-	"EthernetRxBytes",
-	"EthernetTxPackets",
-	"EthernetTxBytes",
-	"IPv4RxPackets",
-	"IPv4RxBytes",
-	"IPv4TxPackets",
-	"IPv4TxBytes",
-	"ARPRxPackets",
-	"ARPRxBytes",
-	"ARPTxPackets",
-	"ARPTxBytes",
-	"ICMPRxPackets",
-	"ICMPRxBytes",
-	"ICMPTxPackets",
-	"ICMPTxBytes",
-	"UDPRxPackets",
-	"UDPRxBytes",
-	"UDPTxPackets",
-	"UDPTxBytes",
-	"TCPRxPackets",
-	"TCPRxBytes",
-	"TCPTxPackets",
-	"TCPTxBytes",
-	"DropEtherType",
-	"DropIPv4Checksum",
-	"DropIPv4Malformed",
-	"DropIPv4NotForUs",
-	"DropIPv4Protocol",
-	"DropARPMalformed",
-	"DropICMPInvalid",
-	"DropUDPChecksum",
-	"DropUDPMalformed",
-	"DropUDPNoListener",
-	"DropUDPBufferFull",
-	"DropTCPChecksum",
-	"DropTCPInvalid",
-	"DropTCPListenFull",
-	"DropTotal",
-	"ICMPEchoRequestsRx",
-	"ICMPEchoRepliesTx",
-	"ICMPEchoRequestsTx",
-	"ICMPEchoRepliesRx",
-	"ICMPUnreachableTx",
-	"ARPRequestsRx",
-	"ARPRepliesRx",
-	"ARPRequestsTx",
-	"ARPRepliesTx",
-	"ARPMisses",
-	"ARPTimeouts",
-	"ARPEvictions",
-	"ARPTableFull",
-	"ARPEntries",
-	"TCPRetransmits",
-	"TCPFastRetransmits",
-	"TCPTimeouts",
-	"TCPResetsTx",
-	"TCPResetsRx",
-	"TCPSYNCookiesTx",
-	"TCPSYNCookiesRx",
-	"TCPSYNCookiesBad",
-	"ConnsOpen",
-	"ConnsAccepted",
-	"ConnsDialed",
-	"ConnsRefused",
-	"ConnsFailed",
-	"LatencySyncRuns",
-	"LatencyFallbacks",
-	"LatencyInlineRuns",
-	"LatencyOutboxFull",
-	"LatencyACKsMerged",
-	"LatencyACKsHeld",
-	"LatencyACKsLate",
-	"LatencyACKEvictions",
-	"LatencyTCPDirect",
-}
-
-// values returns the counters in the order of statsNames.
-func (s *Stats) values() [len(statsNames)]uint64 {
-	return [len(statsNames)]uint64{
-		s.EthernetRxPackets,
-		s.EthernetRxBytes,
-		s.EthernetTxPackets,
-		s.EthernetTxBytes,
-		s.IPv4RxPackets,
-		s.IPv4RxBytes,
-		s.IPv4TxPackets,
-		s.IPv4TxBytes,
-		s.ARPRxPackets,
-		s.ARPRxBytes,
-		s.ARPTxPackets,
-		s.ARPTxBytes,
-		s.ICMPRxPackets,
-		s.ICMPRxBytes,
-		s.ICMPTxPackets,
-		s.ICMPTxBytes,
-		s.UDPRxPackets,
-		s.UDPRxBytes,
-		s.UDPTxPackets,
-		s.UDPTxBytes,
-		s.TCPRxPackets,
-		s.TCPRxBytes,
-		s.TCPTxPackets,
-		s.TCPTxBytes,
-		s.DropEtherType,
-		s.DropIPv4Checksum,
-		s.DropIPv4Malformed,
-		s.DropIPv4NotForUs,
-		s.DropIPv4Protocol,
-		s.DropARPMalformed,
-		s.DropICMPInvalid,
-		s.DropUDPChecksum,
-		s.DropUDPMalformed,
-		s.DropUDPNoListener,
-		s.DropUDPBufferFull,
-		s.DropTCPChecksum,
-		s.DropTCPInvalid,
-		s.DropTCPListenFull,
-		s.DropTotal,
-		s.ICMPEchoRequestsRx,
-		s.ICMPEchoRepliesTx,
-		s.ICMPEchoRequestsTx,
-		s.ICMPEchoRepliesRx,
-		s.ICMPUnreachableTx,
-		s.ARPRequestsRx,
-		s.ARPRepliesRx,
-		s.ARPRequestsTx,
-		s.ARPRepliesTx,
-		s.ARPMisses,
-		s.ARPTimeouts,
-		s.ARPEvictions,
-		s.ARPTableFull,
-		s.ARPEntries,
-		s.TCPRetransmits,
-		s.TCPFastRetransmits,
-		s.TCPTimeouts,
-		s.TCPResetsTx,
-		s.TCPResetsRx,
-		s.TCPSYNCookiesTx,
-		s.TCPSYNCookiesRx,
-		s.TCPSYNCookiesBad,
-		s.ConnsOpen,
-		s.ConnsAccepted,
-		s.ConnsDialed,
-		s.ConnsRefused,
-		s.ConnsFailed,
-		s.LatencySyncRuns,
-		s.LatencyFallbacks,
-		s.LatencyInlineRuns,
-		s.LatencyOutboxFull,
-		s.LatencyACKsMerged,
-		s.LatencyACKsHeld,
-		s.LatencyACKsLate,
-		s.LatencyACKEvictions,
-		s.LatencyTCPDirect,
+// statsNames are the names of Stats' fields, in field order. Every field
+// is a uint64 (a Stats field of another type panics here, when the package
+// loads), so Append reads them by index.
+var statsNames = func() []string {
+	t := reflect.TypeFor[Stats]()
+	names := make([]string, t.NumField())
+	for i := range names {
+		f := t.Field(i)
+		if f.Type.Kind() != reflect.Uint64 {
+			panic("tickwire: Stats." + f.Name + " is not a uint64")
+		}
+		names[i] = f.Name
 	}
-}
+	return names
+}()
 
 // Append appends the non-zero counters to b, one per line as the field
 // name, a space and the decimal value, in field order, and returns the
 // extended slice. It allocates only when b lacks room (at most 40 bytes a
 // counter).
 func (s Stats) Append(b []byte) []byte {
-	for i, v := range s.values() {
-		if v != 0 {
+	fields := reflect.ValueOf(&s).Elem()
+	for i := range statsNames {
+		if v := fields.Field(i).Uint(); v != 0 {
 			b = append(b, statsNames[i]...)
 			b = append(b, ' ')
 			b = strconv.AppendUint(b, v, 10)
@@ -320,12 +179,6 @@ func (w *wireCounters) byIPProtocol(proto uint8, rx bool) *counter {
 	return nil
 }
 
-// checksumDropper is a link that verifies checksums itself and drops the
-// frames that fail, which the stack then never sees (link/tap).
-type checksumDropper interface {
-	RxChecksumDrops() (ipv4, tcp, udp, icmp uint64)
-}
-
 // Stats returns a snapshot of the stack's counters. It is safe to call
 // concurrently with traffic and after Close.
 func (s *Stack) Stats() Stats {
@@ -364,7 +217,7 @@ func (s *Stack) Stats() Stats {
 	st.DropTCPInvalid = ns.TCP.InvalidSegmentsReceived.Value()
 	st.DropTCPListenFull = ns.TCP.ListenOverflowSynDrop.Value() + ns.TCP.ListenOverflowAckDrop.Value()
 	st.DropTotal = ns.DroppedPackets.Value()
-	if l, ok := s.cfg.Link.(checksumDropper); ok {
+	if l, ok := s.cfg.Link.(link.ChecksumDropCounter); ok {
 		ipv4, tcp, udp, icmp := l.RxChecksumDrops()
 		st.DropIPv4Checksum += ipv4
 		st.DropTCPChecksum += tcp

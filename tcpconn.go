@@ -4,220 +4,34 @@ import (
 	"bytes"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 	"gvisor.dev/gvisor/pkg/waiter"
 )
 
-// deadline is one direction's deadline: a channel that is closed when the
-// deadline passes.
-type deadline struct {
-	mu sync.Mutex
-	// +checklocks:mu
-	timer *time.Timer
-	// +checklocks:mu
-	ch chan struct{}
-}
-
-func newDeadline() deadline { return deadline{ch: make(chan struct{})} }
-
-// expired returns the channel to wait on; it is valid across set calls that
-// only move the deadline.
-func (d *deadline) expired() <-chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.ch
-}
-
-// set arms the deadline at t; the zero t disarms it.
-func (d *deadline) set(t time.Time) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.timer != nil {
-		d.timer.Stop()
-		d.timer = nil
-	}
-	select {
-	case <-d.ch: // it passed: a new deadline needs a fresh channel
-		d.ch = make(chan struct{})
-	default:
-	}
-	if t.IsZero() {
-		return
-	}
-	ch := d.ch
-	if dur := time.Until(t); dur <= 0 {
-		close(ch)
-		return
-	}
-	d.timer = time.AfterFunc(time.Until(t), func() {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		// A set that raced with this timer may have closed or replaced ch.
-		if d.ch == ch {
-			select {
-			case <-ch:
-			default:
-				close(ch)
-			}
-		}
-	})
-}
-
-func (d *deadline) stop() {
-	d.mu.Lock()
-	if d.timer != nil {
-		d.timer.Stop()
-		d.timer = nil
-	}
-	d.mu.Unlock()
-}
-
-// sock is what the TCP and UDP wrappers share: the netstack endpoint, its
-// waiter queue with one permanently registered entry per direction (so that
-// blocking allocates nothing), the deadlines and the closed state.
-type sock struct {
-	ep tcpip.Endpoint
-	wq *waiter.Queue
-
-	readEntry waiter.Entry
-	readCh    chan struct{}
-	rd        deadline
-
-	writeEntry waiter.Entry
-	writeCh    chan struct{}
-	wd         deadline
-
-	closed atomic.Bool
-	done   chan struct{}
-
-	// busyPoll is how long a wait spins first (Config.BusyPoll; 0 outside
-	// latency mode).
-	busyPoll time.Duration
-}
-
-func (k *sock) init(wq *waiter.Queue, ep tcpip.Endpoint, busyPoll time.Duration) {
-	k.ep, k.wq, k.busyPoll = ep, wq, busyPoll
-	k.rd, k.wd = newDeadline(), newDeadline()
-	k.done = make(chan struct{})
-	k.readEntry, k.readCh = waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
-	k.writeEntry, k.writeCh = waiter.NewChannelEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
-	wq.EventRegister(&k.readEntry)
-	wq.EventRegister(&k.writeEntry)
-}
-
-// handlerLoop is the body of a handler's own goroutine: it calls run
-// whenever the socket may hold something for the handler, until run reports
-// finished, Close, or stop (the Stack's Close). Before sleeping it spins for
-// busyPoll; a run that found work starts the spin afresh.
-func (k *sock) handlerLoop(stop <-chan struct{}, run func() (found, finished bool)) {
-	spin := spinner{budget: k.busyPoll}
-	for {
-		found, finished := run()
-		if finished {
-			return
-		}
-		if found {
-			spin = spinner{budget: k.busyPoll}
-		}
-		select {
-		case <-k.readCh:
-			continue
-		case <-k.done:
-			return
-		case <-stop:
-			return
-		default:
-		}
-		if spin.again() {
-			continue
-		}
-		select {
-		case <-k.readCh:
-		case <-k.done:
-			return
-		case <-stop:
-			return
-		}
-	}
-}
-
-// shut closes the endpoint once, reporting false when already closed.
-func (k *sock) shut() bool {
-	if !k.closed.CompareAndSwap(false, true) {
-		return false
-	}
-	close(k.done)
-	k.ep.Close()
-	k.wq.EventUnregister(&k.readEntry)
-	k.wq.EventUnregister(&k.writeEntry)
-	k.rd.stop()
-	k.wd.stop()
-	return true
-}
-
-// check returns the error a call must fail with before trying: closed or
-// past its deadline.
-func (k *sock) check(expired <-chan struct{}) error {
-	if k.closed.Load() {
-		return net.ErrClosed
-	}
-	select {
-	case <-expired:
-		return os.ErrDeadlineExceeded
-	default:
-		return nil
-	}
-}
-
-// wait blocks until ch signals, the deadline passes or the socket closes.
-func (k *sock) wait(ch, expired <-chan struct{}) {
-	select {
-	case <-ch:
-	case <-expired:
-	case <-k.done:
-	}
-}
-
-// cause converts a netstack error, reporting net.ErrClosed after Close.
-func (k *sock) cause(err tcpip.Error) error {
-	if k.closed.Load() {
-		return net.ErrClosed
-	}
-	return convertError(err)
-}
-
-// SetDeadline sets both deadlines.
-func (k *sock) SetDeadline(t time.Time) error {
-	k.rd.set(t)
-	k.wd.set(t)
-	return nil
-}
-
-// SetReadDeadline sets the deadline for pending and future reads.
-func (k *sock) SetReadDeadline(t time.Time) error {
-	k.rd.set(t)
-	return nil
-}
-
-// SetWriteDeadline sets the deadline for pending and future writes.
-func (k *sock) SetWriteDeadline(t time.Time) error {
-	k.wd.set(t)
-	return nil
-}
-
 // TCPConn is a TCP connection from DialTCP, Accept or ServeTCP: a thin
 // wrapper over a netstack TCP endpoint and its waiter queue. It implements
-// net.Conn; OnReceive switches it to the fast receive path. It holds one
+// net.Conn; OnReceive switches it to the handler API. It holds one
 // MaxConnections slot until Close.
 //
 // All methods are safe for concurrent use; concurrent Reads (and concurrent
 // Writes) are serialised. Read and Write allocate nothing in steady state.
+//
+// Lock order (the handler path: OnReceive installs the handler under
+// readMu; a handler run holds the receiver's lock while the user's
+// TCPHandler runs, and the handler's Write takes writeMu; netstack's
+// endpoint lock and the stack's leaf locks, the outbox's and the syncer's,
+// are taken inside netstack's Read and Write):
+//
+//	TCPConn.readMu
+//	  receiver.mu
+//	    the user's TCPHandler
+//	      TCPConn.writeMu
+//	        netstack's tcp.Endpoint lock
+//	          outbox.mu, syncer.mu
 type TCPConn struct {
 	sock
 	s     *Stack
@@ -280,7 +94,7 @@ func (c *TCPConn) hold() bool {
 	if c.sy == nil || c.inScope.Load() {
 		return false
 	}
-	c.s.wire.hold()
+	c.s.wire.out.hold()
 	return true
 }
 
@@ -288,7 +102,7 @@ func (c *TCPConn) release(held bool) {
 	if !held {
 		return
 	}
-	c.s.wire.release()
+	c.s.wire.out.release()
 	c.sy.afterUser(c.tep)
 }
 
@@ -338,7 +152,7 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 // it busy-polls for up to Config.BusyPoll first. It does NOT take ownership
 // of b: the bytes are copied into the send buffer before it returns. Called
 // while the connection's OnReceive handler runs, it does not wait for room
-// (see ErrWouldBlock).
+// (see ErrSendBufferFull).
 func (c *TCPConn) Write(b []byte) (int, error) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
@@ -364,7 +178,7 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 		case nil:
 		case *tcpip.ErrWouldBlock:
 			if c.recv.running.Load() {
-				return n, c.opError("write", ErrWouldBlock)
+				return n, c.opError("write", ErrSendBufferFull)
 			}
 			if !spin.again() {
 				c.wait(c.writeCh, expired)

@@ -10,7 +10,7 @@ import (
 )
 
 // UDP round-trip benchmarks: 64-byte datagram and its echo, through
-// tickwire's fast API and through the kernel's loopback in the same run.
+// tickwire's handler API and through the kernel's loopback in the same run.
 // Each reports the mean (ns/op) and, as p50-ns and p99-ns, percentiles of
 // the individual round trips.
 //

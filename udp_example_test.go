@@ -10,7 +10,7 @@ import (
 	"github.com/tickwire/tickwire/link/pipe"
 )
 
-// The UDP fast API: the server answers each datagram from a handler that
+// The UDP handler API: the server answers each datagram from a handler that
 // runs where the frame is delivered, and the client reads the reply with
 // the allocation-free ReadFromUDPAddrPort. Over link/pipe the reply is
 // already queued on the client's socket when its write returns.
@@ -36,12 +36,11 @@ func ExampleStack_ServeUDP() {
 	}
 	defer srv.Close()
 
-	pc, err := client.ListenUDP(0)
+	c, err := client.ListenUDP(0)
 	if err != nil {
 		panic(err)
 	}
-	defer pc.Close()
-	c := pc.(*tickwire.UDPConn)
+	defer c.Close()
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	buf := make([]byte, 64)
 	for _, order := range []string{"buy 100", "sell 50"} {

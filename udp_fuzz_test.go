@@ -9,7 +9,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
-// FuzzParseUDP4 feeds arbitrary IPv4 packets to the fast path's parser: it
+// FuzzParseUDP4 feeds arbitrary IPv4 packets to direct delivery's parser: it
 // must not panic, its payload must lie inside the packet, and its verdict
 // must agree with gVisor's own header checks (header.IPv4 accessors and
 // header.UDPValid) on every packet it does not leave to netstack.
@@ -25,7 +25,7 @@ func FuzzParseUDP4(f *testing.F) {
 		ip := header.IPv4(b)
 		if len(b) < header.IPv4MinimumSize+header.UDPMinimumSize || ip.HeaderLength() != header.IPv4MinimumSize ||
 			ip.Protocol() != uint8(header.UDPProtocolNumber) || ip.More() || ip.FragmentOffset() != 0 {
-			t.Fatalf("verdict %d on a packet the fast path must leave to netstack", v)
+			t.Fatalf("verdict %d on a packet direct delivery must leave to netstack", v)
 		}
 		total := int(ip.TotalLength())
 		if total > len(b) {

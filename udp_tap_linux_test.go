@@ -37,7 +37,7 @@ func udpTAPPeer(tb testing.TB, cfg tickwire.Config) (*tickwire.Stack, *kerneltes
 		tb.Fatal(err)
 	}
 	cfg.Link, cfg.MAC, cfg.Addr = ep, ep.MAC(), netip.PrefixFrom(udpTAPStack, 24)
-	s, err := tickwire.New(cfg)
+	s, err := newStack(cfg)
 	if err != nil {
 		ep.Close()
 		tb.Fatal(err)

@@ -23,7 +23,7 @@ type UDPHandler func(c *UDPConn, payload []byte, from netip.AddrPort)
 // UDPConn is a UDP socket from ListenUDP, DialUDP or ServeUDP. It implements
 // net.PacketConn and, connected (DialUDP), net.Conn; ReadFromUDPAddrPort and
 // WriteToUDPAddrPort are the allocation-free pair, as on *net.UDPConn, and
-// OnReceive is the fast receive path.
+// OnReceive is the handler API.
 //
 // Datagrams bypass netstack's UDP endpoint, in both modes: tickwire's link
 // wrapper hands each datagram for the socket's port to the socket on the
@@ -39,6 +39,15 @@ type UDPHandler func(c *UDPConn, payload []byte, from netip.AddrPort)
 // All methods are safe for concurrent use; concurrent reads are serialised.
 // ReadFromUDPAddrPort, Read, Write and WriteToUDPAddrPort allocate nothing
 // in steady state; ReadFrom allocates the address it returns.
+//
+// Lock order (OnReceive installs the handler under readMu; the user's
+// UDPHandler runs holding recv.mu, and its writes through netstack take
+// writeMu; routeMu is taken on a route cache miss):
+//
+//	UDPConn.readMu
+//	  UDPConn.recv.mu
+//	    the user's UDPHandler
+//	      UDPConn.writeMu, UDPConn.routeMu
 type UDPConn struct {
 	sock
 	s     *Stack
@@ -79,7 +88,7 @@ type UDPConn struct {
 	nextRoute int          // the entry the next miss replaces
 	hup       waiter.Entry // drops the routes when netstack closes the endpoint
 
-	// The netstack endpoint's write state, for the datagrams the fast path
+	// The netstack endpoint's write state, for the datagrams direct delivery
 	// does not send (broadcast, local).
 	writeMu sync.Mutex
 	// +checklocks:writeMu
@@ -101,7 +110,7 @@ type endpointClosed struct{ c *UDPConn }
 func (l endpointClosed) NotifyEvent(waiter.EventMask) { l.c.dropRoutes() }
 
 // udpEndpoint opens a UDP socket bound to local and, when remote is not nil,
-// connected to it, and registers it with the fast path.
+// connected to it, and registers it for direct delivery.
 func (s *Stack) udpEndpoint(local tcpip.FullAddress, remote *tcpip.FullAddress) (*UDPConn, error) {
 	if s.closed.Load() {
 		return nil, net.ErrClosed
@@ -141,7 +150,7 @@ func (s *Stack) udpEndpoint(local tcpip.FullAddress, remote *tcpip.FullAddress) 
 	return c, nil
 }
 
-// udpSlotSize is the largest datagram the fast path takes in one frame.
+// udpSlotSize is the largest datagram direct delivery takes in one frame.
 func (s *Stack) udpSlotSize() int {
 	mtu := max(s.cfg.MTU, int(s.cfg.Link.MTU()))
 	return mtu - 28 // IPv4 and UDP headers
@@ -154,7 +163,7 @@ func (c *UDPConn) opError(op string, addr net.Addr, err error) error {
 	return opError(op, "udp", c.laddr, addr, err)
 }
 
-// receive hands a datagram from the fast path to the socket: to its handler
+// receive hands a directly delivered datagram to the socket: to its handler
 // when it has one and nobody is running it, after the datagrams waiting in
 // the ring (else to the ring, for whoever runs the handler next, so that
 // order is kept and the delivering goroutine never waits), or to the ring.
@@ -179,9 +188,9 @@ func (c *UDPConn) receive(payload []byte, from netip.AddrPort) bool {
 	return true
 }
 
-// OnReceive switches c to the fast receive path: from now on, handler is
+// OnReceive switches c to the handler API: from now on, handler is
 // called with each datagram c receives, one call at a time, and reads fail
-// with ErrHandlerSet. A datagram that took the fast path is handed to the
+// with ErrHandlerSet. A datagram delivered directly is handed to the
 // handler on the goroutine that delivered the frame (the link's reader, or
 // the peer's writer over link/pipe), before the delivery returns: no
 // goroutine is woken between the wire and the handler, and a reply written
@@ -220,7 +229,7 @@ func (c *UDPConn) OnReceive(handler UDPHandler) error {
 	return nil
 }
 
-// receiveLoop hands the handler what the fast path could not: datagrams in
+// receiveLoop hands the handler what direct delivery could not: datagrams in
 // the ring and datagrams netstack delivered to the endpoint. It ends at
 // Close or at the Stack's Close.
 func (c *UDPConn) receiveLoop() {
@@ -275,11 +284,10 @@ func (s *Stack) ServeUDP(port uint16, handler UDPHandler) (*UDPConn, error) {
 	if handler == nil {
 		return nil, opError("listen", "udp", nil, nil, errors.New("tickwire: nil handler"))
 	}
-	pc, err := s.ListenUDP(port)
+	c, err := s.ListenUDP(port)
 	if err != nil {
 		return nil, err
 	}
-	c := pc.(*UDPConn)
 	if err := c.OnReceive(handler); err != nil {
 		c.Close()
 		return nil, err
@@ -382,7 +390,7 @@ func (c *UDPConn) send(b []byte, addr tcpip.Address, port uint16, connected bool
 		addr, port = c.remote, c.remotePort
 	}
 	if e := c.route(addr); e != nil {
-		err := c.sendFast(e, b, port)
+		err := c.sendDirect(e, b, port)
 		e.release()
 		if err != nil {
 			return 0, c.cause(err)

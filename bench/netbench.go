@@ -239,7 +239,7 @@ func setupTCPRTTLatency(p params) (*pair, error) {
 // echoHandler is a ServeTCP handler that writes back what it receives, from
 // the goroutine that delivered it, and closes at the end of the stream. A
 // 64-byte echo always fits the send buffer, so its Write never meets
-// ErrWouldBlock.
+// ErrSendBufferFull.
 func echoHandler(c *tickwire.TCPConn, data []byte, err error) {
 	if err != nil {
 		c.Close()
@@ -376,11 +376,11 @@ func setupUDPRTT(latency bool) func(p params) (*pair, error) {
 				c.WriteToUDPAddrPort(b, from)
 			})
 		} else {
-			var pc net.PacketConn
+			var pc *tickwire.UDPConn
 			if pc, err = sp.server.ListenUDP(echoPort); err == nil {
 				srv = pc
 				wg.Add(1)
-				go udpEcho(pc.(*tickwire.UDPConn), &wg)
+				go udpEcho(pc, &wg)
 			}
 		}
 		if err != nil {

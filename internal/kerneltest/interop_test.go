@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -59,6 +60,10 @@ type peer struct {
 	kernelMAC net.HardwareAddr
 }
 
+// busyPoll is Config.BusyPoll in latency mode: TICKWIRE_BUSYPOLL, a
+// duration such as "20us", 0 when unset.
+var busyPoll, _ = time.ParseDuration(os.Getenv("TICKWIRE_BUSYPOLL"))
+
 func newPeer(t testing.TB) *peer {
 	t.Helper()
 	kerneltest.RequireRoot(t)
@@ -91,6 +96,9 @@ func newPeer(t testing.TB) *peer {
 		MAC:     p.ep.MAC(),
 		Addr:    netip.PrefixFrom(stackIP, 24),
 		Gateway: kernelIP,
+		// CI runs the suite a second time in latency mode (.ci/run).
+		Latency:  os.Getenv("TICKWIRE_LATENCY") == "1",
+		BusyPoll: busyPoll,
 	})
 	if err != nil {
 		p.rec.Close()

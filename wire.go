@@ -3,9 +3,11 @@ package tickwire
 import (
 	"sync"
 
+	"github.com/tickwire/tickwire/internal/netstackunsafe"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/header/parse"
 	"gvisor.dev/gvisor/pkg/tcpip/link/nested"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 )
@@ -24,7 +26,7 @@ type wire struct {
 	sy       *syncer // nil outside latency mode
 	out      *outbox // nil outside latency mode
 	counters wireCounters
-	// udp is the UDP fast path's table of sockets (udpfast.go).
+	// udp is direct UDP delivery's table of sockets (udpdirect.go).
 	udp *udpTable
 }
 
@@ -62,8 +64,8 @@ func (w *wire) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, pkt *gsta
 	w.sy.finish(frozen)
 }
 
-// deliver passes pkt on, by the fast paths or to netstack. In latency mode
-// frozen is not nil, and the TCP fast path freezes netstack's clock for the
+// deliver passes pkt on, by direct delivery or to netstack. In latency mode
+// frozen is not nil, and direct TCP delivery freezes netstack's clock for the
 // rest of the delivery, setting *frozen when it did; nothing else does, since
 // UDP handlers run inside deliver.
 func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer, frozen *bool) {
@@ -187,7 +189,10 @@ func (w *wire) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 			}
 		}
 	}
-	return w.send(pkts)
+	if w.out == nil {
+		return w.Endpoint.WritePackets(pkts)
+	}
+	return w.out.send(pkts)
 }
 
 // txCounters returns the counters an outbound frame counts in: Ethernet,
@@ -213,6 +218,45 @@ func txProtocol(pkt *gstack.PacketBuffer) uint8 {
 		return ip.Protocol()
 	}
 	return 0
+}
+
+// deliverTCP queues pkt, an IPv4 packet whose header checksum was checked,
+// straight to its connection's endpoint when it may skip netstack's network
+// layer (tcpdirect.go), reporting whether it did. frozen: see deliver.
+//
+// +checklocksignore: claim's TryLock, which checklocks cannot follow.
+func (w *wire) deliverTCP(pkt *gstack.PacketBuffer, frozen *bool) bool {
+	sy := w.sy
+	if sy == nil || sy.tcp == nil || !sy.inlineAllowed() {
+		return false
+	}
+	ep, id := sy.flows.claim(pkt, w.addr)
+	if ep == nil {
+		return false
+	}
+	if !parse.IPv4(pkt) || !parse.TCP(pkt) {
+		netstackunsafe.Unlock(ep)
+		return true // unreachable (see claim); pkt may be half parsed, so netstack must not see it
+	}
+	pkt.RXChecksumValidated = w.Capabilities()&gstack.CapabilityRXChecksumOffload != 0
+	w.counters.tcpDirect.Add(1)
+	if frozen != nil && !*frozen {
+		*frozen = sy.clock.freeze() // one clock reading for this segment's processing
+	}
+	sy.tcp.queueLocked(ep, id, pkt)
+	return true
+}
+
+// uncountTx takes back what WritePackets counted for pkt, a frame the
+// outbox drops instead of sending (an ACK a later segment carried, frames
+// still waiting at Close): the Stats count frames that left.
+func (w *wire) uncountTx(pkt *gstack.PacketBuffer) {
+	size := pkt.Size()
+	for _, c := range w.txCounters(pkt) {
+		if c != nil {
+			c.remove(size)
+		}
+	}
 }
 
 // passThrough is the NIC's queueing discipline: like netstack's default it

@@ -21,11 +21,10 @@ import (
 // end of the test.
 func udpEchoServer(t testing.TB, p *pair, port uint16) *tickwire.UDPConn {
 	t.Helper()
-	pc, err := p.b.ListenUDP(port)
+	srv, err := p.b.ListenUDP(port)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := pc.(*tickwire.UDPConn)
 	echoUDP(t, srv)
 	return srv
 }
@@ -301,11 +300,10 @@ func TestServeUDP(t *testing.T) {
 // OnReceive reach the handler, in order.
 func TestUDPHandlerGetsQueuedDatagrams(t *testing.T) {
 	p := newPair(t, staticARP)
-	pc, err := p.b.ListenUDP(9001)
+	srv, err := p.b.ListenUDP(9001)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := pc.(*tickwire.UDPConn)
 	defer srv.Close()
 	c := dialUDP(t, p, 9001)
 	for i := range 5 {
@@ -382,16 +380,15 @@ func sendUDP(t *testing.T, p *pair, src netip.AddrPort, dst netip.AddrPort, payl
 	}
 }
 
-// TestUDPInboundRules injects datagrams the fast path must take, refuse,
+// TestUDPInboundRules injects datagrams direct delivery must take, refuse,
 // or leave to netstack, and checks what the socket reads and what Stats
 // count.
 func TestUDPInboundRules(t *testing.T) {
 	p := newPair(t, staticARP)
-	pc, err := p.b.ListenUDP(9003)
+	srv, err := p.b.ListenUDP(9003)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := pc.(*tickwire.UDPConn)
 	defer srv.Close()
 	src := netip.AddrPortFrom(addrA.Addr(), 5555)
 	dst := addrPort(addrB, 9003)
@@ -540,7 +537,7 @@ func TestUDPFragmented(t *testing.T) {
 	}
 }
 
-// TestUDPBroadcastRefused checks that a broadcast, which the fast path
+// TestUDPBroadcastRefused checks that a broadcast, which direct delivery
 // leaves to netstack, is refused without SO_BROADCAST, as before.
 func TestUDPBroadcastRefused(t *testing.T) {
 	p := newPair(t, staticARP)
@@ -620,12 +617,11 @@ func TestUDPClose(t *testing.T) {
 // TestUDPWriteErrors checks the write-side errors.
 func TestUDPWriteErrors(t *testing.T) {
 	p := newPair(t, staticARP)
-	pc, err := p.b.ListenUDP(0)
+	u, err := p.b.ListenUDP(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pc.Close()
-	u := pc.(*tickwire.UDPConn)
+	defer u.Close()
 	if _, err := u.Write([]byte("x")); !errors.Is(err, syscall.EDESTADDRREQ) {
 		t.Errorf("Write on an unconnected socket: %v", err)
 	}
@@ -646,11 +642,10 @@ func TestUDPWriteErrors(t *testing.T) {
 // checks references).
 func TestUDPAfterStackClose(t *testing.T) {
 	p := newPair(t, staticARP)
-	pc, err := p.a.ListenUDP(0)
+	u, err := p.a.ListenUDP(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := pc.(*tickwire.UDPConn)
 	if _, err := u.WriteToUDPAddrPort([]byte("x"), addrPort(addrB, 9)); err != nil {
 		t.Fatal(err)
 	}

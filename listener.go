@@ -8,8 +8,10 @@ import (
 	"gvisor.dev/gvisor/pkg/waiter"
 )
 
-// tcpListener is the net.Listener of ListenTCP.
-type tcpListener struct {
+// TCPListener is a TCP listener from ListenTCP or ServeTCP. It implements
+// net.Listener; AcceptTCP returns the concrete *TCPConn. All methods are
+// safe for concurrent use.
+type TCPListener struct {
 	s    *Stack
 	ep   tcpip.Endpoint
 	wq   *waiter.Queue
@@ -19,10 +21,22 @@ type tcpListener struct {
 	done      chan struct{}
 }
 
-// Accept waits for the next connection. A connection beyond
-// Config.MaxConnections is reset and counted, and Accept keeps waiting.
+var _ net.Listener = (*TCPListener)(nil)
+
+// Accept implements net.Listener.Accept: AcceptTCP, with the connection as
+// a net.Conn.
+func (l *TCPListener) Accept() (net.Conn, error) {
+	c, err := l.AcceptTCP()
+	if err != nil {
+		return nil, err // not a nil *TCPConn in a non-nil net.Conn
+	}
+	return c, nil
+}
+
+// AcceptTCP waits for the next connection. A connection beyond
+// Config.MaxConnections is reset and counted, and AcceptTCP keeps waiting.
 // After Close it returns an error wrapping net.ErrClosed.
-func (l *tcpListener) Accept() (net.Conn, error) {
+func (l *TCPListener) AcceptTCP() (*TCPConn, error) {
 	entry, notify := waiter.NewChannelEntry(waiter.ReadableEvents)
 	l.wq.EventRegister(&entry)
 	defer l.wq.EventUnregister(&entry)
@@ -51,7 +65,7 @@ func (l *tcpListener) Accept() (net.Conn, error) {
 	}
 }
 
-func (l *tcpListener) isClosed() bool {
+func (l *TCPListener) isClosed() bool {
 	select {
 	case <-l.done:
 		return true
@@ -61,7 +75,7 @@ func (l *tcpListener) isClosed() bool {
 }
 
 // Close stops listening; connections in the accept queue are reset.
-func (l *tcpListener) Close() error {
+func (l *TCPListener) Close() error {
 	l.closeOnce.Do(func() {
 		close(l.done)
 		l.ep.Close()
@@ -70,4 +84,4 @@ func (l *tcpListener) Close() error {
 }
 
 // Addr returns the listening address.
-func (l *tcpListener) Addr() net.Addr { return l.addr }
+func (l *TCPListener) Addr() net.Addr { return l.addr }

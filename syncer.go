@@ -1,15 +1,15 @@
 package tickwire
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+
+	"github.com/tickwire/tickwire/internal/netstackunsafe"
 )
 
 // Latency mode (Config.Latency) in brief. A TCP round trip through stock
@@ -31,7 +31,7 @@ import (
 //     block spins (runtime.Gosched, so that whatever it waits for can run on
 //     the same P) for up to Config.BusyPoll before it sleeps;
 //   - the processing does not let netstack send the ACK for the segments
-//     it processed (tcpack_unsafe.go): the ACK is owed, carried by the
+//     it processed (netstackunsafe.Process): the ACK is owed, carried by the
 //     handler's answer or the connection's next segment, or sent by the
 //     outbox's delayed-ACK timer within 1 ms; ACKs netstack sends anyway
 //     are delayed and merged by the outbox (see outbox).
@@ -72,12 +72,12 @@ func (p *syncTCP) SendBufferSize() tcpip.TCPSendBufferSizeRangeOption {
 
 // syncTCPFactory returns the TCP protocol factory for a stack in latency
 // mode: netstack's own when the tcp internals latency mode needs were not
-// found (see tcpsync_unsafe.go).
+// found (netstackunsafe.Available).
 func syncTCPFactory(sy *syncer) gstack.TransportProtocolFactory {
 	return func(st *gstack.Stack) gstack.TransportProtocol {
 		p := tcp.NewProtocol(st)
 		q, ok := p.(queuedProtocol)
-		if _, sb := p.(gstack.SendBufSizeProto); !ok || !sb || !tcpInternals.ok {
+		if _, sb := p.(gstack.SendBufSizeProto); !ok || !sb || !netstackunsafe.Available() {
 			return p
 		}
 		proto := &syncTCP{TransportProtocol: p, queue: q, sy: sy}
@@ -90,7 +90,7 @@ func syncTCPFactory(sy *syncer) gstack.TransportProtocolFactory {
 // +checklocksignore: TryLock, which checklocks cannot follow.
 func (p *syncTCP) QueuePacket(ep gstack.TransportEndpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer) {
 	tep, ok := ep.(*tcp.Endpoint)
-	if !ok || !syncState(tep.EndpointState()) || p.sy.delivering.Load() == 0 || !p.sy.inlineAllowed() || !tep.TryLock() {
+	if !ok || !netstackunsafe.Connected(tep.EndpointState()) || p.sy.delivering.Load() == 0 || !p.sy.inlineAllowed() || !tep.TryLock() {
 		p.queue.QueuePacket(ep, id, pkt)
 		return
 	}
@@ -102,37 +102,14 @@ func (p *syncTCP) QueuePacket(ep gstack.TransportEndpoint, id gstack.TransportEn
 // processing at the end of the delivery.
 // +checklocksignore: TryLock, which checklocks cannot follow.
 func (p *syncTCP) queueLocked(tep *tcp.Endpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer) {
-	owned := tcpOwnedByUser(tep)
+	owned := netstackunsafe.OwnedByUser(tep)
 	owned.Store(1)
 	p.queue.QueuePacket(tep, id, pkt) // checks, counts and queues the segment; wakes nobody
 	owned.Store(0)
 	tep.ResumeWork() // releases the lock taken by TryLock
 	if !p.sy.record(tep) {
 		p.sy.fallbacks.Add(1)
-		kick(tep)
-	}
-}
-
-// syncState reports whether segments of an endpoint in state s may be
-// processed synchronously: the connected states that netstack's processors
-// handle with handleConnected.
-func syncState(s tcp.EndpointState) bool {
-	switch s {
-	case tcp.StateEstablished, tcp.StateFinWait1, tcp.StateFinWait2, tcp.StateCloseWait, tcp.StateClosing, tcp.StateLastAck:
-		return true
-	}
-	return false
-}
-
-// kick hands whatever is left in ep's segment queue to netstack's processor:
-// UnlockUser wakes the processor when the queue is not empty. When ep is
-// held by someone else, that holder sees the queue when it lets go (a user's
-// UnlockUser, a processor's requeue check, a syncer's own kick).
-// +checklocksignore: TryLock, which checklocks cannot follow.
-func kick(ep *tcp.Endpoint) {
-	if ep.TryLock() {
-		tcpOwnedByUser(ep).Store(1)
-		ep.UnlockUser()
+		netstackunsafe.Kick(tep)
 	}
 }
 
@@ -145,7 +122,7 @@ type syncer struct {
 	wire *wire    // set by newWire
 	tcp  *syncTCP // set when the stack builds its TCP protocol
 	// flows are the connections the program holds, whose segments skip
-	// netstack's network layer (tcpfast.go).
+	// netstack's network layer (tcpdirect.go).
 	flows tcpFlows
 	// delivering counts the wire deliveries in progress; an endpoint is
 	// recorded only while one is, and each delivery processes the recorded
@@ -162,9 +139,9 @@ type syncer struct {
 
 	processed, fallbacks, inline atomic.Uint64
 
-	// clock is netstack's clock stamp (clock_unsafe.go): frozen from a
-	// TCP segment's direct delivery (tcpfast.go) until a handler runs or
-	// the delivery ends.
+	// clock is netstack's clock stamp (clock.go): frozen from a TCP
+	// segment's direct delivery (tcpdirect.go) until a handler runs or the
+	// delivery ends.
 	clock clockStamp
 }
 
@@ -184,7 +161,7 @@ func newSyncer() *syncer {
 
 // inlineAllowed reports whether segments may be processed on the
 // delivering goroutine: not while a send from one of netstack's own
-// goroutines is in progress (see wire.send), since this delivery may be
+// goroutines is in progress (see outbox.send), since this delivery may be
 // nested in it, and the processing may need a lock that goroutine holds.
 func (sy *syncer) inlineAllowed() bool {
 	return sy.wire.out.internal.Load() == 0
@@ -241,7 +218,7 @@ func (sy *syncer) finish(frozen bool) {
 			if inline {
 				sy.process(batch[i], &frozen)
 			} else {
-				kick(batch[i]) // to a processor: see inlineAllowed
+				netstackunsafe.Kick(batch[i]) // to a processor: see inlineAllowed
 			}
 			batch[i] = nil
 		}
@@ -260,23 +237,19 @@ func (sy *syncer) process(ep *tcp.Endpoint, frozen *bool) {
 			c.inline.Store(inlineActive)
 		}
 	}
-	sy.wire.hold()
+	sy.wire.out.hold()
 	owed := false
 	for range 4 { // each pass takes up to 100 segments
-		if !syncState(ep.EndpointState()) {
+		if !netstackunsafe.Connected(ep.EndpointState()) {
 			break
 		}
-		if ackInternals.ok {
-			owed = tcpProcess(ep, seqnum.Size(sy.wire.mss)) || owed
-		} else {
-			tcpHandleConnected(ep)
-		}
+		owed = netstackunsafe.Process(ep, seqnum.Size(sy.wire.mss)) || owed
 		sy.processed.Add(1)
-		if tcpQueueEmpty(ep) {
+		if netstackunsafe.QueueEmpty(ep) {
 			break
 		}
 	}
-	kick(ep)
+	netstackunsafe.Kick(ep)
 	if c != nil && c.inline.Swap(inlineIdle) == inlinePending {
 		// The handler runs inside the hold, so that its answer leaves with
 		// (and carries) the ACK the processing owes.
@@ -292,20 +265,20 @@ func (sy *syncer) process(ep *tcp.Endpoint, frozen *bool) {
 	if owed {
 		sy.oweACK(ep)
 	}
-	sy.wire.release()
+	sy.wire.out.release()
 }
 
 // oweACK has the outbox's timer send ep's ACK unless a segment carries it
-// first (see tcpProcess); sent at once when the list of such endpoints is
+// first (see netstackunsafe.Process); sent at once when the list of such endpoints is
 // full.
 func (sy *syncer) oweACK(ep *tcp.Endpoint) {
 	o := sy.wire.out
-	if still, ok := tcpACKOwed(ep); ok && !still {
+	if still, ok := netstackunsafe.ACKOwed(ep); ok && !still {
 		o.merged.Add(1) // the handler's answer carried it
 		return
 	}
 	if !o.owe(ep) {
-		tcpSettleACK(ep) // list full (or closing): send it now
+		netstackunsafe.SettleACK(ep) // list full (or closing): send it now
 	}
 }
 
@@ -313,32 +286,7 @@ func (sy *syncer) oweACK(ep *tcp.Endpoint) {
 // held it: netstack has woken a processor for them, but this goroutine is
 // already running and usually gets there first.
 func (sy *syncer) afterUser(ep *tcp.Endpoint) {
-	if !tcpQueueEmpty(ep) {
+	if !netstackunsafe.QueueEmpty(ep) {
 		sy.process(ep, nil)
 	}
-}
-
-// spinner is one wait's busy-poll budget.
-type spinner struct {
-	budget time.Duration
-	start  time.Time
-}
-
-// again reports whether the caller should retry at once rather than sleep:
-// true while the budget lasts, after yielding the P (runtime.Gosched) so that
-// the goroutine it waits for can run here. A false resets the budget for the
-// next wait.
-func (s *spinner) again() bool {
-	if s.budget <= 0 {
-		return false
-	}
-	now := time.Now()
-	if s.start.IsZero() {
-		s.start = now
-	} else if now.Sub(s.start) > s.budget {
-		s.start = time.Time{}
-		return false
-	}
-	runtime.Gosched()
-	return true
 }

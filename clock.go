@@ -1,33 +1,18 @@
 package tickwire
 
 import (
-	"reflect"
 	"sync/atomic"
-	"unsafe"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
+
+	"github.com/tickwire/tickwire/internal/netstackunsafe"
 )
 
-// netstack reads its clock's NowMonotonic several times per segment (receive
-// time, RTT sample, send time, timers). tcpip.NewStdClock derives it from
-// time.Since, which reads the wall clock too and converts through time.Time
-// (about 6% of a latency-mode round trip). monoClock reads the runtime's
-// monotonic clock alone. tcpip.MonotonicTime has no constructor from
-// nanoseconds but Add, which also goes through time.Time, so the value is
-// built in place: its layout (one int64 of nanoseconds) is checked when the
-// package loads, and the standard clock is used if it ever changes.
-
-//go:linkname nanotime runtime.nanotime
-func nanotime() int64
-
-// monotonicIsNanoseconds reports whether tcpip.MonotonicTime is one int64.
-var monotonicIsNanoseconds = func() bool {
-	t := reflect.TypeFor[tcpip.MonotonicTime]()
-	return t.Kind() == reflect.Struct && t.NumField() == 1 && t.Field(0).Type.Kind() == reflect.Int64 &&
-		t.Size() == unsafe.Sizeof(int64(0))
-}()
-
 // monoClock is netstack's standard clock with a cheaper NowMonotonic.
+// netstack reads NowMonotonic several times per segment (receive time, RTT
+// sample, send time, timers); tcpip.NewStdClock derives it from time.Since,
+// which reads the wall clock too and converts through time.Time. monoClock
+// reads the runtime's monotonic clock alone.
 type monoClock struct {
 	tcpip.Clock // Now and AfterFunc
 	stamp       *clockStamp
@@ -35,16 +20,15 @@ type monoClock struct {
 
 // NowMonotonic implements tcpip.Clock.NowMonotonic.
 func (c monoClock) NowMonotonic() tcpip.MonotonicTime {
-	ns := c.stamp.read()
-	return *(*tcpip.MonotonicTime)(unsafe.Pointer(&ns))
+	return netstackunsafe.Monotonic(c.stamp.read())
 }
 
 // clockStamp lets latency mode's frame delivery read the clock once. netstack
 // reads it about seven times for a request and its answer (arrival of the
-// segment, RTT sample, retransmit timer, neighbour confirmation, send time),
-// 30-40 ns each on a virtual machine. While a delivery is frozen, every
-// reading returns the time the frame arrived, as Linux stamps a segment
-// once (tcp_mstamp) for all of its processing.
+// segment, RTT sample, retransmit timer, neighbour confirmation, send time).
+// While a delivery is frozen, every reading returns the time the frame
+// arrived, as Linux stamps a segment once (tcp_mstamp) for all of its
+// processing.
 //
 // The stamp is one value for the whole stack: a reading on another goroutine
 // during a frozen delivery also gets it, that is, a time up to the length of
@@ -66,13 +50,13 @@ func (s *clockStamp) read() int64 {
 			return ns
 		}
 	}
-	return nanotime()
+	return netstackunsafe.Nanotime()
 }
 
 // freeze stamps the time now unless a stamp is set, and reports whether it
 // did: the caller then owns the stamp and must thaw it.
 func (s *clockStamp) freeze() bool {
-	if s == nil || s.ns.Load() != 0 || !s.ns.CompareAndSwap(0, nanotime()) {
+	if s == nil || s.ns.Load() != 0 || !s.ns.CompareAndSwap(0, netstackunsafe.Nanotime()) {
 		return false
 	}
 	s.freezes.Add(1)
@@ -90,7 +74,7 @@ func (s *clockStamp) thaw(owned bool) {
 // latency mode.
 func newClock(stamp *clockStamp) tcpip.Clock {
 	std := tcpip.NewStdClock()
-	if !monotonicIsNanoseconds {
+	if !netstackunsafe.MonotonicAvailable() {
 		return std
 	}
 	return monoClock{std, stamp}

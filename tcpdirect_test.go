@@ -13,7 +13,7 @@ import (
 )
 
 // TestLatencyDirectTCP checks latency mode's shortcut past netstack's
-// network layer (tcpfast.go): the segments of held connections take it on
+// network layer (tcpdirect.go): the segments of held connections take it on
 // both sides, a segment with a bad checksum that takes it is still dropped
 // and counted by TCP, and closing a connection takes its flow out.
 func TestLatencyDirectTCP(t *testing.T) {

@@ -11,16 +11,6 @@ import (
 	"gvisor.dev/gvisor/pkg/waiter"
 )
 
-// ErrHandlerSet is the cause of a Read, or of a second OnReceive, on a
-// connection that has an OnReceive handler.
-var ErrHandlerSet = errors.New("tickwire: connection has a receive handler")
-
-// ErrWouldBlock is the cause of a Write, called while the connection's
-// OnReceive handler runs, that found the send buffer full: such a Write
-// writes what fits and returns instead of waiting, since the handler may be
-// running on the goroutine that would deliver the ACKs it waits for.
-var ErrWouldBlock = errors.New("tickwire: send buffer full")
-
 // TCPHandler receives a connection's bytes (see TCPConn.OnReceive). data is
 // valid until the handler returns; the connection reuses its memory after
 // the call returns. The last call has data == nil and err != nil: io.EOF
@@ -69,7 +59,7 @@ func (l handlerListener) NotifyEvent(waiter.EventMask) {
 	}
 }
 
-// OnReceive switches c to the fast receive path: from now on, handler is
+// OnReceive switches c to the handler API: from now on, handler is
 // called with the bytes c receives, in order, one call at a time, and Read
 // fails with ErrHandlerSet. Use it instead of Read when a reply must leave as
 // soon as a request arrives (order entry, echo, request/response): in
@@ -85,7 +75,7 @@ func (l handlerListener) NotifyEvent(waiter.EventMask) {
 // while it runs, the delivering goroutine delivers nothing else (not even the
 // ACKs that would make room in a send buffer). So while the handler runs,
 // Write on c does not wait for room: it writes what fits and returns an
-// error wrapping ErrWouldBlock with the count written. A Write on another
+// error wrapping ErrSendBufferFull with the count written. A Write on another
 // connection from a handler does wait when that connection's send buffer is
 // full, and can deadlock the link (the ACKs it waits for would be delivered
 // by the goroutine it blocks): write to other connections from elsewhere. Bytes are handed over in chunks of at most
@@ -205,7 +195,7 @@ func (c *TCPConn) drainLocked() {
 // goroutine of its own. Closing the returned listener stops accepting;
 // accepted connections live on until the handler (or the program) closes
 // them, or the Stack closes. Each counts against Config.MaxConnections.
-func (s *Stack) ServeTCP(port uint16, handler TCPHandler) (net.Listener, error) {
+func (s *Stack) ServeTCP(port uint16, handler TCPHandler) (*TCPListener, error) {
 	if handler == nil {
 		return nil, opError("listen", "tcp", nil, nil, errors.New("tickwire: nil handler"))
 	}
@@ -217,11 +207,11 @@ func (s *Stack) ServeTCP(port uint16, handler TCPHandler) (net.Listener, error) 
 	go func() {
 		defer s.goroutines.Done()
 		for {
-			c, err := ln.Accept()
+			c, err := ln.AcceptTCP()
 			if err != nil {
 				return
 			}
-			c.(*TCPConn).OnReceive(handler) // cannot fail on a fresh connection
+			c.OnReceive(handler) // cannot fail on a fresh connection
 		}
 	}()
 	return ln, nil

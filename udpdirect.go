@@ -14,9 +14,9 @@ import (
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
-// The UDP fast path in brief. Every UDP socket tickwire opens still owns a
+// Direct UDP delivery in brief. Every UDP socket tickwire opens still owns a
 // netstack UDP endpoint, bound (and connected) as before: it reserves the
-// port (bind conflicts, ephemeral ports) and receives whatever the fast path
+// port (bind conflicts, ephemeral ports) and receives whatever direct delivery
 // leaves to netstack. Around it:
 //
 //   - inbound, the wire hands each plain IPv4/UDP datagram addressed to a
@@ -35,7 +35,7 @@ import (
 //     and fragments; broadcast and local destinations go through the
 //     netstack endpoint.
 //
-// The fast path is always on: it does what netstack's UDP endpoint did with
+// Direct delivery is always on: it does what netstack's UDP endpoint did with
 // fewer locks, no per-datagram allocation and no goroutine of its own, and
 // costs no CPU when idle. Only busy-polling (Config.BusyPoll) is tied to
 // latency mode.
@@ -43,11 +43,11 @@ import (
 // maxUDPPayload is the largest datagram an IPv4 packet carries.
 const maxUDPPayload = 65535 - header.IPv4MinimumSize - header.UDPMinimumSize
 
-// udpVerdict is what the fast path makes of an inbound IPv4 packet.
+// udpVerdict is what direct delivery makes of an inbound IPv4 packet.
 type udpVerdict uint8
 
 const (
-	udpPass        udpVerdict = iota // not the fast path's: netstack handles it
+	udpPass        udpVerdict = iota // not direct delivery's: netstack handles it
 	udpDeliver                       // a valid datagram for one of our addresses
 	udpMalformed                     // UDP length field out of range
 	udpBadChecksum                   // UDP checksum wrong
@@ -327,7 +327,7 @@ func (e *udpRoute) release() {
 const udpRouteCache = 4
 
 // route returns the cached route to `to` with a reference taken, finding
-// and caching it on a miss; nil when the fast path cannot send there
+// and caching it on a miss; nil when direct delivery cannot send there
 // (broadcast, our own address, no route: the netstack endpoint then sends,
 // or reports the error).
 func (c *UDPConn) route(to tcpip.Address) *udpRoute {
@@ -383,9 +383,9 @@ func (c *UDPConn) dropRoutes() {
 	}
 }
 
-// sendFast writes b as one datagram to to:port over route e. It does NOT
+// sendDirect writes b as one datagram to to:port over route e. It does NOT
 // take ownership of b: the bytes are copied into the packet.
-func (c *UDPConn) sendFast(e *udpRoute, b []byte, port uint16) tcpip.Error {
+func (c *UDPConn) sendDirect(e *udpRoute, b []byte, port uint16) tcpip.Error {
 	r := e.r
 	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{
 		ReserveHeaderBytes: header.UDPMinimumSize + int(r.MaxHeaderLength()),

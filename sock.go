@@ -1,0 +1,235 @@
+package tickwire
+
+import (
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/waiter"
+)
+
+// deadline is one direction's deadline: a channel that is closed when the
+// deadline passes.
+type deadline struct {
+	mu sync.Mutex
+	// +checklocks:mu
+	timer *time.Timer
+	// +checklocks:mu
+	ch chan struct{}
+}
+
+func newDeadline() deadline { return deadline{ch: make(chan struct{})} }
+
+// expired returns the channel to wait on; it is valid across set calls that
+// only move the deadline.
+func (d *deadline) expired() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ch
+}
+
+// set arms the deadline at t; the zero t disarms it.
+func (d *deadline) set(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+	select {
+	case <-d.ch: // it passed: a new deadline needs a fresh channel
+		d.ch = make(chan struct{})
+	default:
+	}
+	if t.IsZero() {
+		return
+	}
+	ch := d.ch
+	if dur := time.Until(t); dur <= 0 {
+		close(ch)
+		return
+	}
+	d.timer = time.AfterFunc(time.Until(t), func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		// A set that raced with this timer may have closed or replaced ch.
+		if d.ch == ch {
+			select {
+			case <-ch:
+			default:
+				close(ch)
+			}
+		}
+	})
+}
+
+func (d *deadline) stop() {
+	d.mu.Lock()
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+	d.mu.Unlock()
+}
+
+// sock is what the TCP and UDP wrappers share: the netstack endpoint, its
+// waiter queue with one permanently registered entry per direction (so that
+// blocking allocates nothing), the deadlines and the closed state.
+type sock struct {
+	ep tcpip.Endpoint
+	wq *waiter.Queue
+
+	readEntry waiter.Entry
+	readCh    chan struct{}
+	rd        deadline
+
+	writeEntry waiter.Entry
+	writeCh    chan struct{}
+	wd         deadline
+
+	closed atomic.Bool
+	done   chan struct{}
+
+	// busyPoll is how long a wait spins first (Config.BusyPoll; 0 outside
+	// latency mode).
+	busyPoll time.Duration
+}
+
+func (k *sock) init(wq *waiter.Queue, ep tcpip.Endpoint, busyPoll time.Duration) {
+	k.ep, k.wq, k.busyPoll = ep, wq, busyPoll
+	k.rd, k.wd = newDeadline(), newDeadline()
+	k.done = make(chan struct{})
+	k.readEntry, k.readCh = waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
+	k.writeEntry, k.writeCh = waiter.NewChannelEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
+	wq.EventRegister(&k.readEntry)
+	wq.EventRegister(&k.writeEntry)
+}
+
+// handlerLoop is the body of a handler's own goroutine: it calls run
+// whenever the socket may hold something for the handler, until run reports
+// finished, Close, or stop (the Stack's Close). Before sleeping it spins for
+// busyPoll; a run that found work starts the spin afresh.
+func (k *sock) handlerLoop(stop <-chan struct{}, run func() (found, finished bool)) {
+	spin := spinner{budget: k.busyPoll}
+	for {
+		found, finished := run()
+		if finished {
+			return
+		}
+		if found {
+			spin = spinner{budget: k.busyPoll}
+		}
+		select {
+		case <-k.readCh:
+			continue
+		case <-k.done:
+			return
+		case <-stop:
+			return
+		default:
+		}
+		if spin.again() {
+			continue
+		}
+		select {
+		case <-k.readCh:
+		case <-k.done:
+			return
+		case <-stop:
+			return
+		}
+	}
+}
+
+// shut closes the endpoint once, reporting false when already closed.
+func (k *sock) shut() bool {
+	if !k.closed.CompareAndSwap(false, true) {
+		return false
+	}
+	close(k.done)
+	k.ep.Close()
+	k.wq.EventUnregister(&k.readEntry)
+	k.wq.EventUnregister(&k.writeEntry)
+	k.rd.stop()
+	k.wd.stop()
+	return true
+}
+
+// check returns the error a call must fail with before trying: closed or
+// past its deadline.
+func (k *sock) check(expired <-chan struct{}) error {
+	if k.closed.Load() {
+		return net.ErrClosed
+	}
+	select {
+	case <-expired:
+		return os.ErrDeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// wait blocks until ch signals, the deadline passes or the socket closes.
+func (k *sock) wait(ch, expired <-chan struct{}) {
+	select {
+	case <-ch:
+	case <-expired:
+	case <-k.done:
+	}
+}
+
+// cause converts a netstack error, reporting net.ErrClosed after Close.
+func (k *sock) cause(err tcpip.Error) error {
+	if k.closed.Load() {
+		return net.ErrClosed
+	}
+	return convertError(err)
+}
+
+// SetDeadline sets both deadlines.
+func (k *sock) SetDeadline(t time.Time) error {
+	k.rd.set(t)
+	k.wd.set(t)
+	return nil
+}
+
+// SetReadDeadline sets the deadline for pending and future reads.
+func (k *sock) SetReadDeadline(t time.Time) error {
+	k.rd.set(t)
+	return nil
+}
+
+// SetWriteDeadline sets the deadline for pending and future writes.
+func (k *sock) SetWriteDeadline(t time.Time) error {
+	k.wd.set(t)
+	return nil
+}
+
+// spinner is one wait's busy-poll budget.
+type spinner struct {
+	budget time.Duration
+	start  time.Time
+}
+
+// again reports whether the caller should retry at once rather than sleep:
+// true while the budget lasts, after yielding the P (runtime.Gosched) so that
+// the goroutine it waits for can run here. A false resets the budget for the
+// next wait.
+func (s *spinner) again() bool {
+	if s.budget <= 0 {
+		return false
+	}
+	now := time.Now()
+	if s.start.IsZero() {
+		s.start = now
+	} else if now.Sub(s.start) > s.budget {
+		s.start = time.Time{}
+		return false
+	}
+	runtime.Gosched()
+	return true
+}
