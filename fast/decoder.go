@@ -696,24 +696,6 @@ func (d *Decoder) intNotInStream(in *instr) (uint64, bool, error) {
 	return u, present, err
 }
 
-// applyDelta adds a delta to the field's base value (its previous value,
-// else its initial value) and stores the result.
-func (d *Decoder) applyDelta(o *op, delta int64) (uint64, error) {
-	base := o.init
-	switch e := &d.dict[o.slot]; e.tag {
-	case d.epoch<<2 | uint32(stateAssigned):
-		base = e.u
-	case d.epoch<<2 | uint32(stateEmpty):
-		return 0, ErrEmptyPrevious
-	}
-	u, ok := addDelta(o.kind, base, delta)
-	if !ok {
-		return 0, ErrRange
-	}
-	d.setInt(o.slot, u, 0)
-	return u, nil
-}
-
 // undefined handles copy and increment (and tail's integer-free twin) when
 // the field is not in the stream and its previous value is undefined: the
 // initial value, else absent (optional) or D5.

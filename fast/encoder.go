@@ -41,7 +41,6 @@ type Encoder struct {
 	bufs      [][]byte // scratch body per nesting depth
 	pmbs      []PMapBuilder
 	vi        int // cursor in Message.Values
-	err       error
 }
 
 // NewEncoder compiles ts for encoding. ts must not change afterwards.

@@ -168,7 +168,6 @@ type generator struct {
 	templates []*template
 	slots     map[string]*slot
 	slotList  []*slot
-	names     map[string]bool
 	buf       bytes.Buffer
 }
 
