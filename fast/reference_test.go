@@ -303,18 +303,18 @@ func (d *Decoder) refDynamicRef(b []byte, off int, in *instr, m *Message, vals [
 // sameResult decodes b with the tape decoder dt and the reference decoder
 // dr and reports the first difference in the result, the error or the
 // message.
-func sameResult(b []byte, dt, dr *Decoder, mt, mr *Message) (n int, err error, diff string) {
+func sameResult(b []byte, dt, dr *Decoder, mt, mr *Message) (n int, diff string, err error) {
 	n, err = dt.Decode(b, mt)
 	rn, rerr := dr.refDecode(b, mr)
 	es, res := fmt.Sprint(err), fmt.Sprint(rerr)
 	switch {
 	case n != rn || es != res:
-		return n, err, fmt.Sprintf("tape: %d, %v; reference: %d, %v", n, es, rn, res)
+		return n, fmt.Sprintf("tape: %d, %v; reference: %d, %v", n, es, rn, res), err
 	case err != nil:
-		return n, err, ""
+		return n, "", err
 	case mt.TemplateID != mr.TemplateID || mt.Template != mr.Template || len(mt.Values) != len(mr.Values):
-		return n, err, fmt.Sprintf("tape: template %d, %d values; reference: template %d, %d values",
-			mt.TemplateID, len(mt.Values), mr.TemplateID, len(mr.Values))
+		return n, fmt.Sprintf("tape: template %d, %d values; reference: template %d, %d values",
+			mt.TemplateID, len(mt.Values), mr.TemplateID, len(mr.Values)), err
 	}
 	for i := range mt.Values {
 		a, c := mt.Values[i], mr.Values[i]
@@ -322,17 +322,17 @@ func sameResult(b []byte, dt, dr *Decoder, mt, mr *Message) (n int, err error, d
 		if a.Present && a.Kind.IsBytes() { // absent values have no bytes
 			ab, cb = mt.Bytes(i), mr.Bytes(i)
 		} else if a.Kind.IsBytes() && len(mt.Bytes(i)) != 0 {
-			return n, err, fmt.Sprintf("value %d: absent with bytes %q", i, mt.Bytes(i))
+			return n, fmt.Sprintf("value %d: absent with bytes %q", i, mt.Bytes(i)), err
 		}
 		a.off, a.n, c.off, c.n = 0, 0, 0, 0
 		if a != c || !bytes.Equal(ab, cb) {
-			return n, err, fmt.Sprintf("value %d: tape %+v %q; reference %+v %q", i, a, ab, c, cb)
+			return n, fmt.Sprintf("value %d: tape %+v %q; reference %+v %q", i, a, ab, c, cb), err
 		}
 	}
 	if dt.stats != dr.stats {
-		return n, err, fmt.Sprintf("stats: tape %+v; reference %+v", dt.stats, dr.stats)
+		return n, fmt.Sprintf("stats: tape %+v; reference %+v", dt.stats, dr.stats), err
 	}
-	return n, err, ""
+	return n, "", err
 }
 
 // diffStream decodes stream with both decoders, message by message, each
@@ -349,11 +349,11 @@ func diffStream(t *testing.T, r *rand.Rand, ts *Templates, opts *DecoderOptions,
 	var mt, mr Message
 	for off := 0; off < len(stream); {
 		if cut := off + r.IntN(len(stream)-off+1); cut < len(stream) {
-			if _, _, diff := sameResult(stream[off:cut], dt, dr, &mt, &mr); diff != "" {
+			if _, diff, _ := sameResult(stream[off:cut], dt, dr, &mt, &mr); diff != "" {
 				t.Fatalf("at %d cut at %d: %s\n%x", off, cut, diff, stream[off:])
 			}
 		}
-		n, err, diff := sameResult(stream[off:], dt, dr, &mt, &mr)
+		n, diff, err := sameResult(stream[off:], dt, dr, &mt, &mr)
 		if diff != "" {
 			t.Fatalf("at %d: %s\n%x", off, diff, stream[off:])
 		}

@@ -60,7 +60,7 @@ func guardedStream(t *testing.T, r *rand.Rand, ts *Templates, opts *DecoderOptio
 	vals := guardedSlice[Value](t, nil, room)
 	arena := guardmem.Bytes(t, room, true)
 	var mt, mr Message
-	decode := func(b []byte) (int, error, string) {
+	decode := func(b []byte) (int, string, error) {
 		g := in[len(in)-len(b):]
 		copy(g, b)
 		nv, na := r.IntN(room+1), r.IntN(room+1)
@@ -70,11 +70,11 @@ func guardedStream(t *testing.T, r *rand.Rand, ts *Templates, opts *DecoderOptio
 	}
 	for off := 0; off < len(stream); {
 		if cut := off + r.IntN(len(stream)-off+1); cut < len(stream) {
-			if _, _, diff := decode(stream[off:cut]); diff != "" {
+			if _, diff, _ := decode(stream[off:cut]); diff != "" {
 				t.Fatalf("guarded, at %d cut at %d: %s\n%x", off, cut, diff, stream[off:])
 			}
 		}
-		n, err, diff := decode(stream[off:])
+		n, diff, err := decode(stream[off:])
 		if diff != "" {
 			t.Fatalf("guarded, at %d: %s\n%x", off, diff, stream[off:])
 		}

@@ -182,11 +182,11 @@ func TestPlainRuns(t *testing.T) {
 				end = starts[i+1]
 			}
 			for cut := off; cut < end; cut++ {
-				if _, _, diff := sameResult(stream[off:cut], dt, dr, &mt, &mr); diff != "" {
+				if _, diff, _ := sameResult(stream[off:cut], dt, dr, &mt, &mr); diff != "" {
 					t.Fatalf("limit %d, message %d cut at %d: %s\n%x", limit, i, cut-off, diff, stream[off:end])
 				}
 			}
-			n, err, diff := sameResult(stream[off:], dt, dr, &mt, &mr)
+			n, diff, err := sameResult(stream[off:], dt, dr, &mt, &mr)
 			if diff != "" {
 				t.Fatalf("limit %d, message %d: %s\n%x", limit, i, diff, stream[off:end])
 			}

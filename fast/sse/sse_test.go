@@ -223,7 +223,6 @@ func TestRecordRoundTrip(t *testing.T) {
 		var buf []byte
 		var wantT []Trade
 		var wantO []Order
-		var kinds []bool
 		for range 1 + r.IntN(8) {
 			var err error
 			if r.IntN(2) == 0 {
@@ -236,12 +235,10 @@ func TestRecordRoundTrip(t *testing.T) {
 				}
 				buf, err = enc.AppendTrade(buf, &tr)
 				wantT = append(wantT, normTrade(tr))
-				kinds = append(kinds, true)
 			} else {
 				o := edgeOrder(r)
 				buf, err = enc.AppendOrder(buf, &o)
 				wantO = append(wantO, normOrder(o))
-				kinds = append(kinds, false)
 			}
 			if err != nil {
 				t.Fatalf("round %d: %v", round, err)
