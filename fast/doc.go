@@ -84,14 +84,17 @@
 // decode. Where a message could fail, that loop gives up on it instead:
 // Decode undoes its dictionary writes and decodes the message again with
 // the plain tape, whose errors carry the exact offsets and fields, so an
-// invalid message costs two decodes. Undo for
-// ErrShort costs one record the first time a message writes an entry.
+// invalid message costs two decodes. Undo for ErrShort costs one record the
+// first time a message writes an entry.
+//
 // On amd64 CPUs with BMI2 that loop is written in assembly, each
 // instruction jumping to the next one's code with the decoder's state in
-// registers (about 180 ns per message of mFAST's complex30000 file, 440
-// with the Go loop, on AMD Zen 4); the purego build tag leaves it out, and
-// so do CPUs whose PEXT is microcoded (AMD before Zen 3), where the Go
-// loop is faster.
+// registers, where the Go loop stores part of it to the stack at every
+// field; it decodes a message in far fewer instructions and less time (the
+// measurements, and what else was tried, are in the package's DESIGN.md).
+// The purego build tag leaves it out, and so do CPUs whose PEXT is
+// microcoded (AMD before Zen 3), where the Go loop is faster.
+//
 // Absent string and byte-vector values have no bytes (Message.Bytes returns
 // an empty slice).
 //

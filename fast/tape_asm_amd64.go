@@ -27,11 +27,10 @@ import (
 // loops longer than one message's fields: every turn that repeats (a
 // sequence element) appends a value, so a call does at most as many as
 // m.Values has room for, and stops at MaxValues. The longest call is then
-// about 0.2 ms at the default 65,536 values (measured: one call decoding
-// 65,537 values of nested empty sequences), during which a garbage
-// collection waits for this goroutine. The purego build tag leaves the
-// assembly out (tape_asm_other.go), as does a CPU without BMI2 or with a
-// slow PEXT (slowPEXT).
+// one decoding MaxValues values (DESIGN.md has its time at the default),
+// during which a garbage collection waits for this goroutine. The purego
+// build tag leaves the assembly out (tape_asm_other.go), as does a CPU
+// without BMI2 or with a slow PEXT (slowPEXT).
 
 // haveAsmLoop reports whether the CPU runs the assembly loop: it uses
 // BMI2's PEXT and SHRX, and PEXT must be fast (it is microcoded on AMD

@@ -24,7 +24,7 @@ const (
 // Few variables live from one instruction to the next (the instruction,
 // the offset, the presence map and the value count) and few stay the same
 // throughout, because the compiler stores the former to the stack at every
-// turn once a path anywhere in the loop runs out of registers (tape_run.go
+// turn once a path anywhere in the loop runs out of registers (DESIGN.md
 // has the measurements): the nesting depth and a decimal's exponent wait in
 // st, the frames in d, the values are addressed through m. An instruction
 // that stops the loop puts back the presence map bit it took (fBit says

@@ -81,9 +81,8 @@ GLOBL pass2<>(SB), RODATA|NOPTR, $224
 // Scan's kernel; n >= 64 and 0 <= off < n. Two passes, interleaved: after
 // each block of the first, five groups of the second when 20 tokens wait
 // for it (nearly always), so that its vector work runs beside the next
-// block's scalar loop instead of after all of it (Feed3201 -0.25 ns/record;
-// four or six groups a block: the same); the groups left at the end run in
-// a loop.
+// block's scalar loop instead of after all of it; the groups left at the
+// end run in a loop.
 //
 // The first finds the tokens: for each block of 64 bytes from off on (the
 // last one read as the 64 bytes ending at n, its mask shifted down to the
@@ -105,27 +104,7 @@ GLOBL pass2<>(SB), RODATA|NOPTR, $224
 // its previous ends one entry before its own.
 // Zen 4 runs vector shifts and shuffles on two of its four vector pipes:
 // the second pass is written to need few of them (two shuffles, two shifts
-// a group; shifting the bytes below each token out with two variable
-// shifts before joining the groups cost 0.1 ns a token more).
-//
-// Measured and dropped (Feed3201, medians of 5, interleaved): the scalar
-// one-pass kernel it replaced (BSWAP+BZHI+PEXT and a length check per
-// token, 18 instructions a token); two passes with a scalar second pass,
-// the stop positions of each block stored branch-free first (+2.1
-// ns/record), two tokens a loop turn (+1.0), PEXT's mask from a table by
-// length in place of LEA+BZHI (no change); in this kernel, the words loaded
-// in the second pass by VPGATHERQQ from the ends instead of stored by the
-// first (+3.3); eight tokens a turn in the second pass (13 instructions a
-// record fewer, no change in time: the shift and shuffle pipes bound it);
-// the length check of the second pass by a running VPMAXUD tested once at
-// the end (3 instructions a group fewer, no change); the blocks' stop bits
-// computed in a loop of their own before the token loop (no change: the
-// wait for a block's bits after the token loop's mispredicted exit is not
-// what costs); the token loop's exit mispredicts avoided by a fixed run of
-// steps per block (the steps past the block's tokens harmless, the
-// count added at the end): 26 steps no change, 30 steps +1.0, two chains of
-// 16 (the block's halves, independent) +1.1; the 7-bit mask applied by the
-// first pass (one scalar AND a token) instead of the second (+0.6).
+// a group). fast/DESIGN.md records the variants measured and dropped.
 //
 // A long token also ends the first pass, at the end of the block where its
 // eighth byte without a stop bit is found (a test of the block's stop bits

@@ -35,12 +35,11 @@ import (
 // sign-extended from a table of sign bits; a string's bytes are moved down
 // from the kernel's word for the token (Tokens.Raw) by a variable shift
 // (the one besides the presence map's), masked by a table entry. Presence
-// bits of copy fields are still branched on: a branch-free selection (token or dictionary by conditional moves, the
-// token index advanced by the bit) made every later token index depend on
-// the presence map and cost 8 ns per record more than the mispredictions
-// it saved (measured on Feed3201 and Feed5801). The presence map is still
-// moved up by a variable shift: a multiplication from a table measured
-// Feed3201 +1.2 ns per record (Feed5801 -0.5).
+// bits of copy fields are still branched on: a branch-free selection would
+// make every later token index depend on the presence map, which costs
+// more than the mispredictions it saves. The presence map is still moved
+// up by a variable shift: a multiplication from a table did not pay.
+// fast/DESIGN.md has the measurements.
 
 // tokenRecordMax returns the most tokens a record of a token-path template
 // takes: the presence map, the template id and one per field on the wire.
