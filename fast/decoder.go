@@ -160,7 +160,7 @@ type entry struct {
 	u   uint64
 	exp int32
 	// tag is epoch<<2 | state: one comparison with the decoder's
-	// assignedTag tells an assigned entry of the current epoch.
+	// epoch<<2 | stateAssigned tells an assigned entry of the current epoch.
 	tag uint32
 	gen uint32 // message generation of the last undo save
 }
