@@ -148,3 +148,39 @@ func ExampleStack_ServeTCP() {
 	// Output:
 	// ack order 42
 }
+
+// AcceptTCP returns the concrete *TCPConn, so that a server reaches the
+// handler API and the half-close methods without a type assertion.
+func ExampleTCPListener_AcceptTCP() {
+	a, b := pipe.New(pipe.Options{})
+	client, _ := tickwire.New(tickwire.Config{Link: a, Addr: netip.MustParsePrefix("10.4.0.1/24")})
+	defer client.Close()
+	server, _ := tickwire.New(tickwire.Config{Link: b, Addr: netip.MustParsePrefix("10.4.0.2/24")})
+	defer server.Close()
+
+	ln, err := server.ListenTCP(7)
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.AcceptTCP()
+		if err != nil {
+			return
+		}
+		c.Write([]byte("bye"))
+		c.CloseWrite() // FIN: the client reads to io.EOF
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := client.DialTCP(ctx, netip.MustParseAddrPort("10.4.0.2:7"))
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	got, err := io.ReadAll(c)
+	fmt.Printf("%q %v\n", got, err)
+	// Output:
+	// "bye" <nil>
+}

@@ -1,0 +1,32 @@
+package link_test
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tickwire/tickwire/link"
+	"github.com/tickwire/tickwire/link/pcap/recorder"
+	"github.com/tickwire/tickwire/link/pipe"
+)
+
+// The Stack looks for the optional features with type assertions; a link
+// without them (link/pipe) is used as it is, and a wrapper (the pcap
+// recorder) offers them all, passing them on to the link it wraps.
+func Example() {
+	a, _ := pipe.New(pipe.Options{})
+	rec, err := recorder.New(a, io.Discard)
+	if err != nil {
+		panic(err)
+	}
+	defer rec.Close()
+	for _, l := range []any{a, rec} {
+		_, busy := l.(link.BusyPoller)
+		_, drops := l.(link.ChecksumDropCounter)
+		fmt.Printf("%T: BusyPoller %v, ChecksumDropCounter %v\n", l, busy, drops)
+	}
+	rec.SetBusyPoll(20 * time.Microsecond) // a no-op: the pipe does not poll
+	// Output:
+	// *pipe.Endpoint: BusyPoller false, ChecksumDropCounter false
+	// *recorder.Endpoint: BusyPoller true, ChecksumDropCounter true
+}
