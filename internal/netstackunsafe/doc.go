@@ -13,9 +13,12 @@
 // processor. The clock half builds a tcpip.MonotonicTime from the runtime's
 // monotonic nanoseconds without a time.Time.
 //
-//	if netstackunsafe.Available() && ep.TryLock() {
-//		owed := netstackunsafe.Process(ep, mss) // releases ep
-//		...
+//	if netstackunsafe.Available() {
+//		// Locks ep if free, processes its queued segments, releases it.
+//		if netstackunsafe.Process(ep, mss) {
+//			// Later, unless a segment carried the ACK meanwhile:
+//			netstackunsafe.SettleACK(ep)
+//		}
 //	}
 //
 // # Safety
@@ -27,8 +30,9 @@
 // changed layout costs speed, never memory safety. The linked functions and
 // the code Process mirrors cannot be checked that way: TestGuard
 // fingerprints, from the module's source, every gVisor declaration this
-// package mirrors or links to (bodies where the copy mirrors the logic,
-// signatures where it only calls), and fails when one changes.
+// package mirrors, relies on or links to, body included (a linked
+// function's new body may expect other locks or references of its
+// caller), and fails when one changes.
 //
 // # When TestGuard fails
 //
