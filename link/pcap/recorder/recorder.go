@@ -13,7 +13,10 @@
 // link type Ethernet (Raw IP when the wrapped link has no Ethernet header),
 // readable by tshark, tcpdump and link/pcap. Recording reuses one buffer:
 // it allocates nothing per frame. Write errors are counted and returned by
-// Flush, Finish and Err; they never panic and never stop traffic.
+// Flush, Finish and Err; they never panic and never stop traffic. The
+// recorder passes every optional feature of package link (busy-polling,
+// checksum drop counts) on to the link it wraps, so that a recorded TAP
+// behaves as the TAP does.
 package recorder
 
 import (
