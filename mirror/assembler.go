@@ -129,7 +129,7 @@ func (a *Assembler) HandleFrame(frame []byte, ts int64) error {
 		return a.handleFrame(frame, ts)
 	}
 	if a.mode != ChecksumIgnore {
-		if !ipv4ShortHeaderSumOK((*[ipv4MinHeaderLen]byte)(h[ip:tcp])) {
+		if !ipv4HeaderSumOK(h[ip:tcp]) {
 			return a.handleFrame(frame, ts)
 		}
 		seg, pseudo := frame[ip+12:end], tcpPseudoConst(end-tcp)
@@ -238,8 +238,7 @@ func (a *Assembler) ipv4(p []byte, ts int64) error {
 	// The IPv4 total length, not the frame, bounds the packet: Ethernet pads
 	// short frames.
 	p = p[:total]
-	if a.mode != ChecksumIgnore && !(ihl == ipv4MinHeaderLen && ipv4ShortHeaderSumOK((*[ipv4MinHeaderLen]byte)(p)) ||
-		ihl != ipv4MinHeaderLen && onesSum(p[:ihl]) == 0xffff) {
+	if a.mode != ChecksumIgnore && !ipv4HeaderSumOK(p[:ihl]) {
 		a.stats.IPv4ChecksumBad++
 		return ErrIPv4Checksum
 	}

@@ -118,7 +118,7 @@ func addrOf(b []byte) uintptr {
 func TestIPv4HeaderSumOK(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for i := 0; i < 10000; i++ {
-		h := make([]byte, 20+4*rng.IntN(2))
+		h := make([]byte, 20+4*rng.IntN(11)) // IHL 5 to 15
 		for j := range h {
 			h[j] = byte(rng.Uint32())
 		}
