@@ -2,9 +2,10 @@
 // tickwire implements: a batch of link-layer frames, each with its capture
 // timestamp, read into buffers that the caller owns.
 //
-// pcap and pcapng files (link/pcap), live AF_PACKET capture (link/afpacket) and
-// DMA receive rings all implement Source, so the same reader serves both data
-// paths: the active stack (tickwire) and the passive reassembler (mirror).
+// The pcap and pcapng file reader (link/pcap) and live AF_PACKET capture
+// (link/afpacket) implement Source, so the same reader serves both data
+// paths: the active stack (tickwire, through pcap.Replayer) and the passive
+// reassembler (mirror).
 //
 // A typical loop allocates its batch once and reuses it:
 //
@@ -18,6 +19,9 @@
 //			break // io.EOF at the end of a file
 //		}
 //	}
+//
+// The package example runs this loop over a Source that serves frames from
+// memory.
 //
 // This package has no dependency on the netstack.
 package frame
