@@ -274,9 +274,9 @@ func (a *Assembler) ipv4(p []byte, ts int64) error {
 	return a.segment(w, fi, seq, flags, payload, cs, ts)
 }
 
-// takesInOrder reports whether a segment takes the fast path of flow f: the
-// next in-order data segment of a flow with nothing held, no FIN pending
-// and a good (or unchecked) checksum.
+// takesInOrder reports whether a segment of flow f takes the in-order path
+// (inOrder): the next in-order data segment of a flow with nothing held, no
+// FIN pending and a good (or unchecked) checksum.
 func (f *flow) takesInOrder(seq uint32, flags uint8, payloadLen int, cs checksumState) bool {
 	return f.state == flowActive && f.nRuns == 0 && !f.finSeen && payloadLen > 0 &&
 		flags&(tcpFlagSYN|tcpFlagFIN|tcpFlagRST) == 0 && seq == f.startSeq+uint32(f.next) &&
@@ -295,7 +295,7 @@ func (a *Assembler) inOrder(fi int32, f *flow, payload []byte, cs checksumState,
 }
 
 // segment handles one TCP segment whose headers are valid, of flow fi (w's
-// flow, already known not to take the in-order fast path) or, when fi is
+// flow, already known not to take the in-order path) or, when fi is
 // negative, of the flow the table finds for w.
 func (a *Assembler) segment(w wireKey, fi int32, seq uint32, flags uint8, payload []byte, cs checksumState, ts int64) error {
 	var h uint64

@@ -2,8 +2,8 @@ package mirror
 
 import "golang.org/x/sys/cpu"
 
-// useAVX2 selects the vector loop of onesSum: the TCP checksum reads every
-// payload byte and is the largest cost per segment.
+// useAVX2 selects the vector loop (onesSumAVX2) of vectorOnesSum: the TCP
+// checksum reads every payload byte and is the largest cost per segment.
 var useAVX2 = cpu.X86.HasAVX2
 
 //go:noescape

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestHotHelpersInline checks that the helpers HandleFrame's quick path calls
+// TestHotHelpersInline checks that the helpers HandleFrame's straight path calls
 // for every segment still inline: a call would cost more than the work.
 func TestHotHelpersInline(t *testing.T) {
 	if testing.Short() {

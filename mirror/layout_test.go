@@ -6,7 +6,7 @@ import (
 )
 
 // TestFlowLayout: flows fill whole cache lines and the fields of the
-// in-order fast path and of a lookup share the first one.
+// in-order path and of a lookup share the first one.
 func TestFlowLayout(t *testing.T) {
 	var f flow
 	if n := unsafe.Sizeof(f); n%64 != 0 {

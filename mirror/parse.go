@@ -85,7 +85,7 @@ func scalarOnesSum(b []byte, init uint32) uint16 {
 // order; 15 words cannot overflow). A division by a constant is cheaper than
 // the chain of folds. The common 20-byte header takes five loads in a
 // straight line; options add one turn of the loop per word. HandleFrame's
-// quick path and ipv4 call it for every segment, so it must stay within the
+// straight path and ipv4 call it for every segment, so it must stay within the
 // compiler's inlining budget (TestHotHelpersInline).
 func ipv4HeaderSumOK(h []byte) bool {
 	w := (*[ipv4MinHeaderLen]byte)(h)
@@ -145,7 +145,9 @@ func tcpPseudoConst(segLen int) uint32 {
 	return uint32(bits.ReverseBytes16(ipProtoTCP + uint16(segLen)))
 }
 
-// tcpChecksumOther is tcpChecksum without the vector fast path.
+// tcpChecksumOther is tcpChecksum for the segments its single vector sum
+// does not settle: a header with options, a segment too short for the
+// vector loop, no vector loop, or a sum other than 0xffff.
 func tcpChecksumOther(pkt []byte, ihl int) checksumState {
 	seg := pkt[ihl:]
 	var sum uint16
