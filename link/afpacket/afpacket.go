@@ -117,6 +117,7 @@ type Error struct {
 	Err       error
 }
 
+// Error implements error.
 func (e *Error) Error() string {
 	return "afpacket: " + e.Op + " " + e.Interface + ": " + e.Err.Error()
 }

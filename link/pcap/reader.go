@@ -83,6 +83,7 @@ type HeaderError struct {
 	Err error
 }
 
+// Error implements error.
 func (e *HeaderError) Error() string { return "pcap: bad file header: " + e.Err.Error() }
 
 // Unwrap returns the cause.
@@ -96,6 +97,7 @@ type RecordError struct {
 	Err    error
 }
 
+// Error implements error.
 func (e *RecordError) Error() string {
 	return fmt.Sprintf("pcap: record %d: %v", e.Record, e.Err)
 }
