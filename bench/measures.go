@@ -28,7 +28,7 @@ var measures = []measure{
 	{
 		name: "tcp_rtt_64B_latency", unit: "us", better: lower, latency: true, quick: true,
 		baselineName: "kernel TCP, loopback",
-		doc: "tcp_rtt_64B on tickwire's fast API in latency mode (Config.Latency): the server " +
+		doc: "tcp_rtt_64B on tickwire's handler API in latency mode (Config.Latency): the server " +
 			"echoes from a Stack.ServeTCP handler, the client writes and waits for its " +
 			"TCPConn.OnReceive handler to count the echo (spinning on an atomic counter with " +
 			"runtime.Gosched; over link/pipe the whole round trip usually runs inside the " +

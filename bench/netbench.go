@@ -199,7 +199,7 @@ func kernelTCPRTTSide(p params) (func() (sample, error), func(), error) {
 	return tcpRTTSide(kln, kernelDial(kln.Addr()), p)
 }
 
-// setupTCPRTTLatency builds tcp_rtt_64B_latency: tickwire's fast API in
+// setupTCPRTTLatency builds tcp_rtt_64B_latency: tickwire's handler API in
 // latency mode (a ServeTCP echo handler, a client taking the echo in its
 // OnReceive handler) against the kernel loopback of tcp_rtt_64B.
 func setupTCPRTTLatency(p params) (*pair, error) {
@@ -248,7 +248,7 @@ func echoHandler(c *tickwire.TCPConn, data []byte, err error) {
 	c.Write(data)
 }
 
-// handlerClient is the ping side of the fast API: its OnReceive handler
+// handlerClient is the ping side of the handler API: its OnReceive handler
 // only counts the bytes that come back, and a round trip waits for the count
 // (over link/pipe in latency mode the echo has usually been counted before
 // Write returns, so the wait costs nothing).
