@@ -16,6 +16,14 @@
 //	defer src.Close()
 //	res, err := (&pcap.Replayer{Speed: 1}).Replay(ctx, src, rec)
 //
+// A Reader's memory is bounded by a constant, whatever the file holds: a
+// 64 KiB read buffer (twice that and the gzip decompressor's state, about
+// 45 KiB, for a compressed file), plus at most a MaxRecordLen packet buffer
+// for a classic file, or at most MaxInterfaces interface records of 32
+// bytes for a pcapng one: under 512 KiB in all. A file that would need more
+// (a longer record, a larger block, more interfaces) is refused with an
+// error.
+//
 // This package has no dependency on the netstack; the endpoint that records
 // a live link lives in link/pcap/recorder.
 package pcap
@@ -28,6 +36,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -36,12 +45,10 @@ import (
 	"github.com/tickwire/tickwire/link/frame"
 )
 
-// MaxRecordLen is the longest classic pcap record the Reader accepts, in
-// bytes: libpcap's MAXIMUM_SNAPLEN. A longer record length in a classic
-// file is reported as a RecordError, so a corrupt length field cannot make
-// the reader allocate more than this. (pcapng records are sized by the
-// block that holds them; gopacket reads those without trusting the length,
-// so memory stays bounded by the file's size.)
+// MaxRecordLen is the longest record the Reader accepts, in captured bytes:
+// libpcap's MAXIMUM_SNAPLEN. A longer record is reported as a RecordError
+// (wrapping ErrRecordTooLarge for pcapng), so a corrupt length field cannot
+// make the reader allocate more than this.
 const MaxRecordLen = 262144
 
 // Format is the container format of a capture file.
@@ -84,7 +91,13 @@ type HeaderError struct {
 }
 
 // Error implements error.
-func (e *HeaderError) Error() string { return "pcap: bad file header: " + e.Err.Error() }
+func (e *HeaderError) Error() string { return "pcap: bad file header: " + causeText(e.Err) }
+
+// causeText is err's message without this package's prefix, which the
+// wrapping error already carries.
+func causeText(err error) string {
+	return strings.TrimPrefix(err.Error(), "pcap: ")
+}
 
 // Unwrap returns the cause.
 func (e *HeaderError) Unwrap() error { return e.Err }
@@ -99,13 +112,13 @@ type RecordError struct {
 
 // Error implements error.
 func (e *RecordError) Error() string {
-	return fmt.Sprintf("pcap: record %d: %v", e.Record, e.Err)
+	return fmt.Sprintf("pcap: record %d: %s", e.Record, causeText(e.Err))
 }
 
 // Unwrap returns the cause.
 func (e *RecordError) Unwrap() error { return e.Err }
 
-// packetReader is what both gopacket readers offer.
+// packetReader is what gopacket's classic pcap reader offers.
 type packetReader interface {
 	ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, error)
 }
@@ -129,9 +142,18 @@ type ReaderStats struct {
 // Reader reads a pcap or pcapng file as a frame.Source. It is not safe for
 // concurrent use. Errors are sticky: after a RecordError every later call
 // returns the same error, because the position in the file is lost.
+//
+// A pcapng section holds at most MaxInterfaces interfaces, each block is at
+// most MaxBlockLen bytes and each record at most MaxRecordLen; past a bound
+// ReadFrames returns a RecordError wrapping ErrTooManyInterfaces,
+// ErrBlockTooLarge or ErrRecordTooLarge. Of a pcapng file's metadata the
+// Reader keeps only each interface's link type, snap length and timestamp
+// resolution and offset; options, name resolution, statistics and other
+// blocks are skipped.
 type Reader struct {
-	pr       packetReader
-	file     io.Closer // closed by Close when Open opened it
+	pr       packetReader // classic pcap
+	ng       *ngReader    // pcapng
+	file     io.Closer    // closed by Close when Open opened it
 	format   Format
 	bigEnd   bool
 	linkType layers.LinkType
@@ -195,11 +217,11 @@ func NewReader(r io.Reader) (*Reader, error) {
 		}
 		rd.bigEnd = m == magicMicroSwap || m == magicNanoSwap
 	case magicSectionHead:
-		pr, err := pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
-		if err != nil {
-			return nil, &HeaderError{Err: eofIsUnexpected(err)}
+		ng := &ngReader{br: br}
+		if err := ng.start(); err != nil {
+			return nil, &HeaderError{Err: err}
 		}
-		rd.pr, rd.linkType = pr, pr.LinkType()
+		rd.ng, rd.linkType = ng, ng.linkType
 		rd.format = FormatPcapNG
 	default:
 		return nil, &HeaderError{Err: fmt.Errorf("%w (magic %08x)", ErrUnknownFormat, m)}
@@ -240,17 +262,27 @@ func (r *Reader) ReadFrames(frames []frame.Frame) (int, error) {
 		return 0, r.err
 	}
 	for i := range frames {
-		data, ci, err := r.pr.ZeroCopyReadPacketData()
-		if err != nil {
-			r.err = r.recordError(err, ci)
-			return i, r.err
-		}
 		f := &frames[i]
-		f.N = copy(f.Buf, data)
-		f.WireLen = max(ci.Length, len(data))
-		f.Time = 0
-		if !ci.Timestamp.IsZero() {
-			f.Time = ci.Timestamp.UnixNano()
+		if r.ng != nil {
+			if err := r.ng.readFrame(f); err != nil {
+				if err != io.EOF {
+					err = &RecordError{Record: r.stats.Frames + 1, Err: err}
+				}
+				r.err = err
+				return i, err
+			}
+		} else {
+			data, ci, err := r.pr.ZeroCopyReadPacketData()
+			if err != nil {
+				r.err = r.recordError(err, ci)
+				return i, r.err
+			}
+			f.N = copy(f.Buf, data)
+			f.WireLen = max(ci.Length, len(data))
+			f.Time = 0
+			if !ci.Timestamp.IsZero() {
+				f.Time = ci.Timestamp.UnixNano()
+			}
 		}
 		r.stats.Frames++
 		r.stats.Bytes += int64(f.N)
@@ -261,8 +293,8 @@ func (r *Reader) ReadFrames(frames []frame.Frame) (int, error) {
 	return len(frames), nil
 }
 
-// recordError turns the error gopacket returned for the next record into
-// io.EOF at a clean end of file, or a RecordError.
+// recordError turns the error gopacket returned for the next classic
+// record into io.EOF at a clean end of file, or a RecordError.
 func (r *Reader) recordError(err error, ci gopacket.CaptureInfo) error {
 	// A classic record whose header was read but whose data is missing
 	// entirely comes back as io.EOF with the header's lengths filled in.
