@@ -20,6 +20,7 @@ import (
 
 	"github.com/tickwire/tickwire/internal/feed"
 	"github.com/tickwire/tickwire/internal/shareddata"
+	"github.com/tickwire/tickwire/link/pcap"
 	"github.com/tickwire/tickwire/mirror"
 )
 
@@ -474,6 +475,7 @@ func TestBadCaptures(t *testing.T) {
 	for _, c := range []struct {
 		name, path, want string
 	}{
+		{"too many interfaces", write("idbs.pcapng", interfaceFlood(pcap.MaxInterfaces+1)), "too many interfaces"},
 		{"missing", filepath.Join(dir, "nosuch.pcap"), "no such file"},
 		{"empty", write("empty.pcap", nil), "mirrorfeed: "},
 		{"not a capture", write("text.pcap", []byte("this is not a capture file at all, just text\n")), "unknown file format"},
@@ -495,6 +497,27 @@ func TestBadCaptures(t *testing.T) {
 	if !strings.HasPrefix(stdout, "summary: ") || strings.HasPrefix(stdout, "summary: 0 records") {
 		t.Errorf("truncated capture: summary %q", stdout)
 	}
+}
+
+// interfaceFlood returns a little-endian pcapng file of one section with n
+// interface descriptions and nothing else, as in issue 12.
+func interfaceFlood(n int) []byte {
+	le := binary.LittleEndian
+	var b []byte
+	b = le.AppendUint32(b, 0x0a0d0d0a) // section header
+	b = le.AppendUint32(b, 28)
+	b = le.AppendUint32(b, 0x1a2b3c4d)
+	b = le.AppendUint32(b, 1) // version 1.0
+	b = le.AppendUint64(b, ^uint64(0))
+	b = le.AppendUint32(b, 28)
+	for range n {
+		b = le.AppendUint32(b, 1) // interface description
+		b = le.AppendUint32(b, 20)
+		b = le.AppendUint32(b, 1) // Ethernet
+		b = le.AppendUint32(b, 0)
+		b = le.AppendUint32(b, 20)
+	}
+	return b
 }
 
 func TestUsageErrors(t *testing.T) {
