@@ -22,6 +22,13 @@ const (
 	DefaultMaxConnections = 64
 	DefaultARPEntries     = 128
 	DefaultARPTimeout     = 500 * time.Millisecond
+
+	// Keepalive finds a dead peer DefaultKeepaliveIdle +
+	// DefaultKeepaliveCount x DefaultKeepaliveInterval = 55 s after it
+	// last answered.
+	DefaultKeepaliveIdle     = 30 * time.Second
+	DefaultKeepaliveInterval = 5 * time.Second
+	DefaultKeepaliveCount    = 5
 )
 
 // Limits enforced by New.
@@ -37,6 +44,13 @@ const (
 	minARPTimeout = 3 * time.Millisecond // three probes, netstack's 1 ms minimum apart
 	maxARPTimeout = time.Minute
 	maxBusyPoll   = time.Second
+	// Keepalive bounds: Linux's MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL and
+	// MAX_TCP_KEEPCNT, and a floor well under any useful probe rate.
+	minKeepalive      = 10 * time.Millisecond
+	maxKeepalive      = 32767 * time.Second
+	maxKeepaliveCount = 127
+	minIdleTimeout    = 100 * time.Millisecond
+	maxIdleTimeout    = 24 * time.Hour
 )
 
 // Config configures a Stack. The zero value of every field except Link and
@@ -98,6 +112,52 @@ type Config struct {
 	// package doc) and are counted, or reset, when Accept takes them.
 	// Default 64; at most MaxConnectionsLimit.
 	MaxConnections int
+	// MaxConnectionsPerSource bounds the accepted connections from one
+	// remote IPv4 address, so that one host (one that opened its share and
+	// vanished, a runaway reconnect loop) cannot take every slot and lock
+	// the others out. An accept beyond it is reset and counts in
+	// Stats.ConnsRefusedPerSource (one beyond MaxConnections as well counts
+	// in ConnsRefused instead). Dialed connections
+	// are not counted: the program chooses whom it dials, and
+	// MaxConnections bounds them. Clients behind one address (a NAT, a test
+	// whose clients share an address) need it raised. Default
+	// MaxConnections/2, at least 1; 1 to MaxConnections (MaxConnections
+	// turns the limit off).
+	MaxConnectionsPerSource int
+
+	// KeepaliveIdle, KeepaliveInterval and KeepaliveCount set TCP keepalive
+	// on every accepted and dialed connection, so that a peer that vanished
+	// (powered off, unplugged, its traffic dropped) is found and its
+	// connection, with its MaxConnections slot, does not live on forever.
+	// Once nothing has arrived from the peer for KeepaliveIdle, and none of
+	// our data awaits its acknowledgement, a probe is sent every
+	// KeepaliveInterval; after KeepaliveCount unanswered probes the
+	// connection is reset. Data that stays unacknowledged for as long,
+	// KeepaliveIdle + KeepaliveCount x KeepaliveInterval, resets it too
+	// (netstack's TCP_USER_TIMEOUT, as gRPC sets it; this also bounds a zero
+	// receive window the peer never opens). Either way Read and Write then
+	// fail with an error wrapping syscall.ETIMEDOUT, and
+	// Stats.TCPPeerTimeouts counts it; the program's Close frees the slot.
+	// Defaults 30 s, 5 s and 5 probes: a dead peer is found within 55 s.
+	// KeepaliveIdle and KeepaliveInterval 10 ms to 32767 s, KeepaliveCount
+	// 1 to 127 (Linux's bounds); a negative KeepaliveIdle turns keepalive
+	// and the user timeout off (netstack's retransmissions alone then give
+	// up on a dead peer, after minutes, and only while data is in flight).
+	KeepaliveIdle     time.Duration
+	KeepaliveInterval time.Duration
+	KeepaliveCount    int
+
+	// IdleTimeout, when positive, resets a connection on which no data was
+	// read (by Read or an OnReceive handler) or written (by Write) for that
+	// long, whatever TCP keepalive says: a connection whose peer answers
+	// probes but sends nothing is idle. Read and Write then fail with an
+	// error wrapping ErrIdleTimeout, an OnReceive handler gets its last
+	// call with it, Stats.ConnsIdleClosed counts it, and the program's
+	// Close frees the slot. A per-Stack goroutine checks every
+	// IdleTimeout/4, so a connection goes after IdleTimeout to 1.25 x
+	// IdleTimeout of silence; Read and Write cost one atomic add more while
+	// it is on. Default 0: off; else 100 ms to 24 h.
+	IdleTimeout time.Duration
 
 	// ARPEntries bounds the dynamic ARP table. An ARP request from an
 	// unknown host that finds the table full is dropped (Stats.ARPTableFull)
@@ -209,6 +269,33 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxConnections < 1 || c.MaxConnections > MaxConnectionsLimit {
 		return c, configErrorf("MaxConnections", "%d out of range [1, %d]", c.MaxConnections, MaxConnectionsLimit)
 	}
+	if c.MaxConnectionsPerSource == 0 {
+		c.MaxConnectionsPerSource = max(c.MaxConnections/2, 1)
+	}
+	if c.MaxConnectionsPerSource < 1 || c.MaxConnectionsPerSource > c.MaxConnections {
+		return c, configErrorf("MaxConnectionsPerSource", "%d out of range [1, %d] (MaxConnections)", c.MaxConnectionsPerSource, c.MaxConnections)
+	}
+	if c.KeepaliveIdle == 0 {
+		c.KeepaliveIdle = DefaultKeepaliveIdle
+	}
+	if c.KeepaliveIdle > 0 && (c.KeepaliveIdle < minKeepalive || c.KeepaliveIdle > maxKeepalive) {
+		return c, configErrorf("KeepaliveIdle", "%v out of range [%v, %v] (negative: off)", c.KeepaliveIdle, minKeepalive, maxKeepalive)
+	}
+	if c.KeepaliveInterval == 0 {
+		c.KeepaliveInterval = DefaultKeepaliveInterval
+	}
+	if c.KeepaliveInterval < minKeepalive || c.KeepaliveInterval > maxKeepalive {
+		return c, configErrorf("KeepaliveInterval", "%v out of range [%v, %v]", c.KeepaliveInterval, minKeepalive, maxKeepalive)
+	}
+	if c.KeepaliveCount == 0 {
+		c.KeepaliveCount = DefaultKeepaliveCount
+	}
+	if c.KeepaliveCount < 1 || c.KeepaliveCount > maxKeepaliveCount {
+		return c, configErrorf("KeepaliveCount", "%d out of range [1, %d]", c.KeepaliveCount, maxKeepaliveCount)
+	}
+	if c.IdleTimeout != 0 && (c.IdleTimeout < minIdleTimeout || c.IdleTimeout > maxIdleTimeout) {
+		return c, configErrorf("IdleTimeout", "%v out of range [%v, %v] (0: off)", c.IdleTimeout, minIdleTimeout, maxIdleTimeout)
+	}
 	if c.ARPEntries == 0 {
 		c.ARPEntries = DefaultARPEntries
 	}
@@ -246,6 +333,16 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// keepaliveTimeout is how long after its last answer a dead peer is found:
+// KeepaliveIdle + KeepaliveCount x KeepaliveInterval, 0 when keepalive is
+// off. It is also the connections' TCP user timeout.
+func (c *Config) keepaliveTimeout() time.Duration {
+	if c.KeepaliveIdle < 0 {
+		return 0
+	}
+	return c.KeepaliveIdle + time.Duration(c.KeepaliveCount)*c.KeepaliveInterval
 }
 
 func checkMAC(field string, mac net.HardwareAddr) error {

@@ -43,6 +43,19 @@ func TestConfigErrors(t *testing.T) {
 		{"Congestion", func(c *tickwire.Config) { c.Congestion = "bbr" }},
 		{"MaxConnections", func(c *tickwire.Config) { c.MaxConnections = -1 }},
 		{"MaxConnections", func(c *tickwire.Config) { c.MaxConnections = tickwire.MaxConnectionsLimit + 1 }},
+		{"MaxConnectionsPerSource", func(c *tickwire.Config) { c.MaxConnectionsPerSource = -1 }},
+		{"MaxConnectionsPerSource", func(c *tickwire.Config) { c.MaxConnectionsPerSource = 65 }}, // above the default 64
+		{"MaxConnectionsPerSource", func(c *tickwire.Config) { c.MaxConnections, c.MaxConnectionsPerSource = 8, 9 }},
+		{"KeepaliveIdle", func(c *tickwire.Config) { c.KeepaliveIdle = time.Millisecond }},
+		{"KeepaliveIdle", func(c *tickwire.Config) { c.KeepaliveIdle = 32768 * time.Second }},
+		{"KeepaliveInterval", func(c *tickwire.Config) { c.KeepaliveInterval = -time.Second }},
+		{"KeepaliveInterval", func(c *tickwire.Config) { c.KeepaliveInterval = time.Millisecond }},
+		{"KeepaliveInterval", func(c *tickwire.Config) { c.KeepaliveInterval = 32768 * time.Second }},
+		{"KeepaliveCount", func(c *tickwire.Config) { c.KeepaliveCount = -1 }},
+		{"KeepaliveCount", func(c *tickwire.Config) { c.KeepaliveCount = 128 }},
+		{"IdleTimeout", func(c *tickwire.Config) { c.IdleTimeout = -time.Second }},
+		{"IdleTimeout", func(c *tickwire.Config) { c.IdleTimeout = time.Millisecond }},
+		{"IdleTimeout", func(c *tickwire.Config) { c.IdleTimeout = 25 * time.Hour }},
 		{"ARPEntries", func(c *tickwire.Config) { c.ARPEntries = 513 }},
 		{"ARPEntries", func(c *tickwire.Config) { c.ARPEntries = -1 }},
 		{"ARPTimeout", func(c *tickwire.Config) { c.ARPTimeout = time.Microsecond }},
@@ -92,6 +105,40 @@ func TestConfigDefaults(t *testing.T) {
 		got.Congestion != want.Congestion || got.MaxConnections != want.MaxConnections || got.ARPEntries != want.ARPEntries ||
 		got.ARPTimeout != want.ARPTimeout || got.MAC.String() != want.MAC.String() || got.DisableNoDelay || got.SACK {
 		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)
+	}
+	if got.MaxConnectionsPerSource != 32 || got.KeepaliveIdle != 30*time.Second || got.KeepaliveInterval != 5*time.Second ||
+		got.KeepaliveCount != 5 || got.IdleTimeout != 0 {
+		t.Errorf("connection defaults: MaxConnectionsPerSource %d, keepalive %v/%v/%d, IdleTimeout %v; want 32, 30s/5s/5, 0",
+			got.MaxConnectionsPerSource, got.KeepaliveIdle, got.KeepaliveInterval, got.KeepaliveCount, got.IdleTimeout)
+	}
+}
+
+// TestConfigDefaultsFindDeadPeerInAMinute checks the arithmetic behind the
+// keepalive defaults: a peer that vanished is found, and its connection
+// reset, within 60 s of its last answer (issue 12's goal).
+func TestConfigDefaultsFindDeadPeerInAMinute(t *testing.T) {
+	found := tickwire.DefaultKeepaliveIdle + tickwire.DefaultKeepaliveCount*tickwire.DefaultKeepaliveInterval
+	if found > time.Minute {
+		t.Errorf("keepalive defaults find a dead peer after %v, want at most 1m", found)
+	}
+}
+
+// TestConfigPerSourceDefault checks MaxConnectionsPerSource's default,
+// half of MaxConnections and at least 1, and that the limit can be turned
+// off by setting it to MaxConnections.
+func TestConfigPerSourceDefault(t *testing.T) {
+	for _, tc := range []struct{ max, perSource, want int }{
+		{0, 0, 32}, {1, 0, 1}, {3, 0, 1}, {10, 0, 5}, {10, 10, 10}, {10, 1, 1},
+	} {
+		pa, _ := pipe.New(pipe.Options{})
+		s, err := tickwire.New(tickwire.Config{Link: pa, Addr: addrA, MaxConnections: tc.max, MaxConnectionsPerSource: tc.perSource})
+		if err != nil {
+			t.Fatalf("MaxConnections %d, MaxConnectionsPerSource %d: %v", tc.max, tc.perSource, err)
+		}
+		if got := s.Config().MaxConnectionsPerSource; got != tc.want {
+			t.Errorf("MaxConnections %d, MaxConnectionsPerSource %d: got %d, want %d", tc.max, tc.perSource, got, tc.want)
+		}
+		s.Close()
 	}
 }
 

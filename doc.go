@@ -40,7 +40,17 @@
 // Every table and buffer is bounded; the Stats field that counts hitting
 // the bound is in brackets.
 //   - Established TCP connections: Config.MaxConnections, default 64
-//     [ConnsRefused].
+//     [ConnsRefused]; accepted ones from one remote address:
+//     Config.MaxConnectionsPerSource, default half of MaxConnections
+//     [ConnsRefusedPerSource], so that one host cannot lock the others out.
+//   - A connection's life after its peer vanished: TCP keepalive probes it
+//     after Config.KeepaliveIdle of silence, every KeepaliveInterval, and
+//     resets it after KeepaliveCount unanswered probes; data left
+//     unacknowledged as long resets it too. Defaults 30 s, 5 s, 5: 55 s
+//     [TCPPeerTimeouts]. With Config.IdleTimeout (off by default), a
+//     connection on which nothing was read or written for that long is
+//     reset [ConnsIdleClosed]. Either way the program's Close frees the
+//     slots, as after any reset.
 //   - Per TCP connection: Config.SendBuffer and Config.ReceiveBuffer, 32 KiB
 //     each; the receive window advertised is half the receive buffer.
 //   - Per listener: a SYN queue and an accept queue of
@@ -118,8 +128,9 @@
 //
 // A Stack and the listeners and connections it returns are safe for
 // concurrent use.
-// tickwire adds one goroutine per Stack (the ARP evictor), one per
-// connection with an OnReceive handler (it runs the handler when the
-// synchronous path did not) and one per ServeTCP listener (it accepts);
-// netstack runs its TCP processors and timers. Close joins them all.
+// tickwire adds one goroutine per Stack (the ARP evictor), one more with
+// Config.IdleTimeout (the idle sweeper), one per connection with an
+// OnReceive handler (it runs the handler when the synchronous path did not)
+// and one per ServeTCP listener (it accepts); netstack runs its TCP
+// processors and timers. Close joins them all.
 package tickwire

@@ -13,6 +13,11 @@ import (
 // that would exceed Config.MaxConnections.
 var ErrTooManyConnections = errors.New("tickwire: too many connections")
 
+// ErrIdleTimeout is the cause of a Read or Write (and of an OnReceive
+// handler's last call) on a connection that was reset because nothing was
+// read or written on it for Config.IdleTimeout.
+var ErrIdleTimeout = errors.New("tickwire: connection idle for too long")
+
 // ErrHandlerSet is the cause of a Read, or of a second OnReceive, on a
 // connection that has an OnReceive handler.
 var ErrHandlerSet = errors.New("tickwire: connection has a receive handler")

@@ -3,6 +3,7 @@ package tickwire
 import (
 	"net"
 	"net/netip"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
@@ -32,6 +33,11 @@ type ConnOptions struct {
 	ReceiveBuffer int64
 	Congestion    string
 	SndCwnd       uint32 // congestion window, in segments
+
+	Keepalive                        bool
+	KeepaliveIdle, KeepaliveInterval time.Duration
+	KeepaliveCount                   int
+	UserTimeout                      time.Duration
 }
 
 func ConnOptionsOf(c net.Conn) ConnOptions {
@@ -47,6 +53,20 @@ func ConnOptionsOf(c net.Conn) ConnOptions {
 	var info tcpip.TCPInfoOption
 	if err := ep.GetSockOpt(&info); err == nil {
 		o.SndCwnd = info.SndCwnd
+	}
+	o.Keepalive = ep.SocketOptions().GetKeepAlive()
+	var idle tcpip.KeepaliveIdleOption
+	if err := ep.GetSockOpt(&idle); err == nil {
+		o.KeepaliveIdle = time.Duration(idle)
+	}
+	var interval tcpip.KeepaliveIntervalOption
+	if err := ep.GetSockOpt(&interval); err == nil {
+		o.KeepaliveInterval = time.Duration(interval)
+	}
+	o.KeepaliveCount, _ = ep.GetSockOptInt(tcpip.KeepaliveCountOption)
+	var user tcpip.TCPUserTimeoutOption
+	if err := ep.GetSockOpt(&user); err == nil {
+		o.UserTimeout = time.Duration(user)
 	}
 	return o
 }

@@ -51,6 +51,7 @@ func TestConnectionLimitAccept(t *testing.T) {
 		if c.Addr == addrA {
 			c.MaxConnections = 2 * limit // only B's limit is under test
 		}
+		c.MaxConnectionsPerSource = limit // every client is A
 	})
 	ln, err := p.b.ListenTCP(7)
 	if err != nil {
@@ -150,7 +151,7 @@ func TestManyConnections(t *testing.T) {
 	default:
 		n = 1000
 	}
-	p := newPair(t, func(c *tickwire.Config) { c.MaxConnections = 10000 })
+	p := newPair(t, func(c *tickwire.Config) { c.MaxConnections, c.MaxConnectionsPerSource = 10000, 10000 })
 	ln, err := p.b.ListenTCP(7)
 	if err != nil {
 		t.Fatal(err)

@@ -34,14 +34,16 @@ func (l *TCPListener) Accept() (net.Conn, error) {
 }
 
 // AcceptTCP waits for the next connection. A connection beyond
-// Config.MaxConnections is reset and counted, and AcceptTCP keeps waiting.
+// Config.MaxConnectionsPerSource from its peer's address, or beyond
+// Config.MaxConnections, is reset and counted, and AcceptTCP keeps waiting.
 // After Close it returns an error wrapping net.ErrClosed.
 func (l *TCPListener) AcceptTCP() (*TCPConn, error) {
 	entry, notify := waiter.NewChannelEntry(waiter.ReadableEvents)
 	l.wq.EventRegister(&entry)
 	defer l.wq.EventUnregister(&entry)
 	for {
-		n, wq, err := l.ep.Accept(nil)
+		var peer tcpip.FullAddress
+		n, wq, err := l.ep.Accept(&peer)
 		if _, ok := err.(*tcpip.ErrWouldBlock); ok {
 			select {
 			case <-notify:
@@ -60,8 +62,15 @@ func (l *TCPListener) AcceptTCP() (*TCPConn, error) {
 			n.Abort() // sends a RST; the established connections are untouched
 			continue
 		}
+		if !l.s.sources.acquire(peer.Addr) {
+			l.s.conns.release()
+			n.Abort()
+			continue
+		}
 		l.s.conns.accepted.Add(1)
-		return l.s.newTCPConn(wq, n), nil
+		c := l.s.newTCPConn(wq, n)
+		c.src, c.sourced = peer.Addr, true
+		return c, nil
 	}
 }
 

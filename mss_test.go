@@ -154,10 +154,17 @@ func TestConnOptions(t *testing.T) {
 		tweak func(*tickwire.Config)
 		want  tickwire.ConnOptions
 	}{
-		{"defaults", nil, tickwire.ConnOptions{Delay: false, SendBuffer: 32 << 10, ReceiveBuffer: 32 << 10, Congestion: "reno", SndCwnd: 10}},
+		{"defaults", nil, tickwire.ConnOptions{Delay: false, SendBuffer: 32 << 10, ReceiveBuffer: 32 << 10, Congestion: "reno", SndCwnd: 10,
+			Keepalive: true, KeepaliveIdle: 30 * time.Second, KeepaliveInterval: 5 * time.Second, KeepaliveCount: 5, UserTimeout: 55 * time.Second}},
 		{"tuned", func(c *tickwire.Config) {
 			c.DisableNoDelay, c.SendBuffer, c.ReceiveBuffer, c.Congestion, c.MSS = true, 64<<10, 128<<10, "cubic", 1000
-		}, tickwire.ConnOptions{Delay: true, SendBuffer: 64 << 10, ReceiveBuffer: 128 << 10, Congestion: "cubic", SndCwnd: 10}},
+			c.KeepaliveIdle, c.KeepaliveInterval, c.KeepaliveCount = time.Second, 100*time.Millisecond, 2
+		}, tickwire.ConnOptions{Delay: true, SendBuffer: 64 << 10, ReceiveBuffer: 128 << 10, Congestion: "cubic", SndCwnd: 10,
+			Keepalive: true, KeepaliveIdle: time.Second, KeepaliveInterval: 100 * time.Millisecond, KeepaliveCount: 2, UserTimeout: 1200 * time.Millisecond}},
+		// Keepalive off: netstack's own settings (2 h, 75 s, 9), unused.
+		{"keepalive off", func(c *tickwire.Config) { c.KeepaliveIdle = -1 }, tickwire.ConnOptions{
+			SendBuffer: 32 << 10, ReceiveBuffer: 32 << 10, Congestion: "reno", SndCwnd: 10,
+			KeepaliveIdle: 2 * time.Hour, KeepaliveInterval: 75 * time.Second, KeepaliveCount: 9}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPair(t, tc.tweak)

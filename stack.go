@@ -32,6 +32,12 @@ type Stack struct {
 	wire  *wire
 	arp   *arpTable
 	conns connBudget
+	// sources counts accepted connections per remote address against
+	// MaxConnectionsPerSource.
+	sources sourceBudget
+	// idle closes connections idle for Config.IdleTimeout; nil when it is
+	// off.
+	idle *idleSweeper
 
 	// sy runs latency mode's synchronous TCP processing; nil when latency
 	// mode is off (or netstack's internals were not found).
@@ -69,6 +75,44 @@ func (b *connBudget) acquire() bool {
 
 func (b *connBudget) release() { b.open.Add(-1) }
 
+// sourceBudget counts accepted connections per remote IPv4 address against
+// MaxConnectionsPerSource. Its map holds an entry per address with an open
+// accepted connection, so at most MaxConnections entries.
+type sourceBudget struct {
+	max     int
+	refused atomic.Uint64
+
+	mu sync.Mutex
+	// +checklocks:mu
+	open map[tcpip.Address]int
+}
+
+// acquire takes a slot for src, reporting false (and counting a refusal)
+// when src holds max already.
+func (b *sourceBudget) acquire(src tcpip.Address) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.open[src] >= b.max {
+		b.refused.Add(1)
+		return false
+	}
+	if b.open == nil {
+		b.open = make(map[tcpip.Address]int)
+	}
+	b.open[src]++
+	return true
+}
+
+func (b *sourceBudget) release(src tcpip.Address) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n := b.open[src]; n > 1 {
+		b.open[src] = n - 1
+	} else {
+		delete(b.open, src)
+	}
+}
+
 // New builds a Stack on cfg.Link, applying defaults to zero fields. An
 // invalid field yields a *ConfigError naming it. The Stack owns cfg.Link from
 // then on; Close closes it.
@@ -79,6 +123,7 @@ func New(cfg Config) (*Stack, error) {
 	}
 	s := &Stack{cfg: cfg, arp: newARPTable(cfg.ARPEntries), done: make(chan struct{})}
 	s.conns.max = int64(cfg.MaxConnections)
+	s.sources.max = cfg.MaxConnectionsPerSource
 	tcpFactory := tcp.NewProtocol
 	if cfg.Latency && netstackunsafe.Available() {
 		s.sy = newSyncer()
@@ -100,6 +145,14 @@ func New(cfg Config) (*Stack, error) {
 	s.arp.start(func(addr tcpip.Address) {
 		_ = s.st.RemoveNeighbor(nicID, ipv4.ProtocolNumber, addr) // gone already is fine
 	})
+	if cfg.IdleTimeout > 0 {
+		s.idle = newIdleSweeper(cfg.IdleTimeout)
+		s.goroutines.Add(1)
+		go func() {
+			defer s.goroutines.Done()
+			s.idle.run(s.done)
+		}()
+	}
 	return s, nil
 }
 
@@ -188,6 +241,25 @@ func (s *Stack) tcpEndpoint(wq *waiter.Queue) (tcpip.Endpoint, tcpip.Error) {
 	}
 	ep.SocketOptions().SetDelayOption(s.cfg.DisableNoDelay)
 	return ep, nil
+}
+
+// setKeepalive turns keepalive and the user timeout on for an established
+// connection's endpoint (netstack's accepted endpoints do not inherit them
+// from the listener). A peer that reset the connection meanwhile is no
+// error: the endpoint is closed, and the options have nothing left to do.
+func (s *Stack) setKeepalive(ep tcpip.Endpoint) {
+	timeout := s.cfg.keepaliveTimeout()
+	if timeout == 0 {
+		return
+	}
+	idle := tcpip.KeepaliveIdleOption(s.cfg.KeepaliveIdle)
+	interval := tcpip.KeepaliveIntervalOption(s.cfg.KeepaliveInterval)
+	user := tcpip.TCPUserTimeoutOption(timeout)
+	_ = ep.SetSockOpt(&idle)
+	_ = ep.SetSockOpt(&interval)
+	_ = ep.SetSockOptInt(tcpip.KeepaliveCountOption, s.cfg.KeepaliveCount)
+	_ = ep.SetSockOpt(&user)
+	ep.SocketOptions().SetKeepAlive(true)
 }
 
 // ListenTCP listens on port of the stack's address (0 picks a free port).

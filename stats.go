@@ -65,13 +65,16 @@ type Stats struct {
 	TCPSYNCookiesTx    uint64 // SYN-ACKs answered with a SYN cookie (SYN queue full)
 	TCPSYNCookiesRx    uint64 // valid cookies that completed a handshake
 	TCPSYNCookiesBad   uint64 // ACKs with an invalid cookie
+	TCPPeerTimeouts    uint64 // established connections reset because the peer stopped answering: keepalive probes, or data unacknowledged past the user timeout or the retransmission limit
 
 	// Connections.
-	ConnsOpen     uint64 // established connections holding a slot (gauge)
-	ConnsAccepted uint64 // connections returned by Accept
-	ConnsDialed   uint64 // connections returned by DialTCP
-	ConnsRefused  uint64 // accepts reset and dials refused by Config.MaxConnections
-	ConnsFailed   uint64 // dials that failed (refused, unreachable, timed out, cancelled)
+	ConnsOpen             uint64 // established connections holding a slot (gauge)
+	ConnsAccepted         uint64 // connections returned by Accept
+	ConnsDialed           uint64 // connections returned by DialTCP
+	ConnsRefused          uint64 // accepts reset and dials refused by Config.MaxConnections
+	ConnsRefusedPerSource uint64 // accepts reset by Config.MaxConnectionsPerSource (not in ConnsRefused)
+	ConnsIdleClosed       uint64 // connections reset by Config.IdleTimeout
+	ConnsFailed           uint64 // dials that failed (refused, unreachable, timed out, cancelled)
 
 	// Latency mode (zero when it is off).
 	LatencySyncRuns     uint64 // TCP processing runs on a delivering or calling goroutine instead of a netstack processor
@@ -249,12 +252,17 @@ func (s *Stack) Stats() Stats {
 	st.TCPSYNCookiesTx = ns.TCP.ListenOverflowSynCookieSent.Value()
 	st.TCPSYNCookiesRx = ns.TCP.ListenOverflowSynCookieRcvd.Value()
 	st.TCPSYNCookiesBad = ns.TCP.ListenOverflowInvalidSynCookieRcvd.Value()
+	st.TCPPeerTimeouts = ns.TCP.EstablishedTimedout.Value()
 
 	st.ConnsOpen = uint64(s.conns.open.Load())
 	st.ConnsAccepted = s.conns.accepted.Load()
 	st.ConnsDialed = s.conns.dialed.Load()
 	st.ConnsRefused = s.conns.refused.Load()
 	st.ConnsFailed = s.conns.failed.Load()
+	st.ConnsRefusedPerSource = s.sources.refused.Load()
+	if s.idle != nil {
+		st.ConnsIdleClosed = s.idle.closed.Load()
+	}
 	if sy := s.sy; sy != nil {
 		st.LatencySyncRuns = sy.processed.Load()
 		st.LatencyFallbacks = sy.fallbacks.Load()

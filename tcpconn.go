@@ -15,7 +15,8 @@ import (
 // TCPConn is a TCP connection from DialTCP, Accept or ServeTCP: a thin
 // wrapper over a netstack TCP endpoint and its waiter queue. It implements
 // net.Conn; OnReceive switches it to the handler API. It holds one
-// MaxConnections slot until Close.
+// MaxConnections slot (and, when accepted, a MaxConnectionsPerSource slot
+// of its peer's address) until Close.
 //
 // All methods are safe for concurrent use; concurrent Reads (and concurrent
 // Writes) are serialised. Read and Write allocate nothing in steady state.
@@ -32,6 +33,12 @@ import (
 //	      TCPConn.writeMu
 //	        netstack's tcp.Endpoint lock
 //	          outbox.mu, syncer.mu
+//
+// Close and the idle sweeper's reset take endMu around netstack's
+// endpoint lock, so that the reset never reaches a closed endpoint:
+//
+//	TCPConn.endMu
+//	  netstack's tcp.Endpoint lock
 type TCPConn struct {
 	sock
 	s     *Stack
@@ -57,12 +64,25 @@ type TCPConn struct {
 	// the syncer runs its handler inside its own hold of the outbox.
 	inline  atomic.Int32
 	inScope atomic.Bool
+
+	// src is the peer's address when the connection was accepted (sourced):
+	// it holds one of src's MaxConnectionsPerSource slots.
+	src     tcpip.Address
+	sourced bool
+	// activity counts the Reads, Writes and handler calls that moved data,
+	// while idleWatched (Config.IdleTimeout set; immutable) says the idle
+	// sweeper reads it. idleClosed is set by the sweeper's reset.
+	activity    atomic.Uint64
+	idleWatched bool
+	idleClosed  atomic.Bool
+	endMu       sync.Mutex
 }
 
 var _ net.Conn = (*TCPConn)(nil)
 
 func (s *Stack) newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *TCPConn {
-	c := &TCPConn{s: s}
+	s.setKeepalive(ep)
+	c := &TCPConn{s: s, idleWatched: s.idle != nil}
 	c.init(wq, ep, s.cfg.BusyPoll)
 	if s.sy != nil {
 		c.tep, _ = ep.(*tcp.Endpoint)
@@ -77,7 +97,39 @@ func (s *Stack) newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *TCPConn {
 	if a, err := ep.GetRemoteAddress(); err == nil {
 		c.raddr = &net.TCPAddr{IP: a.Addr.AsSlice(), Port: int(a.Port)}
 	}
+	if c.idleWatched {
+		s.idle.add(c)
+	}
 	return c
+}
+
+// moved notes a call that moved data, for the idle sweeper.
+func (c *TCPConn) moved() {
+	if c.idleWatched {
+		c.activity.Add(1)
+	}
+}
+
+// closeIdle resets the connection for Config.IdleTimeout, reporting false
+// when the program closed it first.
+func (c *TCPConn) closeIdle() bool {
+	c.endMu.Lock()
+	defer c.endMu.Unlock()
+	if c.closed.Load() {
+		return false
+	}
+	c.idleClosed.Store(true)
+	c.ep.Abort() // sends a RST; Reads, Writes and the handler see ErrIdleTimeout
+	return true
+}
+
+// cause converts a netstack error as sock.cause does, reporting
+// ErrIdleTimeout after the idle sweeper's reset.
+func (c *TCPConn) cause(err tcpip.Error) error {
+	if c.idleClosed.Load() && !c.closed.Load() {
+		return ErrIdleTimeout
+	}
+	return c.sock.cause(err)
 }
 
 func (c *TCPConn) opError(op string, err error) error {
@@ -133,6 +185,9 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 		c.rw = nil
 		switch err.(type) {
 		case nil:
+			if res.Count > 0 {
+				c.moved()
+			}
 			return res.Count, nil
 		case *tcpip.ErrWouldBlock:
 			if !spin.again() {
@@ -174,6 +229,9 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 		c.release(held)
 		c.wr.Reset(nil)
 		n += int(m)
+		if m > 0 {
+			c.moved()
+		}
 		switch err.(type) {
 		case nil:
 		case *tcpip.ErrWouldBlock:
@@ -198,10 +256,19 @@ func (c *TCPConn) Close() error {
 	if c.sy != nil {
 		c.sy.flows.remove(c.tep)
 	}
-	if !c.shut() {
+	c.endMu.Lock()
+	shut := c.shut()
+	c.endMu.Unlock()
+	if !shut {
 		return c.opError("close", net.ErrClosed)
 	}
 	c.stopReceiving()
+	if c.idleWatched {
+		c.s.idle.remove(c)
+	}
+	if c.sourced {
+		c.s.sources.release(c.src)
+	}
 	c.s.conns.release()
 	return nil
 }

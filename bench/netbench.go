@@ -37,16 +37,17 @@ type stackPair struct {
 
 // newStackPair joins two stacks with a pipe whose queues hold queueLen
 // frames per direction (0: the pipe's default), both in latency mode when
-// latency is set.
+// latency is set. Every connection comes from the client's one address, so
+// the server's per-source limit is maxConns too.
 func newStackPair(maxConns, queueLen int, latency bool) (*stackPair, error) {
 	a, b := pipe.New(pipe.Options{QueueLen: queueLen})
 	arp := map[netip.Addr]net.HardwareAddr{clientPrefix.Addr(): a.MAC(), serverPrefix.Addr(): b.MAC()}
-	client, err := tickwire.New(tickwire.Config{Link: a, MAC: a.MAC(), Addr: clientPrefix, MaxConnections: maxConns, StaticARP: arp, Latency: latency})
+	client, err := tickwire.New(tickwire.Config{Link: a, MAC: a.MAC(), Addr: clientPrefix, MaxConnections: maxConns, MaxConnectionsPerSource: maxConns, StaticARP: arp, Latency: latency})
 	if err != nil {
 		b.Close()
 		return nil, err
 	}
-	server, err := tickwire.New(tickwire.Config{Link: b, MAC: b.MAC(), Addr: serverPrefix, MaxConnections: maxConns, StaticARP: arp, Latency: latency})
+	server, err := tickwire.New(tickwire.Config{Link: b, MAC: b.MAC(), Addr: serverPrefix, MaxConnections: maxConns, MaxConnectionsPerSource: maxConns, StaticARP: arp, Latency: latency})
 	if err != nil {
 		client.Close()
 		return nil, err

@@ -30,8 +30,10 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 	// A UDP test is a bulk stream that a goroutine drains in bursts: 2048
 	// datagrams (at most 3 MB, taken as the queue fills) ride out a reader
 	// starved for a second at 20 Mb/s, where the default 128 last 70 ms.
+	// An iperf3 test's streams (-P) and control connection all come from
+	// the client's one address: the per-source limit is MaxConnections.
 	n, err := tapstack.Open(opts.TAP, tickwire.Config{SendBuffer: opts.Buffer, ReceiveBuffer: opts.Buffer,
-		UDPReceiveQueue: udpReceiveQueue})
+		UDPReceiveQueue: udpReceiveQueue, MaxConnectionsPerSource: tickwire.DefaultMaxConnections})
 	if err != nil {
 		return err
 	}
