@@ -2,6 +2,7 @@ package tickwire
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"time"
@@ -200,6 +201,17 @@ type Config struct {
 	// UDPReceiveQueue x (link MTU - 28) bytes, allocated as it fills.
 	// Default 128 (DefaultUDPReceiveQueue); 1 to MaxUDPReceiveQueue.
 	UDPReceiveQueue int
+
+	// Logger, when not nil, receives the stack's events (accepts reset by
+	// MaxConnections or MaxConnectionsPerSource, at level Warn) and
+	// netstack's own log (its warnings, such as the failures it meets under
+	// a SYN flood), at most 10 records a second: the rest are counted in
+	// Stats.LogSuppressed and the count is attached to the next record that
+	// passes ("suppressed"). netstack's log is process-wide and names no
+	// stack: while several Stacks have Loggers, each distinct Logger gets
+	// all of it. Nil (the default) is silent; from the first New on,
+	// netstack's log goes only to Loggers, never to stderr.
+	Logger *slog.Logger
 }
 
 // withDefaults returns c with defaults applied and validated.

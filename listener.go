@@ -1,6 +1,8 @@
 package tickwire
 
 import (
+	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 
@@ -60,11 +62,13 @@ func (l *TCPListener) AcceptTCP() (*TCPConn, error) {
 		}
 		if !l.s.conns.acquire() {
 			n.Abort() // sends a RST; the established connections are untouched
+			l.refused(peer, "MaxConnections")
 			continue
 		}
 		if !l.s.sources.acquire(peer.Addr) {
 			l.s.conns.release()
 			n.Abort()
+			l.refused(peer, "MaxConnectionsPerSource")
 			continue
 		}
 		l.s.conns.accepted.Add(1)
@@ -72,6 +76,16 @@ func (l *TCPListener) AcceptTCP() (*TCPConn, error) {
 		c.src, c.sourced = peer.Addr, true
 		return c, nil
 	}
+}
+
+// refused logs an accept reset by the limit named.
+func (l *TCPListener) refused(peer tcpip.FullAddress, limit string) {
+	if l.s.log == nil {
+		return
+	}
+	l.s.log.log(slog.LevelWarn, "tickwire: connection reset",
+		slog.String("peer", fmt.Sprintf("%v:%d", peer.Addr, peer.Port)),
+		slog.String("limit", limit), slog.Int("port", l.addr.Port))
 }
 
 func (l *TCPListener) isClosed() bool {

@@ -38,6 +38,8 @@ type Stack struct {
 	// idle closes connections idle for Config.IdleTimeout; nil when it is
 	// off.
 	idle *idleSweeper
+	// log is Config.Logger behind its rate limit; nil without a Logger.
+	log *eventLog
 
 	// sy runs latency mode's synchronous TCP processing; nil when latency
 	// mode is off (or netstack's internals were not found).
@@ -142,6 +144,7 @@ func New(cfg Config) (*Stack, error) {
 	if bp, ok := cfg.Link.(link.BusyPoller); ok && cfg.BusyPoll > 0 {
 		bp.SetBusyPoll(cfg.BusyPoll) // link/tap polls the device before it parks
 	}
+	s.log = acquireEventLog(cfg.Logger)
 	s.arp.start(func(addr tcpip.Address) {
 		_ = s.st.RemoveNeighbor(nicID, ipv4.ProtocolNumber, addr) // gone already is fine
 	})
@@ -225,6 +228,7 @@ func (s *Stack) Close() error {
 		s.goroutines.Wait()
 		s.wire.out.close()
 		s.arp.stop()
+		s.log.release()
 	})
 	return nil
 }

@@ -86,6 +86,9 @@ type Stats struct {
 	LatencyACKsLate     uint64 // delayed ACKs sent when their delay (0.5 to 1 ms) ran out, nothing having carried them
 	LatencyACKEvictions uint64 // connections whose delayed-ACK state was evicted by another's (a 256-slot table)
 	LatencyTCPDirect    uint64 // TCP segments of held connections queued straight to their endpoint, past netstack's IPv4 layer and demultiplexer
+
+	// Logging.
+	LogSuppressed uint64 // records not passed to Config.Logger because 10 had passed in that second (the Logger's count, shared by the Stacks that share it)
 }
 
 // statsNames are the names of Stats' fields, in field order. Every field
@@ -260,6 +263,9 @@ func (s *Stack) Stats() Stats {
 	st.ConnsRefused = s.conns.refused.Load()
 	st.ConnsFailed = s.conns.failed.Load()
 	st.ConnsRefusedPerSource = s.sources.refused.Load()
+	if s.log != nil {
+		st.LogSuppressed = s.log.suppressed.Load()
+	}
 	if s.idle != nil {
 		st.ConnsIdleClosed = s.idle.closed.Load()
 	}
