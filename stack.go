@@ -179,6 +179,8 @@ func (s *Stack) configure() error {
 
 	addr := tcpip.AddrFrom4(cfg.Addr.Addr().As4())
 	s.wire = newWire(cfg.Link, cfg.MTU, cfg.MSS, addr, s.arp, s.sy)
+	s.wire.subnet = tcpip.AddressWithPrefix{Address: addr, PrefixLen: cfg.Addr.Bits()}.Subnet()
+	s.wire.routed = cfg.Gateway.IsValid()
 	s.wire.udp = newUDPTable(s)
 	cfg.Link.SetLinkAddress(tcpip.LinkAddress(cfg.MAC))
 	if err := s.st.CreateNICWithOptions(nicID, s.wire, gstack.NICOptions{Name: "tw0", QDisc: &passThrough{w: s.wire}}); err != nil {

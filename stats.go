@@ -41,6 +41,7 @@ type Stats struct {
 	DropTCPChecksum   uint64 // TCP segments with a bad checksum
 	DropTCPInvalid    uint64 // TCP segments netstack rejected as malformed or out of state
 	DropTCPListenFull uint64 // SYNs and handshake ACKs dropped because a listener's accept queue was full
+	DropTCPSYNSource  uint64 // SYNs nobody can answer: from a broadcast, multicast, unspecified or our own address, or from off the subnet without a Gateway (tickwire)
 	DropTotal         uint64 // netstack's total of dropped packets (overlaps the above)
 
 	// ICMP.
@@ -62,6 +63,7 @@ type Stats struct {
 	TCPTimeouts        uint64 // retransmission timer expiries
 	TCPResetsTx        uint64
 	TCPResetsRx        uint64
+	TCPNoACKRx         uint64 // segments with none of SYN, ACK and RST (NULL and FIN scans), which TCP discards or answers with a RST on a closed port
 	TCPSYNCookiesTx    uint64 // SYN-ACKs answered with a SYN cookie (SYN queue full)
 	TCPSYNCookiesRx    uint64 // valid cookies that completed a handshake
 	TCPSYNCookiesBad   uint64 // ACKs with an invalid cookie
@@ -84,7 +86,7 @@ type Stats struct {
 	LatencyACKsMerged   uint64 // pure ACKs dropped because a later segment of the same connection (an answer, the next request, another ACK) carried the acknowledgement
 	LatencyACKsHeld     uint64 // pure ACKs delayed (held past the batch they were written in)
 	LatencyACKsLate     uint64 // delayed ACKs sent when their delay (0.5 to 1 ms) ran out, nothing having carried them
-	LatencyACKEvictions uint64 // connections whose delayed-ACK state was evicted by another's (a 256-slot table)
+	LatencyACKEvictions uint64 // connections past the handshake whose delayed-ACK state another connection took (a 256-slot table): their next ACK is not delayed
 	LatencyTCPDirect    uint64 // TCP segments of held connections queued straight to their endpoint, past netstack's IPv4 layer and demultiplexer
 
 	// Logging.
@@ -159,6 +161,7 @@ type wireCounters struct {
 	ethRx, ethTx, ipRx, ipTx, arpRx, arpTx     counter
 	icmpRx, icmpTx, udpRx, udpTx, tcpRx, tcpTx counter
 	dropEtherType, dropIPv4Checksum            atomic.Uint64
+	tcpNoACK, dropSYNSource                    atomic.Uint64 // see wire.inboundTCP
 	tcpDirect                                  atomic.Uint64 // latency mode: segments past netstack's network layer
 }
 
@@ -222,6 +225,7 @@ func (s *Stack) Stats() Stats {
 	st.DropTCPChecksum = ns.TCP.ChecksumErrors.Value()
 	st.DropTCPInvalid = ns.TCP.InvalidSegmentsReceived.Value()
 	st.DropTCPListenFull = ns.TCP.ListenOverflowSynDrop.Value() + ns.TCP.ListenOverflowAckDrop.Value()
+	st.DropTCPSYNSource = w.dropSYNSource.Load()
 	st.DropTotal = ns.DroppedPackets.Value()
 	if l, ok := s.cfg.Link.(link.ChecksumDropCounter); ok {
 		ipv4, tcp, udp, icmp := l.RxChecksumDrops()
@@ -252,6 +256,7 @@ func (s *Stack) Stats() Stats {
 	st.TCPTimeouts = ns.TCP.Timeouts.Value()
 	st.TCPResetsTx = ns.TCP.ResetsSent.Value()
 	st.TCPResetsRx = ns.TCP.ResetsReceived.Value()
+	st.TCPNoACKRx = w.tcpNoACK.Load()
 	st.TCPSYNCookiesTx = ns.TCP.ListenOverflowSynCookieSent.Value()
 	st.TCPSYNCookiesRx = ns.TCP.ListenOverflowSynCookieRcvd.Value()
 	st.TCPSYNCookiesBad = ns.TCP.ListenOverflowInvalidSynCookieRcvd.Value()

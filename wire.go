@@ -22,6 +22,8 @@ type wire struct {
 	mtu      uint32
 	mss      uint16
 	addr     tcpip.Address // our IPv4 address
+	subnet   tcpip.Subnet  // on-link addresses (Config.Addr)
+	routed   bool          // a Gateway reaches the rest
 	arp      *arpTable
 	sy       *syncer // nil outside latency mode
 	out      *outbox // nil outside latency mode
@@ -88,7 +90,7 @@ func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuff
 		if w.deliverTCP(pkt, frozen) {
 			return
 		}
-		if w.inboundSYN(proto, pkt) {
+		if w.inboundTCP(proto, pkt) {
 			return
 		}
 	default:
@@ -125,11 +127,19 @@ func (w *wire) inboundIPv4(pkt *gstack.PacketBuffer, size int) bool {
 	return true
 }
 
-// inboundSYN rewrites the options of an inbound TCP SYN that needs it (see
-// rewriteSYN) and delivers the rewritten copy itself, reporting true. The
-// original bytes may be shared with the sender (link/pipe hands buffers
-// over), so they are copied, not edited; SYNs are rare enough.
-func (w *wire) inboundSYN(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer) bool {
+// inboundTCP screens an inbound TCP segment on its way to netstack and
+// reports whether it took pkt (dropped or delivered it itself):
+//   - a segment with none of SYN, ACK and RST (a NULL or FIN scan) is
+//     counted and passed on: TCP discards it, or answers with a RST on a
+//     closed port (RFC 9293 3.10.7.1), as netstack does without a count;
+//   - a SYN that cannot be answered is dropped and counted: from a
+//     broadcast, multicast, unspecified or our own address, or from off
+//     the subnet when there is no Gateway (netstack drops those silently);
+//   - a SYN whose options need it is rewritten (see rewriteSYN) and the
+//     copy delivered. The original bytes may be shared with the sender
+//     (link/pipe hands buffers over), so they are copied, not edited; SYNs
+//     are rare enough.
+func (w *wire) inboundTCP(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer) bool {
 	b, ok := pkt.Data().PullUp(header.IPv4MinimumSize)
 	if !ok {
 		return false
@@ -142,9 +152,20 @@ func (w *wire) inboundSYN(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketB
 	if ihl < header.IPv4MinimumSize {
 		return false
 	}
+	src := ip.SourceAddress()
 	b, ok = pkt.Data().PullUp(ihl + header.TCPMinimumSize)
-	if !ok || header.TCP(b[ihl:]).Flags()&header.TCPFlagSyn == 0 {
+	if !ok {
 		return false
+	}
+	switch flags := header.TCP(b[ihl:]).Flags(); {
+	case flags&(header.TCPFlagSyn|header.TCPFlagAck|header.TCPFlagRst) == 0:
+		w.counters.tcpNoACK.Add(1)
+		return false
+	case flags&header.TCPFlagSyn == 0:
+		return false
+	case flags&header.TCPFlagAck == 0 && !w.answerable(src):
+		w.counters.dropSYNSource.Add(1)
+		return true
 	}
 	dataOff := int(b[ihl+header.TCPDataOffset]>>4) * 4
 	b, ok = pkt.Data().PullUp(ihl + dataOff)
@@ -165,6 +186,19 @@ func (w *wire) inboundSYN(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketB
 	rewriteSYN(b[ihl:], w.mss)
 	w.Endpoint.DeliverNetworkPacket(proto, cp)
 	return true
+}
+
+// answerable reports whether a SYN from src can be answered: src is an
+// ordinary unicast address other than ours, on the subnet or reachable
+// through the Gateway.
+func (w *wire) answerable(src tcpip.Address) bool {
+	a := src.As4()
+	switch {
+	case src == w.addr, src == header.IPv4Broadcast, src == w.subnet.Broadcast(),
+		a[0]&0xf0 == 0xe0, src == header.IPv4Any:
+		return false
+	}
+	return w.routed || w.subnet.Contains(src)
 }
 
 // WritePackets implements stack.LinkEndpoint.WritePackets. It does NOT take
