@@ -116,6 +116,9 @@ type ackFlow struct {
 	// batchOnly: held is not delayed, only kept to the end of the batch
 	// being classified, in case a segment behind it carries it.
 	batchOnly bool
+	// handshake: the flow has sent only SYNs (a SYN-ACK that may never
+	// become a connection): losing its slot is not counted as an eviction.
+	handshake bool
 }
 
 // owedACK is an endpoint whose ACK has been owed since tick since.
@@ -289,14 +292,22 @@ func (o *outbox) classifyLocked(pkt *gstack.PacketBuffer) {
 	key := segmentFlow(ip, tcp)
 	slot := key.slot()
 	f := &o.flows[slot]
+	flags := tcp.Flags()
+	if f.used && f.key != key && flags&(header.TCPFlagSyn|header.TCPFlagRst) != 0 {
+		// A SYN-ACK or a RST never delays an ACK: it leaves without taking
+		// the slot from the connection that has it (under a SYN or ACK
+		// flood, each SYN-ACK or RST names a new flow).
+		o.sending.PushBack(pkt)
+		return
+	}
 	if !f.used || f.key != key {
-		if f.used {
+		if f.used && !f.handshake {
 			o.evicted.Add(1)
 		}
 		o.dropFlowLocked(f, true)
 		*f = ackFlow{key: key, used: true}
 	}
-	flags := tcp.Flags()
+	f.handshake = flags&header.TCPFlagSyn != 0 && (f.handshake || !f.acked)
 	ack := seqnum.Value(tcp.AckNumber())
 	hasACK := flags&header.TCPFlagAck != 0
 	superseded := false
