@@ -67,6 +67,8 @@
 //     datagram at most 30 s [DropIPv4Malformed].
 //   - link/pipe: 1024 frames per direction waiting behind a delivery in
 //     progress (pipe.Stats.Dropped).
+//   - Config.Logger: at most 10 records a second per Logger, the stack's
+//     events and netstack's log together [LogSuppressed].
 //
 // # net.Conn or the handler API
 //
