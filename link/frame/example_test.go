@@ -24,6 +24,7 @@ func (s *memSource) ReadFrames(batch []frame.Frame) (int, error) {
 		f.N = copy(f.Buf, s.frames[s.next])
 		f.WireLen = len(s.frames[s.next])
 		f.Time = s.times[s.next]
+		f.LinkType = frame.LinkTypeEthernet
 		s.next++
 		n++
 	}

@@ -1,6 +1,6 @@
 // Package frame defines the one small interface that every frame source in
 // tickwire implements: a batch of link-layer frames, each with its capture
-// timestamp, read into buffers that the caller owns.
+// timestamp and link type, read into buffers that the caller owns.
 //
 // The pcap and pcapng file reader (link/pcap) and live AF_PACKET capture
 // (link/afpacket) implement Source, so the same reader serves both data
@@ -13,7 +13,7 @@
 //	for {
 //		n, err := src.ReadFrames(batch)
 //		for _, f := range batch[:n] {
-//			handle(f.Data(), f.Time)
+//			handle(f.LinkType, f.Data(), f.Time)
 //		}
 //		if err != nil {
 //			break // io.EOF at the end of a file
@@ -41,6 +41,97 @@ type Frame struct {
 	// Time is the capture timestamp in nanoseconds since the Unix epoch,
 	// 0 when the source does not know it.
 	Time int64
+	// LinkType is the link-layer header type of the frame's bytes, a pcap
+	// LINKTYPE_ number (LinkTypeEthernet and the other LinkType constants).
+	// Every Source in tickwire sets it on every frame. 0 is read as
+	// Ethernet, so that a Source written before this field existed still
+	// means what it did; 0 is LINKTYPE_NULL (BSD loopback), which no
+	// consumer in tickwire decodes.
+	LinkType uint16
+}
+
+// Link-layer header types, as numbered by pcap's LINKTYPE_ values
+// (https://www.tcpdump.org/linktypes.html). The ones listed are those that
+// tickwire's readers and the mirror reassembler decode.
+const (
+	// LinkTypeEthernet is an Ethernet frame, possibly VLAN-tagged.
+	LinkTypeEthernet = 1
+	// LinkTypeRaw is a raw IP packet, IPv4 or IPv6 by its version field.
+	LinkTypeRaw = 101
+	// LinkTypeLinuxSLL is a Linux cooked capture, version 1: a 16-byte
+	// header whose last two bytes hold the EtherType (tcpdump -i any).
+	LinkTypeLinuxSLL = 113
+	// LinkTypeIPv4 is a raw IPv4 packet.
+	LinkTypeIPv4 = 228
+	// LinkTypeLinuxSLL2 is a Linux cooked capture, version 2: a 20-byte
+	// header whose first two bytes hold the EtherType (tcpdump -i any
+	// since libpcap 1.10).
+	LinkTypeLinuxSLL2 = 276
+)
+
+// LinkTypeName returns the name of pcap link type lt without its
+// LINKTYPE_ prefix ("ETHERNET", "LINUX_SLL", "IEEE802_11"), or "" when this
+// package does not know it.
+func LinkTypeName(lt uint16) string {
+	switch lt {
+	case 0:
+		return "NULL"
+	case LinkTypeEthernet:
+		return "ETHERNET"
+	case 6:
+		return "IEEE802_5"
+	case 8:
+		return "SLIP"
+	case 9:
+		return "PPP"
+	case 10:
+		return "FDDI"
+	case 50:
+		return "PPP_HDLC"
+	case 51:
+		return "PPP_ETHER"
+	case 100:
+		return "ATM_RFC1483"
+	case LinkTypeRaw:
+		return "RAW"
+	case 104:
+		return "C_HDLC"
+	case 105:
+		return "IEEE802_11"
+	case 107:
+		return "FRELAY"
+	case 108:
+		return "LOOP"
+	case LinkTypeLinuxSLL:
+		return "LINUX_SLL"
+	case 127:
+		return "IEEE802_11_RADIOTAP"
+	case 187:
+		return "BLUETOOTH_HCI_H4"
+	case 189:
+		return "USB_LINUX"
+	case 195:
+		return "IEEE802_15_4_WITHFCS"
+	case 201:
+		return "BLUETOOTH_HCI_H4_WITH_PHDR"
+	case 215:
+		return "IEEE802_15_4_NONASK_PHY"
+	case 220:
+		return "USB_LINUX_MMAPPED"
+	case LinkTypeIPv4:
+		return "IPV4"
+	case 229:
+		return "IPV6"
+	case 239:
+		return "NFLOG"
+	case 249:
+		return "USBPCAP"
+	case 253:
+		return "NETLINK"
+	case LinkTypeLinuxSLL2:
+		return "LINUX_SLL2"
+	}
+	return ""
 }
 
 // Data returns the frame's bytes, Buf[:N]. They are valid until the next

@@ -31,3 +31,14 @@ func TestFrameDataAndTruncated(t *testing.T) {
 		t.Fatal("whole frame reported truncated")
 	}
 }
+
+func TestLinkTypeName(t *testing.T) {
+	for lt, want := range map[uint16]string{
+		LinkTypeEthernet: "ETHERNET", LinkTypeRaw: "RAW", LinkTypeLinuxSLL: "LINUX_SLL",
+		LinkTypeIPv4: "IPV4", LinkTypeLinuxSLL2: "LINUX_SLL2", 105: "IEEE802_11", 0: "NULL", 999: "",
+	} {
+		if got := LinkTypeName(lt); got != want {
+			t.Errorf("LinkTypeName(%d) = %q, want %q", lt, got, want)
+		}
+	}
+}
