@@ -213,6 +213,7 @@ func (s *Source) readLocked(frames []frame.Frame, deadline time.Time) (int, read
 			f.N = copy(f.Buf, data)
 			f.WireLen = max(ci.Length, len(data))
 			f.Time = ci.Timestamp.UnixNano()
+			f.LinkType = frame.LinkTypeEthernet
 			if f.Truncated() {
 				s.truncated.Add(1)
 			}
