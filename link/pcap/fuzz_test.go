@@ -10,8 +10,8 @@ import (
 	"github.com/tickwire/tickwire/link/frame"
 )
 
-// FuzzReader feeds arbitrary bytes to the reader: it must return frames or
-// a typed error, never panic or hang. The crafted pcapng seeds in
+// FuzzReader feeds arbitrary bytes to the reader: it must return frames of
+// supported link types or a typed error, never panic or hang. The crafted pcapng seeds in
 // testdata/fuzz/FuzzReader reach the block and record bounds and each block
 // kind. (A seed past MaxInterfaces is 82 KB; TestPcapngTooManyInterfaces
 // covers that bound, since the fuzzer stalls minimising inputs that size.)
@@ -24,7 +24,8 @@ func FuzzReader(f *testing.F) {
 		r, err := NewReader(bytes.NewReader(data))
 		if err != nil {
 			var he *HeaderError
-			if !errors.As(err, &he) {
+			var le *LinkTypeError
+			if !errors.As(err, &he) && !errors.As(err, &le) {
 				t.Fatalf("header: %T %v", err, err)
 			}
 			return
@@ -33,6 +34,9 @@ func FuzzReader(f *testing.F) {
 		for i := 0; ; i++ {
 			n, err := r.ReadFrames(batch)
 			for _, fr := range batch[:n] {
+				if !supportedLinkType(fr.LinkType) {
+					t.Fatalf("frame of unsupported link type %d", fr.LinkType)
+				}
 				if fr.N > len(fr.Buf) || fr.WireLen < fr.N {
 					t.Fatalf("frame N %d WireLen %d slot %d", fr.N, fr.WireLen, len(fr.Buf))
 				}

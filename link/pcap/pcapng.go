@@ -59,11 +59,12 @@ const (
 
 // ngInterface is what the reader keeps of an interface description block.
 type ngInterface struct {
-	linkType layers.LinkType
-	snapLen  uint32
-	units    uint64 // timestamp units per second, from if_tsresol
-	nsPer    uint64 // nanoseconds per unit when that is a whole number, else 0
-	offset   int64  // seconds added to every timestamp, from if_tsoffset
+	linkType  layers.LinkType
+	supported bool // supportedLinkType(linkType)
+	snapLen   uint32
+	units     uint64 // timestamp units per second, from if_tsresol
+	nsPer     uint64 // nanoseconds per unit when that is a whole number, else 0
+	offset    int64  // seconds added to every timestamp, from if_tsoffset
 }
 
 // nanos converts a packet block's timestamp to nanoseconds since the epoch.
@@ -258,6 +259,7 @@ func (r *ngReader) readInterface(total uint32) error {
 		return err
 	}
 	ifc := ngInterface{linkType: layers.LinkType(r.u16(h[8:])), snapLen: r.u32(h[12:])}
+	ifc.supported = supportedLinkType(uint16(ifc.linkType))
 	resol, offset := byte(6), int64(0)
 	if err := r.discard(16); err != nil {
 		return err
@@ -325,8 +327,8 @@ func (r *ngReader) readInterface(total uint32) error {
 }
 
 // readFrame copies the next packet record into f. It returns io.EOF at a
-// clean end of the file, and skips records of interfaces whose link type
-// is not the reader's.
+// clean end of the file, and a *LinkTypeError at a record of an interface
+// whose link type is not supported.
 func (r *ngReader) readFrame(f *frame.Frame) error {
 	for {
 		typ, total, err := r.blockHeader()
@@ -383,9 +385,10 @@ func (r *ngReader) readPacket(f *frame.Frame, typ, total uint32) (bool, error) {
 	if (capLen+3)&^3 > total-32 {
 		return false, malformed("captured length %d overflows a packet block of length %d", capLen, total)
 	}
-	if ifc.linkType != r.linkType {
-		return false, r.skip(total, 0)
+	if !ifc.supported {
+		return false, &LinkTypeError{LinkType: uint16(ifc.linkType), Interface: int(id)}
 	}
+	f.LinkType = uint16(ifc.linkType)
 	f.Time = ifc.nanos(uint64(r.u32(h[12:]))<<32 | uint64(r.u32(h[16:])))
 	f.WireLen = max(int(wireLen), int(capLen))
 	return true, r.readData(f, int(capLen), total, 28)
@@ -413,9 +416,10 @@ func (r *ngReader) readSimple(f *frame.Frame, total uint32) (bool, error) {
 	if capLen > MaxRecordLen {
 		return false, ErrRecordTooLarge
 	}
-	if ifc.linkType != r.linkType {
-		return false, r.skip(total, 0)
+	if !ifc.supported {
+		return false, &LinkTypeError{LinkType: uint16(ifc.linkType), Interface: 0}
 	}
+	f.LinkType = uint16(ifc.linkType)
 	f.Time = 0
 	f.WireLen = max(int(wireLen), int(capLen))
 	return true, r.readData(f, int(capLen), total, 12)

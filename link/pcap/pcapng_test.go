@@ -356,11 +356,11 @@ func TestPcapngBlocks(t *testing.T) {
 		n.iface(layers.LinkTypeEthernet, 0,
 			ngOption{2, []byte("eth0")}, ngOption{ngOptTSResol, []byte{9}}, ngOption{3, make([]byte, 1001)})
 		n.iface(layers.LinkTypeEthernet, 0, ngOption{ngOptTSOffset, opt8(order, 10)})  // microseconds, 10 s later
-		n.iface(layers.LinkTypeRaw, 0)                                                 // another link type: skipped
+		n.iface(layers.LinkTypeLinuxSLL, 0)                                            // another link type
 		n.iface(layers.LinkTypeEthernet, 0, ngOption{ngOptTSResol, []byte{0x80 | 10}}) // 1/1024 s
 		n.iface(layers.LinkTypeEthernet, 0, ngOption{ngOptTSResol, []byte{12}})        // picoseconds
 		n.epb(0, uint64(base)+7, p1, 100, ngOption{1, []byte("a comment, skipped")})
-		n.epb(2, 1, []byte("raw IP, skipped"), 15)
+		n.epb(2, 1, []byte("a cooked frame"), 14)
 		n.epb(1, secs*1e6+123456, p2, len(p2))
 		n.block(5, make([]byte, 20)) // interface statistics, skipped
 		n.pb(3, secs*1024+512, p3)
@@ -374,13 +374,14 @@ func TestPcapngBlocks(t *testing.T) {
 		m.b = append(n.b, m.b...)
 
 		want := []testFrame{
-			{base + 7, p1, 100},
-			{(int64(secs)+10)*1e9 + 123456000, p2, len(p2)},
-			{int64(secs)*1e9 + 5e8, p3, len(p3)},
-			{1000*1e9 + 999_999_999, p1, len(p1)},
-			{0, p3, len(p3)},
-			{base + 1000, p2, len(p2)},
-			{0, p2[:4], len(p2)}, // the snap length cuts a simple packet
+			{ts: base + 7, data: p1, wireLen: 100},
+			{ts: 1000, data: []byte("a cooked frame"), wireLen: 14, link: frame.LinkTypeLinuxSLL},
+			{ts: (int64(secs)+10)*1e9 + 123456000, data: p2, wireLen: len(p2)},
+			{ts: int64(secs)*1e9 + 5e8, data: p3, wireLen: len(p3)},
+			{ts: 1000*1e9 + 999_999_999, data: p1, wireLen: len(p1)},
+			{ts: 0, data: p3, wireLen: len(p3)},
+			{ts: base + 1000, data: p2, wireLen: len(p2)},
+			{ts: 0, data: p2[:4], wireLen: len(p2)}, // the snap length cuts a simple packet
 		}
 		r, err := NewReader(bytes.NewReader(m.b))
 		if err != nil {

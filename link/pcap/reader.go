@@ -84,6 +84,49 @@ var (
 	ErrClosed = errors.New("pcap: reader closed")
 )
 
+// ErrUnsupportedLinkType is wrapped by every LinkTypeError.
+var ErrUnsupportedLinkType = errors.New("pcap: unsupported link type")
+
+// LinkTypeError reports a capture, or a pcapng interface, whose link type
+// the Reader does not decode. The Reader supports the link types that
+// link/frame names: Ethernet, Linux cooked captures (SLL and SLL2) and raw
+// IP (RAW and IPV4); it refuses the others rather than hand on frames that
+// nobody downstream would decode.
+type LinkTypeError struct {
+	// LinkType is the pcap LINKTYPE_ number.
+	LinkType uint16
+	// Interface is the index of the pcapng interface in its section, or
+	// -1 for a classic pcap file.
+	Interface int
+}
+
+// Error implements error. It names the link type by number and, when
+// known, by name: "pcap: unsupported link type 105 (IEEE802_11)".
+func (e *LinkTypeError) Error() string {
+	s := "pcap: "
+	if e.Interface >= 0 {
+		s += fmt.Sprintf("interface %d: ", e.Interface)
+	}
+	s += fmt.Sprintf("unsupported link type %d", e.LinkType)
+	if name := frame.LinkTypeName(e.LinkType); name != "" {
+		s += " (" + name + ")"
+	}
+	return s
+}
+
+// Unwrap returns ErrUnsupportedLinkType.
+func (e *LinkTypeError) Unwrap() error { return ErrUnsupportedLinkType }
+
+// supportedLinkType reports whether the Reader hands on frames of link type
+// lt.
+func supportedLinkType(lt uint16) bool {
+	switch lt {
+	case frame.LinkTypeEthernet, frame.LinkTypeRaw, frame.LinkTypeLinuxSLL, frame.LinkTypeIPv4, frame.LinkTypeLinuxSLL2:
+		return true
+	}
+	return false
+}
+
 // HeaderError reports a file whose header (the classic file header, or the
 // first pcapng section header) could not be read.
 type HeaderError struct {
@@ -143,6 +186,17 @@ type ReaderStats struct {
 // concurrent use. Errors are sticky: after a RecordError every later call
 // returns the same error, because the position in the file is lost.
 //
+// Every frame carries the link type of its file (classic pcap) or of its
+// interface (pcapng) in Frame.LinkType; a pcapng file may mix interfaces
+// of different supported link types. Supported are Ethernet, Linux cooked
+// captures (SLL, SLL2) and raw IP (RAW, IPV4). NewReader refuses a classic
+// file of any other link type with a *LinkTypeError, since none of its
+// records could be decoded. In a pcapng file an interface of another link
+// type is accepted until a packet record of it is read: ReadFrames then
+// returns the frames before it and a *RecordError wrapping a
+// *LinkTypeError. Interfaces that record no packet (a capture started on
+// several devices of which some stayed silent) cost nothing.
+//
 // A pcapng section holds at most MaxInterfaces interfaces, each block is at
 // most MaxBlockLen bytes and each record at most MaxRecordLen; past a bound
 // ReadFrames returns a RecordError wrapping ErrTooManyInterfaces,
@@ -157,6 +211,7 @@ type Reader struct {
 	format   Format
 	bigEnd   bool
 	linkType layers.LinkType
+	link     uint16 // Frame.LinkType of a classic file's frames
 	err      error
 	stats    ReaderStats
 }
@@ -210,7 +265,10 @@ func NewReader(r io.Reader) (*Reader, error) {
 		if pr.Snaplen() > MaxRecordLen {
 			pr.SetSnaplen(MaxRecordLen)
 		}
-		rd.pr, rd.linkType = pr, pr.LinkType()
+		rd.pr, rd.linkType, rd.link = pr, pr.LinkType(), uint16(pr.LinkType())
+		if !supportedLinkType(rd.link) {
+			return nil, &LinkTypeError{LinkType: rd.link, Interface: -1}
+		}
 		rd.format = FormatPcap
 		if m == magicNano || m == magicNanoSwap {
 			rd.format = FormatPcapNano
@@ -243,16 +301,18 @@ func (r *Reader) Format() Format { return r.format }
 func (r *Reader) BigEndian() bool { return r.bigEnd }
 
 // LinkType returns the link type of the file (of its first interface for
-// pcapng; like libpcap, records of interfaces with another link type are
-// skipped). layers.LinkTypeEthernet is 1.
+// pcapng, whose other interfaces may have other link types: each frame
+// carries its own in Frame.LinkType). layers.LinkTypeEthernet is 1.
 func (r *Reader) LinkType() layers.LinkType { return r.linkType }
 
 // Stats returns the counters so far.
 func (r *Reader) Stats() ReaderStats { return r.stats }
 
 // ReadFrames implements frame.Source. It copies up to len(frames) records
-// into the frames' Buf, setting N, WireLen and Time (nanoseconds since the
-// Unix epoch, 0 for pcapng simple packet blocks that carry none). A record
+// into the frames' Buf, setting N, WireLen, LinkType and Time (nanoseconds
+// since the Unix epoch, 0 for pcapng simple packet blocks that carry none).
+// A record of a pcapng interface whose link type is not supported ends the
+// read with a *RecordError wrapping a *LinkTypeError. A record
 // longer than its slot is cut to len(Buf) and counted as truncated. At the
 // end of the file it returns the frames read so far with io.EOF; on a bad
 // record it returns the frames before it with a *RecordError. It does not
@@ -279,6 +339,7 @@ func (r *Reader) ReadFrames(frames []frame.Frame) (int, error) {
 			}
 			f.N = copy(f.Buf, data)
 			f.WireLen = max(ci.Length, len(data))
+			f.LinkType = r.link
 			f.Time = 0
 			if !ci.Timestamp.IsZero() {
 				f.Time = ci.Timestamp.UnixNano()

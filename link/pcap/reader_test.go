@@ -25,6 +25,7 @@ type testFrame struct {
 	ts      int64 // ns since the epoch; multiples of 1000 survive microsecond files
 	data    []byte
 	wireLen int
+	link    uint16 // Frame.LinkType; 0 in a want list means Ethernet
 }
 
 // makeFrames returns n frames of varied sizes and contents, with
@@ -101,7 +102,7 @@ func readAll(t testing.TB, r *Reader, slot int) ([]testFrame, error) {
 	for {
 		n, err := r.ReadFrames(batch)
 		for _, f := range batch[:n] {
-			out = append(out, testFrame{ts: f.Time, data: append([]byte(nil), f.Data()...), wireLen: f.WireLen})
+			out = append(out, testFrame{ts: f.Time, data: append([]byte(nil), f.Data()...), wireLen: f.WireLen, link: f.LinkType})
 		}
 		if err != nil {
 			if err == io.EOF {
@@ -118,9 +119,13 @@ func checkSame(t *testing.T, got, want []testFrame) {
 		t.Fatalf("read %d frames, want %d", len(got), len(want))
 	}
 	for i := range want {
-		if got[i].ts != want[i].ts || got[i].wireLen != want[i].wireLen || !bytes.Equal(got[i].data, want[i].data) {
-			t.Fatalf("frame %d: ts %d len %d wire %d, want ts %d len %d wire %d",
-				i, got[i].ts, len(got[i].data), got[i].wireLen, want[i].ts, len(want[i].data), want[i].wireLen)
+		link := want[i].link
+		if link == 0 {
+			link = frame.LinkTypeEthernet
+		}
+		if got[i].ts != want[i].ts || got[i].wireLen != want[i].wireLen || !bytes.Equal(got[i].data, want[i].data) || got[i].link != link {
+			t.Fatalf("frame %d: ts %d len %d wire %d link %d, want ts %d len %d wire %d link %d",
+				i, got[i].ts, len(got[i].data), got[i].wireLen, got[i].link, want[i].ts, len(want[i].data), want[i].wireLen, link)
 		}
 	}
 }

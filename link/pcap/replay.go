@@ -67,7 +67,10 @@ type ReplayResult struct {
 // Replay reads src until io.EOF, Count frames, an error, or ctx is done,
 // and injects every whole frame into dst. It returns the totals and nil at
 // the end of src or Count, ctx.Err() when cancelled, or the error of src
-// or of dst (ErrNotAttached). Replay does not close src.
+// or of dst (ErrNotAttached). A link endpoint takes Ethernet frames only: a
+// frame of another link type (Frame.LinkType other than Ethernet or 0)
+// stops the replay with a *LinkTypeError before it is injected. Replay does
+// not close src.
 func (p *Replayer) Replay(ctx context.Context, src frame.Source, dst Injector) (ReplayResult, error) {
 	batchLen := p.Batch
 	if batchLen <= 0 {
@@ -137,6 +140,9 @@ func (p *Replayer) Replay(ctx context.Context, src frame.Source, dst Injector) (
 						}
 					}
 				}
+			}
+			if f.LinkType != frame.LinkTypeEthernet && f.LinkType != 0 {
+				return finish(&LinkTypeError{LinkType: f.LinkType, Interface: -1})
 			}
 			if f.Truncated() {
 				res.Truncated++

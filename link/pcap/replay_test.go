@@ -7,6 +7,10 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/tickwire/tickwire/link/frame"
 )
 
 type collector struct {
@@ -134,4 +138,20 @@ func TestReplayRecordedPaceAndCancel(t *testing.T) {
 	if _, err := (&Replayer{Speed: -1}).Replay(context.Background(), openFrames(t, frames), c); err == nil {
 		t.Fatal("negative speed accepted")
 	}
+}
+
+// TestReplayRefusesOtherLinkTypes: frames that are not Ethernet are not
+// injected into a link; the replay stops with an error naming their type.
+func TestReplayRefusesOtherLinkTypes(t *testing.T) {
+	r, err := NewReader(bytes.NewReader(classicWithLink(makeFrames(3), layers.LinkTypeLinuxSLL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &collector{}
+	res, err := (&Replayer{}).Replay(context.Background(), r, c)
+	var le *LinkTypeError
+	if !errors.As(err, &le) || le.LinkType != frame.LinkTypeLinuxSLL || res.Frames != 0 {
+		t.Fatalf("result %+v err %v, want nothing injected and a LinkTypeError", res, err)
+	}
+	t.Log(err)
 }
