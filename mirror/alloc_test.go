@@ -3,12 +3,15 @@ package mirror_test
 import (
 	"testing"
 
+	"github.com/tickwire/tickwire/link/frame"
 	"github.com/tickwire/tickwire/mirror"
 )
 
 // TestSteadyStateDoesNotAllocate asserts zero allocations per frame for
 // in-order and reordered input, with and without history, and with a lossy
-// stream whose gaps are skipped by the buffer bound.
+// stream whose gaps are skipped by the buffer bound: Ethernet frames through
+// HandleFrame, and the same packets in the other link types through
+// HandleLinkFrame.
 func TestSteadyStateDoesNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
@@ -26,41 +29,59 @@ func TestSteadyStateDoesNotAllocate(t *testing.T) {
 		{"lossy, small buffer", 0.10, 7, mirror.Config{BufferPerFlow: 4096}},
 		{"checksum ignored", 0.10, 0, mirror.Config{Checksum: mirror.ChecksumIgnore}},
 	}
+	links := append([]uint16{frame.LinkTypeEthernet}, convertedLinkTypes...)
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			feed := newBenchFeed(c.reorder, 1, benchFramesCold)
-			h := &nopHandler{}
-			a, err := mirror.New(c.cfg, h)
-			if err != nil {
+		for _, link := range links {
+			t.Run(c.name+"/"+frame.LinkTypeName(link), func(t *testing.T) {
+				steadyStateAllocs(t, c.reorder, c.loss, c.cfg, link)
+			})
+		}
+	}
+}
+
+// steadyStateAllocs is one case of TestSteadyStateDoesNotAllocate.
+func steadyStateAllocs(t *testing.T, reorder float64, loss int, cfg mirror.Config, link uint16) {
+	feed := newBenchFeed(reorder, 1, benchFramesCold)
+	handle := func(a *mirror.Assembler, f []byte, ts int64) error { return a.HandleFrame(f, ts) }
+	if link != frame.LinkTypeEthernet {
+		for i, f := range feed.frames {
+			feed.frames[i], _ = convertFrame(f, link)
+		}
+		for i, f := range feed.syns {
+			feed.syns[i], _ = convertFrame(f, link)
+		}
+		handle = func(a *mirror.Assembler, f []byte, ts int64) error { return a.HandleLinkFrame(link, f, ts) }
+	}
+	h := &nopHandler{}
+	a, err := mirror.New(cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := handle(a, feed.syns[0], 1); err != nil {
+		t.Fatal(err)
+	}
+	pos := 0
+	ts := int64(2)
+	step := func() {
+		if loss == 0 || pos%loss != 3 {
+			if err := handle(a, feed.frames[feed.order[pos]], ts); err != nil {
 				t.Fatal(err)
 			}
-			if err := a.HandleFrame(feed.syns[0], 1); err != nil {
-				t.Fatal(err)
-			}
-			pos := 0
-			ts := int64(2)
-			step := func() {
-				if c.loss == 0 || pos%c.loss != 3 {
-					if err := a.HandleFrame(feed.frames[feed.order[pos]], ts); err != nil {
-						t.Fatal(err)
-					}
-				}
-				pos++
-				ts += 1000
-			}
-			for range 100 { // warm up: the reassembly buffer is allocated once
-				step()
-			}
-			if n := testing.AllocsPerRun(3000, step); n != 0 {
-				t.Fatalf("%v allocations per frame", n)
-			}
-			if h.bytes == 0 {
-				t.Fatal("nothing delivered")
-			}
-			if c.loss != 0 && a.Stats().Gaps == 0 {
-				t.Fatal("lossy case produced no gap")
-			}
-		})
+		}
+		pos++
+		ts += 1000
+	}
+	for range 100 { // warm up: the reassembly buffer is allocated once
+		step()
+	}
+	if n := testing.AllocsPerRun(3000, step); n != 0 {
+		t.Fatalf("%v allocations per frame", n)
+	}
+	if h.bytes == 0 {
+		t.Fatal("nothing delivered")
+	}
+	if loss != 0 && a.Stats().Gaps == 0 {
+		t.Fatal("lossy case produced no gap")
 	}
 }
 

@@ -186,6 +186,12 @@ func (a *Assembler) handleFrame(frame []byte, ts int64) error {
 	if etherType == etherTypeIPv4 { // the common untagged frame
 		return a.ipv4(p, ts)
 	}
+	return a.tagged(etherType, p, ts)
+}
+
+// tagged handles the payload p of a link-layer header whose EtherType is not
+// IPv4: up to two VLAN tags are skipped to reach an IPv4 packet.
+func (a *Assembler) tagged(etherType uint16, p []byte, ts int64) error {
 	for tags := 0; etherType == etherType8021Q || etherType == etherType8021AD; tags++ {
 		if tags == maxVLANTags {
 			a.stats.NonTCP++
@@ -203,6 +209,67 @@ func (a *Assembler) handleFrame(frame []byte, ts int64) error {
 		return nil
 	}
 	return a.ipv4(p, ts)
+}
+
+// HandleLinkFrame handles one frame whose link-layer header is of pcap link
+// type linkType (frame.Frame.LinkType of link/frame, whose constants name
+// them), captured at ts, like HandleFrame:
+//
+//   - 1 (Ethernet) and 0, which frame.Frame reads as Ethernet: HandleFrame.
+//   - 113 (LINUX_SLL): a 16-byte Linux cooked header whose last two bytes
+//     are the EtherType; VLAN tags after it are skipped as in Ethernet.
+//   - 276 (LINUX_SLL2): a 20-byte Linux cooked header whose first two bytes
+//     are the EtherType.
+//   - 101 (RAW): an IP packet; IPv6 is counted as NonTCP, another version
+//     is malformed.
+//   - 228 (IPV4): HandleIPv4.
+//
+// A frame of any other link type is counted in Stats.UnsupportedLink and
+// returns ErrLinkType. A Linux cooked capture of loopback traffic (tcpdump
+// -i any) holds every packet twice, sent and received: the second copy is
+// a duplicate, counted as such. Only Ethernet frames take HandleFrame's
+// straight path; the others take the general path, with the same results
+// and the same in-order delivery without copies. HandleLinkFrame does NOT
+// take ownership of frame.
+func (a *Assembler) HandleLinkFrame(linkType uint16, frame []byte, ts int64) error {
+	switch linkType {
+	case linkTypeEthernet, linkTypeNull:
+		return a.HandleFrame(frame, ts)
+	case linkTypeIPv4:
+		return a.HandleIPv4(frame, ts)
+	}
+	a.stats.Frames++
+	switch linkType {
+	case linkTypeLinuxSLL:
+		if len(frame) < sllHeaderLen {
+			a.stats.Malformed++
+			return ErrShortFrame
+		}
+		return a.etherPayload(binary.BigEndian.Uint16(frame[sllProtocolOffset:]), frame[sllHeaderLen:], ts)
+	case linkTypeLinuxSLL2:
+		if len(frame) < sll2HeaderLen {
+			a.stats.Malformed++
+			return ErrShortFrame
+		}
+		return a.etherPayload(binary.BigEndian.Uint16(frame), frame[sll2HeaderLen:], ts)
+	case linkTypeRaw:
+		if len(frame) > 0 && frame[0]>>4 == 6 {
+			a.stats.NonTCP++
+			return nil
+		}
+		return a.ipv4(frame, ts)
+	}
+	a.stats.UnsupportedLink++
+	return ErrLinkType
+}
+
+// etherPayload handles the payload p of a link-layer header with the given
+// EtherType.
+func (a *Assembler) etherPayload(etherType uint16, p []byte, ts int64) error {
+	if etherType == etherTypeIPv4 {
+		return a.ipv4(p, ts)
+	}
+	return a.tagged(etherType, p, ts)
 }
 
 // HandleIPv4 handles one IPv4 packet (no link-layer header) captured at ts,

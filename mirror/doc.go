@@ -97,6 +97,22 @@
 // cache of recent flows are tried before the hash table, so a few
 // interleaved flows cost little more than one.
 //
+// # Link types
+//
+// HandleFrame takes Ethernet frames (with up to two VLAN tags) and
+// HandleIPv4 bare IPv4 packets. HandleLinkFrame takes a frame with its pcap
+// link type, as link/frame's Frame carries it (Frame.LinkType, with the
+// constants of link/frame): Ethernet, Linux cooked captures (LINUX_SLL, as
+// tcpdump -i any writes, and LINUX_SLL2) and raw IP (RAW and IPV4). The same
+// packets give the same streams, gaps and counters whatever their link
+// type; a frame of another link type is counted in Stats.UnsupportedLink.
+// A loop over a frame.Source:
+//
+//	n, err := src.ReadFrames(batch)
+//	for _, f := range batch[:n] {
+//		a.HandleLinkFrame(f.LinkType, f.Data(), f.Time)
+//	}
+//
 // The package has no dependency on the netstack or on link/*: it takes frames
-// and packets as byte slices.
+// and packets as byte slices, and link types as numbers.
 package mirror

@@ -14,6 +14,18 @@ const (
 	etherType8021AD = 0x88a8
 	maxVLANTags     = 2
 
+	// Link types (pcap LINKTYPE_ numbers, as link/frame names them) and
+	// their headers.
+	linkTypeNull      = 0 // read as Ethernet, like frame.Frame.LinkType
+	linkTypeEthernet  = 1
+	linkTypeRaw       = 101
+	linkTypeLinuxSLL  = 113
+	linkTypeIPv4      = 228
+	linkTypeLinuxSLL2 = 276
+	sllHeaderLen      = 16 // EtherType at sllProtocolOffset
+	sllProtocolOffset = 14
+	sll2HeaderLen     = 20 // EtherType at offset 0
+
 	ipv4MinHeaderLen = 20
 	ipProtoTCP       = 6
 	ipv4FlagMF       = 0x2000

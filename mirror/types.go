@@ -181,7 +181,8 @@ func (r EndReason) String() string {
 }
 
 // Handler receives the reassembled streams. Timestamps are capture times in
-// nanoseconds since the Unix epoch, as passed to HandleFrame or HandleIPv4.
+// nanoseconds since the Unix epoch, as passed to HandleFrame, HandleLinkFrame
+// or HandleIPv4.
 // A Handler must not call back into the Assembler.
 //
 // For every flow direction the calls come in the order FlowStart, then Data
@@ -208,9 +209,12 @@ type Handler interface {
 type Stats struct {
 	Frames    uint64 // frames and packets handed in
 	NonTCP    uint64 // not IPv4 TCP (other EtherTypes, protocols, IPv6, a third VLAN tag): ignored
-	Malformed uint64 // dropped: frame, IPv4 or TCP header malformed
+	Malformed uint64 // dropped: link-layer, IPv4 or TCP header malformed
 	Truncated uint64 // dropped: the capture cut the packet short of its IPv4 total length
 	Fragments uint64 // dropped: IPv4 fragments (not reassembled)
+	// UnsupportedLink counts the frames handed to HandleLinkFrame with a
+	// link type it does not decode: dropped.
+	UnsupportedLink uint64
 
 	IPv4ChecksumBad   uint64 // dropped: bad IPv4 header checksum
 	ChecksumBad       uint64 // dropped: bad TCP checksum
@@ -242,10 +246,12 @@ type Stats struct {
 	Evictions   uint64 // active flow directions evicted to make room (they end with EndEvicted)
 }
 
-// Errors returned by HandleFrame and HandleIPv4 for a frame that is dropped.
-// They are per-frame and never fatal; each is also counted in Stats.
+// Errors returned by HandleFrame, HandleLinkFrame and HandleIPv4 for a frame
+// that is dropped. They are per-frame and never fatal; each is also counted
+// in Stats.
 var (
 	ErrShortFrame   = errors.New("mirror: frame too short")
+	ErrLinkType     = errors.New("mirror: unsupported link type")
 	ErrIPv4Header   = errors.New("mirror: malformed IPv4 header")
 	ErrTruncated    = errors.New("mirror: packet truncated by the capture")
 	ErrIPv4Checksum = errors.New("mirror: bad IPv4 header checksum")
