@@ -13,7 +13,8 @@ import (
 // decoding and -raw on: whatever the bytes, it ends with status 0 (a
 // readable capture) or 1 (a reported input error), never a panic or a hang.
 // Seeds (testdata/fuzz/FuzzCapture) are a small generated feed in classic
-// pcap, truncated copies of it, and a pcapng file.
+// pcap, truncated copies of it, a pcapng file, and the feed converted to
+// Linux cooked (SLL, SLL2) and raw IP captures.
 func FuzzCapture(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()

@@ -11,9 +11,12 @@
 // After the records it prints a summary line: records, flows, bytes
 // delivered, gaps, overlap anomalies, STEP sequence gaps, decode errors and
 // records per second of wall time. A progress line goes to stderr every
-// second on long inputs. A capture that cannot be read (not a capture,
-// truncated, corrupt) is reported on stderr with a non-zero exit status,
-// after the summary of what was read before the fault.
+// second on long inputs. Captures may be Ethernet, Linux cooked (tcpdump -i
+// any: LINUX_SLL, LINUX_SLL2) or raw IP (RAW, IPV4); the same traffic
+// decodes the same in each. A capture that cannot be read (not a capture,
+// truncated, corrupt, or of another link type, which the error names) is
+// reported on stderr with a non-zero exit status, after the summary of what
+// was read before the fault.
 //
 // Flags:
 //
@@ -220,11 +223,12 @@ func openSource(o options) (src frame.Source, live bool, err error) {
 	}
 }
 
-// Batch geometry: slots hold the longest frame a capture may record whole
-// (64 KiB plus an Ethernet header, as tcpdump's default snap length).
+// Batch geometry: slots hold a 64 KiB IP packet behind the longest link
+// header decoded (LINUX_SLL2, 20 bytes), so tcpdump's former default snap
+// length (64 KiB plus an Ethernet header) is read whole in every link type.
 const (
 	batchFrames = 64
-	slotSize    = 65536 + 14
+	slotSize    = 65536 + 20
 )
 
 // progressInterval is the wall time between progress lines on stderr.
@@ -247,7 +251,7 @@ func pump(ctx context.Context, src frame.Source, a *mirror.Assembler, live bool,
 		n, err := src.ReadFrames(batch)
 		for i := range batch[:n] {
 			f := &batch[i]
-			a.HandleFrame(f.Data(), f.Time) // per-frame errors are counted in a.Stats
+			a.HandleLinkFrame(f.LinkType, f.Data(), f.Time) // per-frame errors are counted in a.Stats
 			bytesIn += uint64(f.N)
 		}
 		frames += uint64(n)
@@ -278,6 +282,10 @@ func pump(ctx context.Context, src frame.Source, a *mirror.Assembler, live bool,
 // capture broke.
 func describeReadError(err error, frames uint64) error {
 	var rec *pcap.RecordError
+	var link *pcap.LinkTypeError
+	if errors.As(err, &rec) && errors.As(err, &link) {
+		return fmt.Errorf("capture record %d, after %d good frames, cannot be decoded: %w", rec.Record, frames, err)
+	}
 	if errors.As(err, &rec) {
 		what := "corrupt"
 		if errors.Is(err, io.ErrUnexpectedEOF) {

@@ -231,9 +231,13 @@ func (p *pipeline) summary(a *mirror.Assembler, elapsed time.Duration) string {
 		s = fmt.Sprintf("summary: %d frames, %d flow directions, %d bytes delivered, %d gaps (%d bytes), %d anomalies, %d duplicates (decoding off, %.3f s)",
 			st.Frames, st.Flows, st.DeliveredBytes, st.Gaps, st.GapBytes, st.OverlapAnomalies, st.Duplicates, secs)
 	}
-	if dropped := st.Malformed + st.Truncated + st.Fragments + st.IPv4ChecksumBad + st.ChecksumBad; dropped > 0 {
-		s += fmt.Sprintf(", %d frames dropped (%d malformed, %d truncated, %d fragments, %d bad checksums)",
+	if dropped := st.Malformed + st.Truncated + st.Fragments + st.IPv4ChecksumBad + st.ChecksumBad + st.UnsupportedLink; dropped > 0 {
+		s += fmt.Sprintf(", %d frames dropped (%d malformed, %d truncated, %d fragments, %d bad checksums",
 			dropped, st.Malformed, st.Truncated, st.Fragments, st.IPv4ChecksumBad+st.ChecksumBad)
+		if st.UnsupportedLink > 0 {
+			s += fmt.Sprintf(", %d of an unsupported link type", st.UnsupportedLink)
+		}
+		s += ")"
 	}
 	if st.OffloadedDirections > 0 {
 		s += fmt.Sprintf(", %d directions checksum-offloaded (bad TCP checksums accepted:", st.OffloadedDirections)
