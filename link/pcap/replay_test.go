@@ -17,6 +17,8 @@ type collector struct {
 	frames [][]byte
 	reject int // reject frames shorter than this
 	fail   error
+	// injected, when not nil, receives a value after each frame kept.
+	injected chan struct{}
 }
 
 func (c *collector) InjectFrame(b []byte) error {
@@ -27,6 +29,9 @@ func (c *collector) InjectFrame(b []byte) error {
 		return errors.New("short")
 	}
 	c.frames = append(c.frames, append([]byte(nil), b...))
+	if c.injected != nil {
+		c.injected <- struct{}{}
+	}
 	return nil
 }
 
@@ -121,13 +126,19 @@ func TestReplayRecordedPaceAndCancel(t *testing.T) {
 	// Frames an hour apart: cancellation ends the wait.
 	frames[1].ts = frames[0].ts + int64(time.Hour)
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &collector{}
+	c := &collector{injected: make(chan struct{}, len(frames))}
 	done := make(chan error, 1)
 	go func() {
 		_, err := (&Replayer{Speed: 1}).Replay(ctx, openFrames(t, frames[:2]), c)
 		done <- err
 	}()
-	time.Sleep(10 * time.Millisecond)
+	// Cancel once the first frame is in and the replay waits for the
+	// second (a fixed sleep raced with a loaded machine).
+	select {
+	case <-c.injected:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first frame was not replayed within 10 s")
+	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
