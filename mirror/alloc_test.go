@@ -3,6 +3,7 @@ package mirror_test
 import (
 	"testing"
 
+	"github.com/tickwire/tickwire/internal/captest"
 	"github.com/tickwire/tickwire/link/frame"
 	"github.com/tickwire/tickwire/mirror"
 )
@@ -45,10 +46,10 @@ func steadyStateAllocs(t *testing.T, reorder float64, loss int, cfg mirror.Confi
 	handle := func(a *mirror.Assembler, f []byte, ts int64) error { return a.HandleFrame(f, ts) }
 	if link != frame.LinkTypeEthernet {
 		for i, f := range feed.frames {
-			feed.frames[i], _ = convertFrame(f, link)
+			feed.frames[i], _ = captest.FromEthernet(f, link)
 		}
 		for i, f := range feed.syns {
-			feed.syns[i], _ = convertFrame(f, link)
+			feed.syns[i], _ = captest.FromEthernet(f, link)
 		}
 		handle = func(a *mirror.Assembler, f []byte, ts int64) error { return a.HandleLinkFrame(link, f, ts) }
 	}

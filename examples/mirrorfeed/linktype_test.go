@@ -13,49 +13,11 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/tickwire/tickwire/internal/captest"
 	"github.com/tickwire/tickwire/internal/feed"
 	"github.com/tickwire/tickwire/link/frame"
 	"github.com/tickwire/tickwire/link/pcap"
 )
-
-// fromEthernet rewrites an Ethernet frame as the capturing host would have
-// recorded it in link type link: a Linux cooked header (SLL or SLL2) in
-// place of the Ethernet header, or the bare IP packet without its VLAN tags
-// and padding. It reports false for a frame the link type cannot carry.
-// (mirror's tests hold the same converter, checked against tshark.)
-func fromEthernet(eth []byte, link uint16) ([]byte, bool) {
-	if len(eth) < 14 {
-		return nil, false
-	}
-	etherType, rest := binary.BigEndian.Uint16(eth[12:]), eth[14:]
-	switch link {
-	case frame.LinkTypeLinuxSLL:
-		h := make([]byte, 16, 16+len(rest))
-		binary.BigEndian.PutUint16(h[2:], 1) // ARPHRD_ETHER; packet type 0: to us
-		binary.BigEndian.PutUint16(h[4:], 6) // address length
-		copy(h[6:14], eth[6:12])
-		binary.BigEndian.PutUint16(h[14:], etherType)
-		return append(h, rest...), true
-	case frame.LinkTypeLinuxSLL2:
-		h := make([]byte, 20, 20+len(rest))
-		binary.BigEndian.PutUint16(h[0:], etherType)
-		binary.BigEndian.PutUint32(h[4:], 1) // interface index
-		binary.BigEndian.PutUint16(h[8:], 1) // ARPHRD_ETHER
-		h[11] = 6                            // address length
-		copy(h[12:20], eth[6:12])
-		return append(h, rest...), true
-	}
-	for tags := 0; (etherType == 0x8100 || etherType == 0x88a8) && tags < 2 && len(rest) >= 4; tags++ {
-		etherType, rest = binary.BigEndian.Uint16(rest[2:]), rest[4:]
-	}
-	if etherType != 0x0800 || len(rest) < 20 || rest[0]>>4 != 4 {
-		return nil, false
-	}
-	if total := int(binary.BigEndian.Uint16(rest[2:])); total >= 20 && total < len(rest) {
-		rest = rest[:total]
-	}
-	return append([]byte(nil), rest...), true
-}
 
 // convertCapture writes the Ethernet capture at path in link type link,
 // with link/pcap's Writer, and returns the new file's path.
@@ -82,7 +44,7 @@ func convertCapture(t *testing.T, path string, link uint16) string {
 			if f.LinkType != frame.LinkTypeEthernet {
 				t.Fatalf("%s: link type %d", path, f.LinkType)
 			}
-			if data, ok := fromEthernet(f.Data(), link); ok {
+			if data, ok := captest.FromEthernet(f.Data(), link); ok {
 				if err := w.WriteFrame(f.Time, data, 0); err != nil {
 					t.Fatal(err)
 				}
