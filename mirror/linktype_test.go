@@ -263,9 +263,19 @@ func checkCaptureAllLinkTypes(t *testing.T, tshark, path string) {
 // readLinkFrames reads a capture with link/pcap's Reader.
 func readLinkFrames(t *testing.T, path string) []linkFrame {
 	t.Helper()
+	frames, err := readFrames(path)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return frames
+}
+
+// readFrames reads every frame of the capture at path, with its link type:
+// all of them and nil, or those before the error.
+func readFrames(path string) ([]linkFrame, error) {
 	r, err := pcap.Open(path)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer r.Close()
 	batch := frame.NewBatch(8, pcap.MaxRecordLen)
@@ -276,10 +286,10 @@ func readLinkFrames(t *testing.T, path string) []linkFrame {
 			out = append(out, linkFrame{link: f.LinkType, data: bytes.Clone(f.Data()), ts: f.Time})
 		}
 		if errors.Is(err, io.EOF) {
-			return out
+			return out, nil
 		}
 		if err != nil {
-			t.Fatalf("%s: %v", path, err)
+			return out, err
 		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/link/frame"
-	"github.com/tickwire/tickwire/link/pcap"
 	"github.com/tickwire/tickwire/mirror"
 )
 
@@ -144,20 +143,6 @@ var kernelDrops = regexp.MustCompile(`(\d+) packets dropped by kernel`)
 // readCapturedFrames reads the frames of a capture that tcpdump may still be
 // writing: a partial last record ends the list.
 func readCapturedFrames(path string) []linkFrame {
-	r, err := pcap.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer r.Close()
-	batch := frame.NewBatch(8, pcap.MaxRecordLen)
-	var out []linkFrame
-	for {
-		n, err := r.ReadFrames(batch)
-		for _, f := range batch[:n] {
-			out = append(out, linkFrame{link: f.LinkType, data: bytes.Clone(f.Data()), ts: f.Time})
-		}
-		if err != nil {
-			return out
-		}
-	}
+	frames, _ := readFrames(path)
+	return frames
 }
