@@ -31,6 +31,9 @@ var guarded = []struct {
 	{"pkg/tcpip/transport/tcp", "(*Endpoint).UnlockUser", "Unlock relies on it", "050d138f690194a8"},
 	{"pkg/tcpip/transport/tcp", "(*Endpoint).LockUser", "Unlock's ownedByUser mark must stay harmless to it", "c63bfc9fb82f7220"},
 	{"pkg/tcpip/transport/tcp", "(*dispatcher).queuePacket", "OwnedByUser: queue without waking", "83269ca5a55e19d1"},
+	{"pkg/tcpip/transport/tcp", "(*segmentQueue).enqueue", "QueuedBytes: the bound netstack applies, and the segments it admits past it", "6d2a4b831ca97e5f"},
+	{"pkg/tcpip/transport/tcp", "(*segment).setOwner", "QueuedBytes: a queued segment is counted in rcvMemUsed", "feca869bfce651cc"},
+	{"pkg/tcpip/transport/tcp", "(*Endpoint).updateReceiveMemUsed", "QueuedBytes: rcvMemUsed is an atomic add", "6091ac294bbaa5d8"},
 	{"pkg/tcpip/transport/tcp", "(*Endpoint).handleSegmentLocked", "linked", "3263b3b51489b837"},
 	{"pkg/tcpip/transport/tcp", "(*segmentQueue).dequeue", "linked", "258c637dfd8c375e"},
 	{"pkg/tcpip/transport/tcp", "(*segmentQueue).empty", "linked", "04501bf31bf977e7"},
@@ -73,7 +76,7 @@ func TestGuard(t *testing.T) {
 // latency mode back through netstack's processor goroutines.
 func TestAvailable(t *testing.T) {
 	if !Available() {
-		t.Error("tcp.Endpoint fields (ownedByUser, segmentQueue, snd, rcv, route, waiterQueue, MaxSentAck, SndUna, RcvNxt) not found")
+		t.Error("tcp.Endpoint fields (ownedByUser, segmentQueue, snd, rcv, route, waiterQueue, rcvMemUsed, MaxSentAck, SndUna, RcvNxt) not found")
 	}
 	if !MonotonicAvailable() {
 		t.Error("tcpip.MonotonicTime is no longer one int64 of nanoseconds")

@@ -60,6 +60,7 @@ type fieldOffsets struct {
 	maxSentAck   uintptr // seqnum.Value in sender: the highest ACK number sent
 	sndUna       uintptr // seqnum.Value in sender: oldest unacknowledged
 	rcvNxt       uintptr // seqnum.Value in receiver: next expected
+	rcvMemUsed   uintptr // atomicbitops.Int32 in tcp.Endpoint: memory of queued and unread segments
 }
 
 func findFields() fieldOffsets {
@@ -74,7 +75,8 @@ func findFields() fieldOffsets {
 	rcv, ok4 := direct("rcv")
 	route, ok5 := direct("route")
 	wq, ok6 := direct("waiterQueue")
-	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 ||
+	mem, ok10 := direct("rcvMemUsed")
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || !ok10 || mem.Type != reflect.TypeFor[atomicbitops.Int32]() ||
 		owned.Type != reflect.TypeFor[atomicbitops.Uint32]() ||
 		queue.Type.Name() != "segmentQueue" || queue.Type.PkgPath() != ep.PkgPath() ||
 		snd.Type.Kind() != reflect.Pointer || rcv.Type.Kind() != reflect.Pointer ||
@@ -107,7 +109,7 @@ func findFields() fieldOffsets {
 	}
 	return fieldOffsets{ok: true, ownedByUser: owned.Offset, segmentQueue: queue.Offset,
 		snd: snd.Offset, rcv: rcv.Offset, route: route.Offset, waiterQueue: wq.Offset,
-		maxSentAck: maxSentAck, sndUna: sndUna, rcvNxt: rcvNxt}
+		maxSentAck: maxSentAck, sndUna: sndUna, rcvNxt: rcvNxt, rcvMemUsed: mem.Offset}
 }
 
 // Available reports whether the tcp.Endpoint fields the package reads were
@@ -139,6 +141,18 @@ func unacked(ep *tcp.Endpoint) seqnum.Size {
 // lets go (UnlockUser, Kick, Unlock).
 func OwnedByUser(ep *tcp.Endpoint) *atomicbitops.Uint32 {
 	return (*atomicbitops.Uint32)(unsafe.Add(unsafe.Pointer(ep), fields.ownedByUser))
+}
+
+// QueuedBytes returns the memory netstack counts against ep's receive
+// buffer (rcvMemUsed): every inbound segment ep holds, whether waiting in
+// its queue for processing or holding data the program has not read yet,
+// each counted as its bytes plus the segment's and packet's structures.
+// netstack's queue admits a segment with payload only while this is within
+// the receive buffer, but one without payload at any level, which is what
+// lets a flood of SYNs, ACKs or RSTs queue without bound at a listener.
+// One atomic load.
+func QueuedBytes(ep *tcp.Endpoint) int {
+	return int((*atomicbitops.Int32)(unsafe.Add(unsafe.Pointer(ep), fields.rcvMemUsed)).Load())
 }
 
 // QueueEmpty reports whether ep has no inbound segment waiting for
