@@ -53,10 +53,24 @@
 //     slots, as after any reset.
 //   - Per TCP connection: Config.SendBuffer and Config.ReceiveBuffer, 32 KiB
 //     each; the receive window advertised is half the receive buffer.
+//     Inbound segments waiting for processing or reading: the receive
+//     buffer, and 64 KiB more for segments without payload (ACKs, RSTs),
+//     in netstack's accounting, about 800 bytes for such a segment
+//     [DropTCPQueueFull].
 //   - Per listener: a SYN queue and an accept queue of
 //     min(max(MaxConnections, 16), 1024) each; SYNs beyond the SYN queue are
 //     answered with SYN cookies [TCPSYNCookiesTx], handshakes beyond the
-//     accept queue dropped [DropTCPListenFull].
+//     accept queue dropped [DropTCPListenFull]. Inbound segments waiting
+//     for processing: 256 KiB (about 300 segments), of which segments
+//     without payload may fill the last 64 KiB only when they repeat one
+//     refused in the last second or two, as a client's retransmission does
+//     and a flood's segments do not [DropTCPQueueFull, TCPQueueRetries].
+//     So a SYN or ACK flood costs a constant amount of memory, whatever its
+//     rate: what the stack cannot process in time is dropped and counted,
+//     like a full kernel backlog, and a real client, whose retransmissions
+//     get in first, is still served. Under such a flood, a segment for the
+//     full listener is refused before netstack's IPv4 layer, at the cost of
+//     one demultiplexer lookup.
 //   - Per UDP socket: Config.UDPReceiveQueue datagrams, default 128, each at
 //     most the link MTU - 28 bytes [DropUDPBufferFull].
 //   - Dynamic ARP entries: Config.ARPEntries, default 128 [ARPTableFull,

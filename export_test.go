@@ -5,8 +5,10 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/tickwire/tickwire/internal/netstackunsafe"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 )
 
 // NeighborCount returns the number of dynamic entries in netstack's own
@@ -101,3 +103,36 @@ func ClockFrozen(s *Stack) bool { return s.sy != nil && s.sy.clock.ns.Load() != 
 // ClockFreezes returns how many times the stamp was set since the Stack
 // was built.
 func ClockFreezes(s *Stack) uint64 { return s.sy.clock.freezes.Load() }
+
+// HoldListener takes ln's endpoint as a program's call would (LockUser), so
+// that netstack queues its inbound segments and processes none until
+// release: a listener whose processing cannot keep up, made deterministic.
+//
+// +checklocksignore: the lock is released by the function returned.
+func HoldListener(ln *TCPListener) (release func()) {
+	ep := ln.ep.(*tcp.Endpoint)
+	ep.LockUser()
+	return func() { ep.UnlockUser() } // +checklocksignore
+}
+
+// HoldConn is HoldListener for a connection.
+//
+// +checklocksignore: the lock is released by the function returned.
+func HoldConn(c *TCPConn) (release func()) {
+	ep := c.ep.(*tcp.Endpoint)
+	ep.LockUser()
+	return func() { ep.UnlockUser() } // +checklocksignore
+}
+
+// ConnQueued is ListenerQueued for a connection.
+func ConnQueued(c *TCPConn) (used, limit int) {
+	ep := c.ep.(*tcp.Endpoint)
+	return netstackunsafe.QueuedBytes(ep), int(ep.SocketOptions().GetReceiveBufferSize())
+}
+
+// ListenerQueued returns the memory of the segments ln's endpoint holds,
+// in netstack's accounting, and its bound.
+func ListenerQueued(ln *TCPListener) (used, limit int) {
+	ep := ln.ep.(*tcp.Endpoint)
+	return netstackunsafe.QueuedBytes(ep), int(ep.SocketOptions().GetReceiveBufferSize())
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 	"gvisor.dev/gvisor/pkg/waiter"
 )
 
@@ -101,6 +102,9 @@ func (l *TCPListener) isClosed() bool {
 func (l *TCPListener) Close() error {
 	l.closeOnce.Do(func() {
 		close(l.done)
+		if tep, ok := l.ep.(*tcp.Endpoint); ok && l.s.tcp != nil {
+			l.s.tcp.removeListener(tep)
+		}
 		l.ep.Close()
 	})
 	return nil

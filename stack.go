@@ -27,9 +27,12 @@ const nicID tcpip.NICID = 1
 // Stack is a trimmed netstack on one link with one IPv4 address. All methods
 // are safe for concurrent use.
 type Stack struct {
-	cfg   Config
-	st    *gstack.Stack
-	wire  *wire
+	cfg  Config
+	st   *gstack.Stack
+	wire *wire
+	// tcp is netstack's TCP with tickwire's queue bound and latency mode
+	// (tcpproto.go); nil when netstack's internals were not found.
+	tcp   *tcpProtocol
 	arp   *arpTable
 	conns connBudget
 	// sources counts accepted connections per remote address against
@@ -126,14 +129,12 @@ func New(cfg Config) (*Stack, error) {
 	s := &Stack{cfg: cfg, arp: newARPTable(cfg.ARPEntries), done: make(chan struct{})}
 	s.conns.max = int64(cfg.MaxConnections)
 	s.sources.max = cfg.MaxConnectionsPerSource
-	tcpFactory := tcp.NewProtocol
 	if cfg.Latency && netstackunsafe.Available() {
 		s.sy = newSyncer()
-		tcpFactory = syncTCPFactory(s.sy)
 	}
 	s.st = gstack.New(gstack.Options{
 		NetworkProtocols:   []gstack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
-		TransportProtocols: []gstack.TransportProtocolFactory{tcpFactory, udp.NewProtocol, icmp.NewProtocol4},
+		TransportProtocols: []gstack.TransportProtocolFactory{tcpFactory(s.sy, &s.tcp), udp.NewProtocol, icmp.NewProtocol4},
 		NUDDisp:            s.arp,
 		Clock:              newClock(s.sy.stamp()),
 	})
@@ -182,6 +183,7 @@ func (s *Stack) configure() error {
 	s.wire.subnet = tcpip.AddressWithPrefix{Address: addr, PrefixLen: cfg.Addr.Bits()}.Subnet()
 	s.wire.routed = cfg.Gateway.IsValid()
 	s.wire.udp = newUDPTable(s)
+	s.wire.tcp = s.tcp
 	cfg.Link.SetLinkAddress(tcpip.LinkAddress(cfg.MAC))
 	if err := s.st.CreateNICWithOptions(nicID, s.wire, gstack.NICOptions{Name: "tw0", QDisc: &passThrough{w: s.wire}}); err != nil {
 		return fail("create nic", err)
@@ -288,8 +290,15 @@ func (s *Stack) ListenTCP(port uint16) (*TCPListener, error) {
 		ep.Close()
 		return nil, opError("listen", "tcp", nil, laddr, convertError(err))
 	}
+	// A listener's receive buffer bounds its queue of inbound segments
+	// (see tcpProtocol.admit); accepted connections take the receive
+	// buffer it had when Listen was called, Config.ReceiveBuffer.
+	ep.SocketOptions().SetReceiveBufferSize(listenQueueBytes, true)
 	if a, err := ep.GetLocalAddress(); err == nil {
 		laddr.Port = int(a.Port)
+	}
+	if tep, ok := ep.(*tcp.Endpoint); ok && s.tcp != nil {
+		s.tcp.addListener(uint16(laddr.Port), tep)
 	}
 	return &TCPListener{s: s, ep: ep, wq: wq, addr: laddr, done: make(chan struct{})}, nil
 }

@@ -41,6 +41,7 @@ type Stats struct {
 	DropTCPChecksum   uint64 // TCP segments with a bad checksum
 	DropTCPInvalid    uint64 // TCP segments netstack rejected as malformed or out of state
 	DropTCPListenFull uint64 // SYNs and handshake ACKs dropped because a listener's accept queue was full
+	DropTCPQueueFull  uint64 // TCP segments dropped because their endpoint (a listener or a connection) already held its receive buffer, or 64 KiB beyond it for segments without payload: what bounds a SYN, ACK or RST flood (tickwire)
 	DropTCPSYNSource  uint64 // SYNs nobody can answer: from a broadcast, multicast, unspecified or our own address, or from off the subnet without a Gateway (tickwire)
 	DropTotal         uint64 // netstack's total of dropped packets (overlaps the above)
 
@@ -64,6 +65,7 @@ type Stats struct {
 	TCPResetsTx        uint64
 	TCPResetsRx        uint64
 	TCPNoACKRx         uint64 // segments with none of SYN, ACK and RST (NULL and FIN scans), which TCP discards or answers with a RST on a closed port
+	TCPQueueRetries    uint64 // segments a full listener queue took because they repeat one it refused in the last second or two: a client's retransmitted SYN or handshake data, which a flood's segments are not (tickwire)
 	TCPSYNCookiesTx    uint64 // SYN-ACKs answered with a SYN cookie (SYN queue full)
 	TCPSYNCookiesRx    uint64 // valid cookies that completed a handshake
 	TCPSYNCookiesBad   uint64 // ACKs with an invalid cookie
@@ -226,6 +228,10 @@ func (s *Stack) Stats() Stats {
 	st.DropTCPInvalid = ns.TCP.InvalidSegmentsReceived.Value()
 	st.DropTCPListenFull = ns.TCP.ListenOverflowSynDrop.Value() + ns.TCP.ListenOverflowAckDrop.Value()
 	st.DropTCPSYNSource = w.dropSYNSource.Load()
+	if s.tcp != nil {
+		st.DropTCPQueueFull = s.tcp.queueFull.Load()
+		st.TCPQueueRetries = s.tcp.retries.Load()
+	}
 	st.DropTotal = ns.DroppedPackets.Value()
 	if l, ok := s.cfg.Link.(link.ChecksumDropCounter); ok {
 		ipv4, tcp, udp, icmp := l.RxChecksumDrops()

@@ -4,9 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
-	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 
 	"github.com/tickwire/tickwire/internal/netstackunsafe"
@@ -17,7 +15,7 @@ import (
 // goroutine that netstack queues every inbound segment to, then the reader
 // that the processor notifies. Latency mode removes them:
 //
-//   - syncTCP replaces netstack's queueing of a segment for an established
+//   - tcpProtocol replaces netstack's queueing of a segment for an established
 //     connection by "queue without waking anyone" (the endpoint is marked as
 //     owned, as netstack does while a program's call holds it) and records
 //     the endpoint with the syncer;
@@ -45,82 +43,14 @@ import (
 // progress; beyond it, segments go to netstack's processors.
 const maxPending = 64
 
-// queuedProtocol is netstack's interface for transport protocols that queue
-// inbound packets (the stack checks for it when it is built).
-type queuedProtocol interface {
-	QueuePacket(gstack.TransportEndpoint, gstack.TransportEndpointID, *gstack.PacketBuffer)
-}
-
-// syncTCP is netstack's TCP protocol with latency mode's QueuePacket. Every
-// other method is netstack's.
-type syncTCP struct {
-	gstack.TransportProtocol
-	queue queuedProtocol
-	sy    *syncer
-}
-
-var (
-	_ queuedProtocol          = (*syncTCP)(nil)
-	_ gstack.SendBufSizeProto = (*syncTCP)(nil)
-)
-
-// SendBufferSize implements stack.SendBufSizeProto, which netstack's TCP
-// asks its stack for through the protocol.
-func (p *syncTCP) SendBufferSize() tcpip.TCPSendBufferSizeRangeOption {
-	return p.TransportProtocol.(gstack.SendBufSizeProto).SendBufferSize()
-}
-
-// syncTCPFactory returns the TCP protocol factory for a stack in latency
-// mode: netstack's own when the tcp internals latency mode needs were not
-// found (netstackunsafe.Available).
-func syncTCPFactory(sy *syncer) gstack.TransportProtocolFactory {
-	return func(st *gstack.Stack) gstack.TransportProtocol {
-		p := tcp.NewProtocol(st)
-		q, ok := p.(queuedProtocol)
-		if _, sb := p.(gstack.SendBufSizeProto); !ok || !sb || !netstackunsafe.Available() {
-			return p
-		}
-		proto := &syncTCP{TransportProtocol: p, queue: q, sy: sy}
-		sy.tcp = proto
-		return proto
-	}
-}
-
-// QueuePacket implements netstack's queued transport protocol interface.
-// +checklocksignore: TryLock, which checklocks cannot follow.
-func (p *syncTCP) QueuePacket(ep gstack.TransportEndpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer) {
-	tep, ok := ep.(*tcp.Endpoint)
-	if !ok || !netstackunsafe.Connected(tep.EndpointState()) || p.sy.delivering.Load() == 0 || !p.sy.inlineAllowed() || !tep.TryLock() {
-		p.queue.QueuePacket(ep, id, pkt)
-		return
-	}
-	p.queueLocked(tep, id, pkt)
-}
-
-// queueLocked queues pkt to tep, whose lock the caller took with TryLock,
-// without waking a processor, releases the lock and records tep for
-// processing at the end of the delivery.
-// +checklocksignore: TryLock, which checklocks cannot follow.
-func (p *syncTCP) queueLocked(tep *tcp.Endpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer) {
-	owned := netstackunsafe.OwnedByUser(tep)
-	owned.Store(1)
-	p.queue.QueuePacket(tep, id, pkt) // checks, counts and queues the segment; wakes nobody
-	owned.Store(0)
-	tep.ResumeWork() // releases the lock taken by TryLock
-	if !p.sy.record(tep) {
-		p.sy.fallbacks.Add(1)
-		netstackunsafe.Kick(tep)
-	}
-}
-
 // syncer runs latency mode's synchronous processing for one Stack.
 //
 // Lock order:
 //
 //	syncer.mu
 type syncer struct {
-	wire *wire    // set by newWire
-	tcp  *syncTCP // set when the stack builds its TCP protocol
+	wire *wire        // set by newWire
+	tcp  *tcpProtocol // set when the stack builds its TCP protocol
 	// flows are the connections the program holds, whose segments skip
 	// netstack's network layer (tcpdirect.go).
 	flows tcpFlows

@@ -15,7 +15,7 @@ import (
 // program holds (a TCPConn from DialTCP or Accept, not yet closed) skips
 // netstack's IPv4 endpoint, NIC and transport demultiplexer. The wire
 // recognises its addresses and ports, parses the two headers as netstack
-// would, and queues it to the TCP protocol itself (syncTCP.queueLocked).
+// would, and queues it to the TCP protocol itself (tcpProtocol.queueLocked).
 // Those layers cost about a fifth of a round trip (address lookups,
 // broadcast checks, statistics, a demultiplexer lock) and decide nothing for
 // such a segment: it is addressed to the stack's one address, unfragmented,

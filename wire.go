@@ -30,6 +30,9 @@ type wire struct {
 	counters wireCounters
 	// udp is direct UDP delivery's table of sockets (udpdirect.go).
 	udp *udpTable
+	// tcp screens segments for full listeners (tcpProtocol.refuseEarly);
+	// nil when netstack's internals were not found.
+	tcp *tcpProtocol
 }
 
 var (
@@ -157,6 +160,10 @@ func (w *wire) inboundTCP(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketB
 	if !ok {
 		return false
 	}
+	dataOff := int(b[ihl+header.TCPDataOffset]>>4) * 4
+	if w.tcp != nil && w.tcp.refuseEarly(header.IPv4(b), header.TCP(b[ihl:]), int(ip.TotalLength())-ihl-dataOff) {
+		return true
+	}
 	switch flags := header.TCP(b[ihl:]).Flags(); {
 	case flags&(header.TCPFlagSyn|header.TCPFlagAck|header.TCPFlagRst) == 0:
 		w.counters.tcpNoACK.Add(1)
@@ -167,7 +174,6 @@ func (w *wire) inboundTCP(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketB
 		w.counters.dropSYNSource.Add(1)
 		return true
 	}
-	dataOff := int(b[ihl+header.TCPDataOffset]>>4) * 4
 	b, ok = pkt.Data().PullUp(ihl + dataOff)
 	if !ok || !synNeedsRewrite(b[ihl:], w.mss) {
 		return false

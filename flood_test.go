@@ -1,0 +1,153 @@
+package tickwire_test
+
+import (
+	"io"
+	"net"
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+)
+
+// TestListenQueueBound: segments without payload for a listener that
+// processes nothing (held, as a listener is when its processing falls
+// behind a flood) stop queueing at its bound and are counted; a client's
+// retransmitted SYN and its first data still get in; once the listener
+// runs again it answers what it took and serves new clients. Before the
+// bound, netstack queued every one of them.
+func TestListenQueueBound(t *testing.T) {
+	p := newPair(t, nil)
+	ln, err := p.b.ListenTCP(echoPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	echoServer(ln)
+	other := netip.MustParseAddr("10.0.0.3")
+	server := addrPort(addrB, echoPort)
+	if err := p.pa.Send(arpRequest(net.HardwareAddr{2, 0, 0, 0, 0, 3}, other, addrB.Addr())); err != nil {
+		t.Fatal(err)
+	}
+	syn := func(port uint16) []byte {
+		return tcpFrame(p, netip.AddrPortFrom(other, port), server, uint32(port)*7919, 0, header.TCPFlagSyn, nil)
+	}
+
+	release := tickwire.HoldListener(ln)
+	held := true
+	defer func() {
+		if held {
+			release()
+		}
+	}()
+	const n = 4000 // about 3 MiB of queued segments without the bound
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		if err := p.pa.Send(syn(uint16(10000 + i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	used, limit := tickwire.ListenerQueued(ln)
+	st := p.b.Stats()
+	t.Logf("%d SYNs: %d refused, %d retries (false positives), listener holds %d of %d bytes; heap in use %+d KiB",
+		n, st.DropTCPQueueFull, st.TCPQueueRetries, used, limit, (int64(after.HeapInuse)-int64(before.HeapInuse))>>10)
+	if used > limit {
+		t.Errorf("the listener holds %d bytes, more than its %d", used, limit)
+	}
+	if st.DropTCPQueueFull < n/2 {
+		t.Errorf("DropTCPQueueFull = %d after %d SYNs to a held listener, want most of them", st.DropTCPQueueFull, n)
+	}
+	if st.DropTotal < st.DropTCPQueueFull {
+		t.Errorf("DropTotal %d < DropTCPQueueFull %d", st.DropTotal, st.DropTCPQueueFull)
+	}
+
+	// The last SYN was refused; sent again, as a client retransmits it,
+	// it is taken.
+	if err := p.pa.Send(syn(10000 + n - 1)); err != nil {
+		t.Fatal(err)
+	}
+	// A client whose handshake ACK was lost sends data: the reserve takes it.
+	data := tcpFrame(p, netip.AddrPortFrom(other, 9000), server, 1, 2, header.TCPFlagAck|header.TCPFlagPsh, []byte("data"))
+	if err := p.pa.Send(data); err != nil {
+		t.Fatal(err)
+	}
+	st2 := p.b.Stats()
+	if st2.TCPQueueRetries-st.TCPQueueRetries != 1 || st2.DropTCPQueueFull != st.DropTCPQueueFull {
+		t.Errorf("retransmitted SYN and data: retries %+d, refused %+d; want +1, +0", st2.TCPQueueRetries-st.TCPQueueRetries, st2.DropTCPQueueFull-st.DropTCPQueueFull)
+	}
+
+	release()
+	held = false
+	if !waitFor(10*time.Second, func() bool { used, _ := tickwire.ListenerQueued(ln); return used == 0 }) {
+		used, _ := tickwire.ListenerQueued(ln)
+		t.Fatalf("the listener still holds %d bytes after its release", used)
+	}
+	if st := p.b.Stats(); st.TCPSYNCookiesTx == 0 {
+		t.Error("no SYN cookie sent for the queued SYNs")
+	}
+	c, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ping(t, c, "after the flood")
+}
+
+// TestConnQueueBound: an ACK flood on an established connection's own
+// addresses and ports, while the connection processes nothing, stops
+// queueing 64 KiB past its receive buffer; the connection then carries on.
+func TestConnQueueBound(t *testing.T) {
+	p := newPair(t, nil)
+	ln, err := p.b.ListenTCP(echoPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan *tickwire.TCPConn, 1)
+	go func() {
+		c, err := ln.AcceptTCP()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	client, err := p.a.DialTCP(ctxTimeout(t, 5*time.Second), addrPort(addrB, echoPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	srv, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	defer srv.Close()
+
+	from := client.LocalAddr().(*net.TCPAddr).AddrPort()
+	ack := tcpFrame(p, from, addrPort(addrB, echoPort), 1, 1, header.TCPFlagAck, nil)
+	release := tickwire.HoldConn(srv)
+	const n = 4000
+	for range n {
+		if err := p.pa.Send(ack); err != nil {
+			release()
+			t.Fatal(err)
+		}
+	}
+	used, limit := tickwire.ConnQueued(srv)
+	st := p.b.Stats()
+	release()
+	t.Logf("%d ACKs: %d refused, the connection held %d bytes, receive buffer %d", n, st.DropTCPQueueFull, used, limit)
+	if used > limit+64<<10+1024 {
+		t.Errorf("the connection held %d bytes, more than its receive buffer %d and 64 KiB", used, limit)
+	}
+	if st.DropTCPQueueFull < n/2 {
+		t.Errorf("DropTCPQueueFull = %d after %d ACKs to a held connection, want most of them", st.DropTCPQueueFull, n)
+	}
+	go io.Copy(srv, srv)
+	ping(t, client, "still there")
+}

@@ -1,0 +1,329 @@
+package tickwire
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+
+	"github.com/tickwire/tickwire/internal/netstackunsafe"
+)
+
+// The bounds admit applies to an endpoint's queue of inbound segments, in
+// netstack's accounting (netstackunsafe.QueuedBytes: a segment without
+// payload counts about 800 bytes).
+const (
+	// listenQueueBytes is a listener's receive buffer, set when it
+	// listens, which is its queue's bound: about 300 segments, 2 to 5 ms
+	// of a SYN flood that one core can take.
+	listenQueueBytes = 256 << 10
+	// listenDataReserve is the part of a listener's queue that segments
+	// without payload may fill only as retries (see refusedSet), so that
+	// a client's first data, which completes a SYN-cookie handshake whose
+	// ACK was lost, still finds room during a flood of SYNs or ACKs.
+	listenDataReserve = 64 << 10
+	// emptySegmentAllowance is how far beyond its receive buffer a
+	// connection's queue may go with segments without payload (ACKs,
+	// RSTs, FINs): about 80, so that a connection whose program does not
+	// read still hears its peer's acknowledgments.
+	emptySegmentAllowance = 64 << 10
+)
+
+// queuedProtocol is netstack's interface for transport protocols that queue
+// inbound packets (the stack checks for it when it is built).
+type queuedProtocol interface {
+	QueuePacket(gstack.TransportEndpoint, gstack.TransportEndpointID, *gstack.PacketBuffer)
+}
+
+// tcpProtocol is netstack's TCP protocol with tickwire's QueuePacket, which
+// netstack's demultiplexer calls for every inbound segment it found an
+// endpoint for. It bounds what an endpoint's queue holds (admit) and, in
+// latency mode, queues segments of established connections for the
+// delivering goroutine to process (see syncer). Every other method is
+// netstack's.
+type tcpProtocol struct {
+	gstack.TransportProtocol
+	queue queuedProtocol
+	sy    *syncer // nil outside latency mode
+	// queueFull counts segments refused by admit, retries those admitted
+	// as repeats of refused ones.
+	queueFull, retries atomic.Uint64
+	refused            refusedSet
+	st                 *gstack.Stack
+	// listeners are the stack's TCP listeners, for refuseEarly; replaced
+	// whole under listenersMu.
+	listeners   atomic.Pointer[[]listenerPort]
+	listenersMu sync.Mutex
+	drops       *tcpip.StatCounter // netstack's DroppedPackets, which DropTotal reports
+}
+
+var (
+	_ queuedProtocol          = (*tcpProtocol)(nil)
+	_ gstack.SendBufSizeProto = (*tcpProtocol)(nil)
+)
+
+// SendBufferSize implements stack.SendBufSizeProto, which netstack's TCP
+// asks its stack for through the protocol.
+func (p *tcpProtocol) SendBufferSize() tcpip.TCPSendBufferSizeRangeOption {
+	return p.TransportProtocol.(gstack.SendBufSizeProto).SendBufferSize()
+}
+
+// tcpFactory returns the TCP protocol factory for a stack: tickwire's
+// tcpProtocol, with latency mode's processing when sy is not nil; netstack's
+// own when the tcp internals it needs were not found
+// (netstackunsafe.Available), in which case latency mode is off (New sees
+// sy.tcp nil) and segments without payload are not bounded.
+func tcpFactory(sy *syncer, tp **tcpProtocol) gstack.TransportProtocolFactory {
+	return func(st *gstack.Stack) gstack.TransportProtocol {
+		p := tcp.NewProtocol(st)
+		q, ok := p.(queuedProtocol)
+		if _, sb := p.(gstack.SendBufSizeProto); !ok || !sb || !netstackunsafe.Available() {
+			return p
+		}
+		proto := &tcpProtocol{TransportProtocol: p, queue: q, sy: sy, st: st, drops: st.Stats().DroppedPackets}
+		proto.refused.seed = maphash.MakeSeed()
+		if sy != nil {
+			sy.tcp = proto
+		}
+		*tp = proto
+		return proto
+	}
+}
+
+// admit reports whether pkt, a segment for ep, may join ep's queue, and
+// counts it when not. netstack's queue admits a segment with payload while
+// the endpoint's memory is within its receive buffer, and one without
+// payload at any level, which lets a flood of SYNs, ACKs or RSTs queue
+// without bound. admit keeps netstack's rule for payload (netstack would
+// drop the segment anyway, counting it nowhere tickwire can read) and
+// bounds the others:
+//   - at a listener, to its receive buffer (listenQueueBytes) less
+//     listenDataReserve, the reserve being open to segments that repeat
+//     one refused lately: a real client's retransmission, which a flood's
+//     segments are not;
+//   - at a connection, to its receive buffer plus emptySegmentAllowance.
+//
+// A refused segment is dropped, as a kernel drops what finds its backlog
+// full; the peer retransmits what matters.
+func (p *tcpProtocol) admit(ep *tcp.Endpoint, id gstack.TransportEndpointID, tcpHdr header.TCP, payload int) bool {
+	ok, retry := p.decide(ep, id, tcpHdr, payload)
+	switch {
+	case !ok:
+		p.refuse()
+	case retry:
+		p.retries.Add(1)
+	}
+	return ok
+}
+
+// decide is admit without the counting: whether the segment may join
+// ep's queue, and whether as a retry.
+func (p *tcpProtocol) decide(ep *tcp.Endpoint, id gstack.TransportEndpointID, tcpHdr header.TCP, payload int) (ok, retry bool) {
+	used, limit := int64(netstackunsafe.QueuedBytes(ep)), ep.SocketOptions().GetReceiveBufferSize()
+	switch {
+	case payload > 0:
+		return used <= limit, false
+	case ep.EndpointState() == tcp.StateListen:
+		if used <= limit-listenDataReserve {
+			return true, false
+		}
+		if used <= limit && p.refused.checkAndAdd(id, tcpHdr, payload) {
+			return true, true
+		}
+		return false, false
+	}
+	return used <= limit+emptySegmentAllowance, false
+}
+
+// refuse counts a segment admit refused.
+func (p *tcpProtocol) refuse() {
+	p.queueFull.Add(1)
+	p.drops.Increment()
+}
+
+// refusedSet remembers, for at least the last second, the segments that a
+// full listener queue refused, so that admit can tell a retransmission
+// (the same segment again: a client's SYN after 1 s, its handshake ACK's
+// follow-up data after its RTO) from the flood that filled the queue, whose
+// segments each differ (hping3 changes the source port, spoofers the
+// address). It is two generations of a Bloom filter (two bits a segment),
+// the older forgotten when the newer has lived a second or taken
+// refusedPerGeneration segments: 256 KiB, allocated on the first refusal.
+// A false positive admits a flood segment into listenDataReserve; a
+// retransmission seen after both generations turned over is refused again,
+// and remembered.
+type refusedSet struct {
+	seed maphash.Seed // set when the protocol is made
+	mu   sync.Mutex
+	// +checklocks:mu
+	gens [2]*[refusedBits / 64]uint64 // gens[cur] is the newer
+	// +checklocks:mu
+	cur int
+	// +checklocks:mu
+	n int // segments added to gens[cur]
+	// +checklocks:mu
+	born int64 // gens[cur]'s start, netstackunsafe.Nanotime
+}
+
+const (
+	refusedBits          = 1 << 20
+	refusedPerGeneration = refusedBits / 8 // each generation's filter is at most about a quarter full
+)
+
+// checkAndAdd reports whether the segment (for id, with header tcpHdr and
+// payload bytes of payload) was refused lately,
+// and remembers it as refused if not.
+func (r *refusedSet) checkAndAdd(id gstack.TransportEndpointID, tcpHdr header.TCP, payload int) bool {
+	var key [28]byte
+	a := id.RemoteAddress.As4()
+	copy(key[0:4], a[:])
+	binary.LittleEndian.PutUint16(key[4:], id.RemotePort)
+	binary.LittleEndian.PutUint16(key[6:], id.LocalPort)
+	// Ports, sequence and acknowledgment numbers, offset, flags and
+	// window: not the checksum, which a SYN's new timestamp changes.
+	copy(key[8:24], tcpHdr)
+	binary.LittleEndian.PutUint32(key[24:], uint32(payload))
+	h := maphash.Bytes(r.seed, key[:])
+	b1, b2 := h%refusedBits, (h>>32)%refusedBits
+	now := netstackunsafe.Nanotime()
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gens[0] == nil {
+		r.gens[0], r.gens[1] = new([refusedBits / 64]uint64), new([refusedBits / 64]uint64)
+		r.born = now
+	}
+	for _, g := range r.gens {
+		if g[b1/64]&(1<<(b1%64)) != 0 && g[b2/64]&(1<<(b2%64)) != 0 {
+			return true
+		}
+	}
+	if r.n >= refusedPerGeneration || now-r.born > 1e9 {
+		r.cur ^= 1
+		clear(r.gens[r.cur][:])
+		r.n, r.born = 0, now
+	}
+	g := r.gens[r.cur]
+	g[b1/64] |= 1 << (b1 % 64)
+	g[b2/64] |= 1 << (b2 % 64)
+	r.n++
+	return false
+}
+
+// QueuePacket implements netstack's queued transport protocol interface.
+// +checklocksignore: TryLock, which checklocks cannot follow.
+func (p *tcpProtocol) QueuePacket(ep gstack.TransportEndpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer) {
+	tep, ok := ep.(*tcp.Endpoint)
+	if !ok {
+		p.queue.QueuePacket(ep, id, pkt)
+		return
+	}
+	sy := p.sy
+	if sy == nil || !netstackunsafe.Connected(tep.EndpointState()) || sy.delivering.Load() == 0 || !sy.inlineAllowed() || !tep.TryLock() {
+		if p.admit(tep, id, pkt.TransportHeader().Slice(), pkt.Data().Size()) {
+			p.queue.QueuePacket(ep, id, pkt)
+		}
+		return
+	}
+	p.queueLocked(tep, id, pkt)
+}
+
+// queueLocked queues pkt to tep, whose lock the caller took with TryLock,
+// without waking a processor, releases the lock and records tep for
+// processing at the end of the delivery. Latency mode only.
+// +checklocksignore: TryLock, which checklocks cannot follow.
+func (p *tcpProtocol) queueLocked(tep *tcp.Endpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer) {
+	owned := netstackunsafe.OwnedByUser(tep)
+	owned.Store(1)
+	if p.admit(tep, id, pkt.TransportHeader().Slice(), pkt.Data().Size()) {
+		p.queue.QueuePacket(tep, id, pkt) // checks, counts and queues the segment; wakes nobody
+	}
+	owned.Store(0)
+	tep.ResumeWork() // releases the lock taken by TryLock
+	if !p.sy.record(tep) {
+		p.sy.fallbacks.Add(1)
+		netstackunsafe.Kick(tep)
+	}
+}
+
+// listenerPort is a TCP listener and its port.
+type listenerPort struct {
+	port uint16
+	ep   *tcp.Endpoint
+}
+
+// addListener lets refuseEarly screen segments for ep, listening on port.
+func (p *tcpProtocol) addListener(port uint16, ep *tcp.Endpoint) {
+	p.listenersMu.Lock()
+	defer p.listenersMu.Unlock()
+	var ls []listenerPort
+	if old := p.listeners.Load(); old != nil {
+		ls = append(ls, (*old)...)
+	}
+	ls = append(ls, listenerPort{port, ep})
+	p.listeners.Store(&ls)
+}
+
+// removeListener undoes addListener.
+func (p *tcpProtocol) removeListener(ep *tcp.Endpoint) {
+	p.listenersMu.Lock()
+	defer p.listenersMu.Unlock()
+	old := p.listeners.Load()
+	if old == nil {
+		return
+	}
+	ls := make([]listenerPort, 0, len(*old))
+	for _, l := range *old {
+		if l.ep != ep {
+			ls = append(ls, l)
+		}
+	}
+	p.listeners.Store(&ls)
+}
+
+// refuseEarly applies admit, before netstack's IPv4 layer and
+// demultiplexer, to a TCP segment (IPv4 header ip, TCP header tcpHdr,
+// payload bytes of payload) for a listener whose queue is past the part
+// open to all: under a flood, a refused segment then costs the wire's
+// screening and one demultiplexer lookup instead of netstack's whole
+// inbound path, which lets the link's reader keep up with more of the
+// flood, and the kernel (or NIC) in front of it drop less of what real
+// clients send. It reports whether it refused (and counted) the segment.
+// Segments for ports without a listener, and any segment while no
+// listener's queue is that full, cost a load and a short loop.
+func (p *tcpProtocol) refuseEarly(ip header.IPv4, tcpHdr header.TCP, payload int) bool {
+	ls := p.listeners.Load()
+	if ls == nil {
+		return false
+	}
+	port := tcpHdr.DestinationPort()
+	for _, l := range *ls {
+		if l.port != port {
+			continue
+		}
+		if int64(netstackunsafe.QueuedBytes(l.ep)) <= l.ep.SocketOptions().GetReceiveBufferSize()-listenDataReserve {
+			return false
+		}
+		id := gstack.TransportEndpointID{
+			LocalPort: port, LocalAddress: ip.DestinationAddress(),
+			RemotePort: tcpHdr.SourcePort(), RemoteAddress: ip.SourceAddress(),
+		}
+		// A connection's or handshake's segment is not the listener's.
+		if ep := p.st.FindTransportEndpoint(ipv4.ProtocolNumber, tcp.ProtocolNumber, id, nicID); ep != gstack.TransportEndpoint(l.ep) {
+			return false
+		}
+		// A retry is left to count when it reaches QueuePacket.
+		if ok, _ := p.decide(l.ep, id, tcpHdr, payload); !ok {
+			p.refuse()
+			return true
+		}
+		return false
+	}
+	return false
+}
