@@ -20,19 +20,26 @@ type Assembler struct {
 	timeout   int64 // ns; negative: never
 	history   bool
 	t         table
-	rings     [][]byte // free reassembly buffers
 	offloaded []FlowKey
-	stats     Stats
-	now       int64 // latest capture time seen
-	deadline  int64 // earliest capture time at which a hole or FIN may expire
-	pendHead  int32 // list of flows that may expire, -1 when empty
+	// Reassembly buffers (buffer.go): nBufs exist, at most maxBufs; free
+	// holds at most maxFree of them for reuse; the flows holding one are
+	// linked from bufHead (oldest) to bufTail.
+	free             []*buffer
+	nBufs            int
+	maxBufs          int
+	maxFree          int
+	bufHead, bufTail int32
+	stats            Stats
+	now              int64 // latest capture time seen
+	deadline         int64 // earliest capture time at which a hole or FIN may expire
+	pendHead         int32 // list of flows that may expire, -1 when empty
 }
 
 // New returns an Assembler that reports to h. Zero fields of cfg take their
 // defaults; out-of-range values are an error wrapping ErrConfig. New
-// allocates the flow table (about 1 KB per flow direction); reassembly
-// buffers (BufferPerFlow bytes each) are allocated when first needed and
-// reused.
+// allocates the flow table (a few hundred bytes per flow direction);
+// reassembly buffers (BufferPerFlow bytes each, at most MaxBufferTotal in
+// all) are allocated when first needed and reused.
 func New(cfg Config, h Handler) (*Assembler, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: nil Handler", ErrConfig)
@@ -52,6 +59,12 @@ func New(cfg Config, h Handler) (*Assembler, error) {
 	if cfg.MaxFlows < 0 || cfg.MaxFlows > MaxMaxFlows {
 		return nil, fmt.Errorf("%w: MaxFlows %d outside 1..%d", ErrConfig, cfg.MaxFlows, MaxMaxFlows)
 	}
+	if cfg.MaxBufferTotal == 0 {
+		cfg.MaxBufferTotal = max(DefaultMaxBufferTotal, int64(cfg.BufferPerFlow))
+	}
+	if cfg.MaxBufferTotal < int64(cfg.BufferPerFlow) || cfg.MaxBufferTotal > MaxMaxBufferTotal {
+		return nil, fmt.Errorf("%w: MaxBufferTotal %d outside BufferPerFlow (%d)..%d", ErrConfig, cfg.MaxBufferTotal, cfg.BufferPerFlow, int64(MaxMaxBufferTotal))
+	}
 	if cfg.Checksum < ChecksumAuto || cfg.Checksum > ChecksumIgnore {
 		return nil, fmt.Errorf("%w: %v", ErrChecksumMode, cfg.Checksum)
 	}
@@ -63,7 +76,11 @@ func New(cfg Config, h Handler) (*Assembler, error) {
 		history:  cfg.History,
 		deadline: math.MaxInt64,
 		pendHead: -1,
+		maxBufs:  int(cfg.MaxBufferTotal / int64(cfg.BufferPerFlow)),
+		bufHead:  -1,
+		bufTail:  -1,
 	}
+	a.maxFree = min(max(a.maxBufs/4, 1), cfg.MaxFlows)
 	a.t.init(cfg.MaxFlows)
 	return a, nil
 }
@@ -158,7 +175,7 @@ func (a *Assembler) HandleFrame(frame []byte, ts int64) error {
 		return nil
 	}
 	if seq := binary.BigEndian.Uint32(h[tcp+4:]); seq != f.startSeq+uint32(f.next) ||
-		f.nRuns != 0 && f.next+n > f.runs[0].start || a.history {
+		f.nRuns != 0 && f.next+n > f.buf.runs[0].start || a.history {
 		a.data(f, seq, payload, ts)
 		return nil
 	}
@@ -170,6 +187,7 @@ func (a *Assembler) HandleFrame(frame []byte, ts int64) error {
 	a.stats.DeliveredBytes += n
 	if f.nRuns != 0 {
 		a.drain(f, ts)
+		a.settle(f)
 	}
 	return nil
 }
@@ -502,7 +520,7 @@ func (a *Assembler) newFlow(w wireKey, h uint64) int32 {
 			a.stats.Evictions++
 			a.end(v, EndEvicted, v.lastSeen)
 		}
-		a.releaseRing(v)
+		a.releaseBuffer(v)
 		a.t.remove(victim)
 	}
 	if h == 0 {
@@ -547,7 +565,7 @@ func (a *Assembler) start(f *flow, startSeq uint32, fromSYN bool, ts int64) {
 	f.next, f.histStart = 0, 0
 	f.nRuns = 0
 	if a.history {
-		a.ensureRing(f)
+		a.takeBuffer(f, false, ts)
 	}
 	a.stats.Flows++
 	a.stats.ActiveFlows++
@@ -562,7 +580,7 @@ func (a *Assembler) end(f *flow, reason EndReason, ts int64) {
 	}
 	a.unpend(f)
 	f.state = flowEnded
-	a.releaseRing(f)
+	a.releaseBuffer(f)
 	a.stats.ActiveFlows--
 	a.h.FlowEnd(f.key, reason, ts)
 }
@@ -615,8 +633,8 @@ func (a *Assembler) place(f *flow, o uint64, p []byte, ts int64) {
 		}
 		if o == f.next {
 			lim := e
-			if f.nRuns > 0 && f.runs[0].start < lim {
-				lim = f.runs[0].start
+			if f.nRuns > 0 && f.buf.runs[0].start < lim {
+				lim = f.buf.runs[0].start
 			}
 			a.deliver(f, p[:lim-o], ts)
 			fresh = true
@@ -626,7 +644,7 @@ func (a *Assembler) place(f *flow, o uint64, p []byte, ts int64) {
 		}
 		if e-f.next > uint64(a.bufSize) {
 			// Holding p would exceed the buffer: give up on the oldest hole.
-			if f.nRuns == 0 || o < f.runs[0].start {
+			if f.nRuns == 0 || o < f.buf.runs[0].start {
 				a.gap(f, o-f.next, &a.stats.BufferFullSkips, ts)
 			} else {
 				a.skipHole(f, &a.stats.BufferFullSkips, ts)
@@ -643,6 +661,7 @@ func (a *Assembler) place(f *flow, o uint64, p []byte, ts int64) {
 		anomaly = anomaly || an
 		break
 	}
+	a.settle(f)
 	switch {
 	case !fresh:
 		a.stats.Duplicates++
@@ -657,7 +676,7 @@ func (a *Assembler) place(f *flow, o uint64, p []byte, ts int64) {
 // deliver hands p, the bytes at f.next, to the Handler without copying them.
 func (a *Assembler) deliver(f *flow, p []byte, ts int64) {
 	n := uint64(len(p))
-	if a.history {
+	if a.history && f.buf != nil {
 		a.keepHistory(f, p)
 	} else {
 		f.histStart = f.next + n
@@ -672,22 +691,24 @@ func (a *Assembler) deliver(f *flow, p []byte, ts int64) {
 // f.next+len(ring).
 func (a *Assembler) keepHistory(f *flow, p []byte) {
 	n := uint64(len(p))
-	a.copyToRing(f, f.next+n-min(n, uint64(len(f.ring))), p[n-min(n, uint64(len(f.ring))):])
+	size := uint64(len(f.buf.ring))
+	a.copyToRing(f, f.next+n-min(n, size), p[n-min(n, size):])
 }
 
 // drain delivers the first held run if it starts at f.next.
 func (a *Assembler) drain(f *flow, ts int64) {
-	if f.nRuns == 0 || f.runs[0].start != f.next {
+	if f.nRuns == 0 || f.buf.runs[0].start != f.next {
 		return
 	}
-	r := f.runs[0]
-	size := uint64(len(f.ring))
+	b := f.buf
+	r := b.runs[0]
+	size := uint64(len(b.ring))
 	pos := r.start % size
 	n := r.end - r.start
 	first := min(n, size-pos)
-	a.h.Data(f.key, r.start, f.ring[pos:pos+first], ts)
+	a.h.Data(f.key, r.start, b.ring[pos:pos+first], ts)
 	if n > first {
-		a.h.Data(f.key, r.start+first, f.ring[:n-first], ts)
+		a.h.Data(f.key, r.start+first, b.ring[:n-first], ts)
 	}
 	f.next = r.end
 	a.stats.DeliveredBytes += n
@@ -695,16 +716,27 @@ func (a *Assembler) drain(f *flow, ts int64) {
 }
 
 func (a *Assembler) removeFirstRun(f *flow) {
+	runs := &f.buf.runs
 	if f.nRuns > 1 { // the usual single run needs no memmove call
-		copy(f.runs[:f.nRuns-1], f.runs[1:f.nRuns])
+		copy(runs[:f.nRuns-1], runs[1:f.nRuns])
 	}
 	f.nRuns--
 	if f.nRuns > 0 {
-		since := f.runs[0].ts
-		for _, r := range f.runs[1:f.nRuns] {
+		since := runs[0].ts
+		for _, r := range runs[1:f.nRuns] {
 			since = min(since, r.ts)
 		}
 		f.holeSince = since
+	}
+}
+
+// settle gives f's buffer back when f holds nothing and keeps no History.
+// It runs once a segment (or a timeout) has been dealt with, so that the
+// rest of a segment that filled a hole is still compared with the bytes
+// delivered from the buffer.
+func (a *Assembler) settle(f *flow) {
+	if f.nRuns == 0 && f.buf != nil && !a.history {
+		a.releaseBuffer(f)
 	}
 }
 
@@ -720,7 +752,7 @@ func (a *Assembler) gap(f *flow, n uint64, reason *uint64, ts int64) {
 
 // skipHole skips the hole before the first held run and delivers the run.
 func (a *Assembler) skipHole(f *flow, reason *uint64, ts int64) {
-	a.gap(f, f.runs[0].start-f.next, reason, ts)
+	a.gap(f, f.buf.runs[0].start-f.next, reason, ts)
 	a.drain(f, ts)
 }
 
@@ -728,23 +760,26 @@ func (a *Assembler) skipHole(f *flow, reason *uint64, ts int64) {
 // BufferPerFlow past f.next), keeping bytes already held. It reports whether
 // any byte was new, whether p overlapped held bytes and whether those differ;
 // ok is false, with nothing changed, when p would need a run beyond maxRuns.
+// A direction without a buffer takes one (takeBuffer), which may skip the
+// holes of another.
 func (a *Assembler) insert(f *flow, o uint64, p []byte, ts int64) (stored, overlap, anomaly, ok bool) {
 	e := o + uint64(len(p))
 	i := 0
-	for i < f.nRuns && f.runs[i].end < o {
+	for i < f.nRuns && f.buf.runs[i].end < o {
 		i++
 	}
 	j := i
-	for j < f.nRuns && f.runs[j].start <= e {
+	for j < f.nRuns && f.buf.runs[j].start <= e {
 		j++
 	}
 	if i == j && f.nRuns == maxRuns {
 		return false, false, false, false
 	}
-	a.ensureRing(f)
+	a.takeBuffer(f, true, ts)
+	runs := &f.buf.runs
 	merged := run{start: o, end: e, ts: ts}
 	cur := o
-	for _, r := range f.runs[i:j] {
+	for _, r := range runs[i:j] {
 		if r.start > cur {
 			a.copyToRing(f, cur, p[cur-o:r.start-o])
 			stored = true
@@ -773,13 +808,13 @@ func (a *Assembler) insert(f *flow, o uint64, p []byte, ts int64) (stored, overl
 	}
 	if i == j {
 		if i < f.nRuns { // a new last run (the usual case) moves none
-			copy(f.runs[i+1:f.nRuns+1], f.runs[i:f.nRuns])
+			copy(runs[i+1:f.nRuns+1], runs[i:f.nRuns])
 		}
-		f.runs[i] = merged
+		runs[i] = merged
 		f.nRuns++
 	} else {
-		f.runs[i] = merged
-		copy(f.runs[i+1:], f.runs[j:f.nRuns])
+		runs[i] = merged
+		copy(runs[i+1:], runs[j:f.nRuns])
 		f.nRuns -= j - i - 1
 	}
 	return stored, overlap, anomaly, true
@@ -788,17 +823,17 @@ func (a *Assembler) insert(f *flow, o uint64, p []byte, ts int64) (stored, overl
 // differsFromHistory compares p, a retransmission of bytes already delivered
 // at offset o, with the part of them still kept in the ring.
 func (a *Assembler) differsFromHistory(f *flow, o uint64, p []byte) bool {
-	if len(f.ring) == 0 {
+	if f.buf == nil {
 		return false
 	}
 	lo := f.histStart
-	size := uint64(len(f.ring))
+	size := uint64(len(f.buf.ring))
 	if f.next > size {
 		lo = max(lo, f.next-size)
 	}
-	if f.nRuns > 0 && f.runs[f.nRuns-1].end > size {
+	if f.nRuns > 0 && f.buf.runs[f.nRuns-1].end > size {
 		// Held bytes reuse the slots of the oldest delivered ones.
-		lo = max(lo, f.runs[f.nRuns-1].end-size)
+		lo = max(lo, f.buf.runs[f.nRuns-1].end-size)
 	}
 	e := o + uint64(len(p))
 	if lo >= e {
@@ -810,39 +845,23 @@ func (a *Assembler) differsFromHistory(f *flow, o uint64, p []byte) bool {
 	return !a.ringEqual(f, o, p)
 }
 
+// ringEqual compares p with the bytes at stream offset o in f's buffer.
 func (a *Assembler) ringEqual(f *flow, o uint64, p []byte) bool {
-	size := uint64(len(f.ring))
+	ring := f.buf.ring
+	size := uint64(len(ring))
 	pos := o % size
 	first := min(uint64(len(p)), size-pos)
-	return string(f.ring[pos:pos+first]) == string(p[:first]) &&
-		string(f.ring[:uint64(len(p))-first]) == string(p[first:])
+	return string(ring[pos:pos+first]) == string(p[:first]) &&
+		string(ring[:uint64(len(p))-first]) == string(p[first:])
 }
 
-// copyToRing stores p at stream offset o; len(p) is at most len(f.ring).
+// copyToRing stores p at stream offset o in f's buffer; len(p) is at most
+// BufferPerFlow.
 func (a *Assembler) copyToRing(f *flow, o uint64, p []byte) {
-	pos := o % uint64(len(f.ring))
-	n := copy(f.ring[pos:], p)
-	copy(f.ring, p[n:])
-}
-
-func (a *Assembler) ensureRing(f *flow) {
-	if f.ring != nil {
-		return
-	}
-	if n := len(a.rings); n > 0 {
-		f.ring = a.rings[n-1]
-		a.rings[n-1] = nil
-		a.rings = a.rings[:n-1]
-		return
-	}
-	f.ring = make([]byte, a.bufSize)
-}
-
-func (a *Assembler) releaseRing(f *flow) {
-	if f.ring != nil {
-		a.rings = append(a.rings, f.ring)
-		f.ring = nil
-	}
+	ring := f.buf.ring
+	pos := o % uint64(len(ring))
+	n := copy(ring[pos:], p)
+	copy(ring, p[n:])
 }
 
 func (a *Assembler) noteDeadline(since int64) {
@@ -910,6 +929,7 @@ func (a *Assembler) expire(now int64) {
 			for f.nRuns > 0 && now-f.holeSince >= a.timeout {
 				a.skipHole(f, &a.stats.TimeoutSkips, now)
 			}
+			a.settle(f)
 			if f.finSeen && f.nRuns == 0 && (f.next >= f.finOff || now-f.finTs >= a.timeout) {
 				a.end(f, EndFIN, now) // leaves the list
 				continue
@@ -943,7 +963,7 @@ func (a *Assembler) Close() {
 			}
 			a.end(f, reason, a.now)
 		}
-		a.releaseRing(f)
+		a.releaseBuffer(f)
 		a.t.remove(fi)
 		fi = nextFi
 	}

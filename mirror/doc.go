@@ -70,13 +70,21 @@
 // # Bounds
 //
 // Memory is bounded by the Config: at most BufferPerFlow bytes held out of
-// order per flow direction, in at most 32 separate runs, and at most MaxFlows
-// flow directions (an ended one is reused, or else the least recently active
-// one is evicted, and counted, to make room for a new one): at most
-// MaxFlows*BufferPerFlow bytes of buffers in all (32 MiB by default). Flow
-// state is allocated once in New; the per-direction buffers are allocated on
-// first use and recycled when a direction ends, so steady-state processing
-// allocates nothing.
+// order per flow direction, in at most 32 separate runs; at most MaxFlows
+// flow directions (an ended one is reused, or else the least recently
+// active one is evicted, and counted, to make room for a new one); and at
+// most MaxBufferTotal bytes of reassembly buffers across all directions
+// (64 MiB by default), free ones kept for reuse included. A direction
+// holds a buffer only while it holds bytes out of order (with History,
+// while it lives and a buffer is to be had), so an idle direction costs its
+// flow state alone, 192 bytes allocated once in New. When every
+// buffer is taken and a direction must hold bytes, the least recently
+// active of the directions that have held theirs longest gives its buffer
+// up: its holes are skipped and reported as gaps (Stats.BufferTotalSkips),
+// like those of a full per-direction buffer, so the streams stay tiled by
+// data and gaps. In all: about 200 bytes of flow state per MaxFlows and
+// MaxBufferTotal bytes of buffers (plus 800 bytes of bookkeeping each);
+// steady-state processing allocates nothing.
 //
 // IPv4 fragments are not reassembled: they are counted in Stats.Fragments and
 // dropped, so their bytes become holes (market-data and most TCP traffic is

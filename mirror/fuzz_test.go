@@ -57,7 +57,8 @@ func FuzzAssembler(f *testing.F) {
 	// Seeds: testdata/fuzz/FuzzAssembler.
 	f.Fuzz(func(t *testing.T, isn uint32, prog []byte) {
 		rec := newRecorder(t)
-		cfg := mirror.Config{BufferPerFlow: 256, MaxFlows: 2, HoleTimeout: 1000_000, History: len(prog)%2 == 0}
+		// One buffer for the two directions: they take it from each other.
+		cfg := mirror.Config{BufferPerFlow: 256, MaxBufferTotal: 256, MaxFlows: 2, HoleTimeout: 1000_000, History: len(prog)%2 == 0}
 		a, err := mirror.New(cfg, rec)
 		if err != nil {
 			t.Fatal(err)

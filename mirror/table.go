@@ -22,8 +22,10 @@ type run struct {
 
 // flow is the state of one flow direction. Flows live in one slice allocated
 // by New and are addressed by index, so the table never allocates. The
-// fields an in-order segment reads and writes come first, in one cache line;
-// the held runs, touched only out of order, come last.
+// fields an in-order segment reads and writes come first, in one cache line.
+// The held runs and the bytes, touched only out of order, live in a buffer
+// that the direction holds only while it needs one, so a direction that
+// holds nothing costs this struct alone (a few hundred bytes).
 type flow struct {
 	// First cache line: what a lookup and an in-order segment read. The
 	// key is kept as the words it has on the wire (see wireKey): a frame
@@ -33,7 +35,7 @@ type flow struct {
 	startSeq  uint32 // sequence number of stream offset 0
 	nRuns     int
 	next      uint64 // stream offset of the first undelivered byte
-	histStart uint64 // delivered bytes before this offset are not in ring
+	histStart uint64 // delivered bytes before this offset are not in buf.ring
 	lastSeen  int64
 	state     uint8
 	synSeen   bool // the start comes from this direction's SYN
@@ -54,18 +56,17 @@ type flow struct {
 	finTs              int64
 	holeSince          int64 // min ts of runs, valid when nRuns > 0
 
-	// ring is the reassembly buffer (nil until needed): byte at stream
-	// offset o lives at ring[o%len(ring)]. Held runs occupy offsets in
-	// [next, next+len(ring)); the rest keeps delivered history.
-	ring []byte
-	runs [maxRuns]run
-	_    [flowPad]byte
+	// buf holds the runs (nil until needed, see buffer.go); bufPrev and
+	// bufNext link the flows holding a buffer, oldest first.
+	buf              *buffer
+	bufPrev, bufNext int32
+	_                [flowPad]byte
 }
 
 // flowPad rounds the size of a flow up to a multiple of 64 bytes, so that
 // the first cache line of every flow in the (page-aligned) table holds its
 // hot fields; TestFlowLayout checks it.
-const flowPad = 40
+const flowPad = 48
 
 // table maps FlowKeys to flows with open addressing and linear probing, and
 // keeps the flows in least-recently-active order for eviction.
@@ -198,7 +199,7 @@ func (t *table) insert(w wireKey, h uint64) int32 {
 	}
 	t.slots[i] = fi + 1
 	f := &t.flows[fi]
-	*f = flow{wireAddrs: w.addrs, wirePorts: w.ports, key: w.flowKey(), hash: h, idx: fi, lruPrev: -1, lruNext: -1, pendPrev: -1, pendNext: -1}
+	*f = flow{wireAddrs: w.addrs, wirePorts: w.ports, key: w.flowKey(), hash: h, idx: fi, lruPrev: -1, lruNext: -1, pendPrev: -1, pendNext: -1, bufPrev: -1, bufNext: -1}
 	t.pushFront(fi)
 	t.inUse++
 	t.last = fi

@@ -63,6 +63,10 @@ const (
 	DefaultBufferPerFlow = 32 << 10
 	// DefaultMaxFlows is the number of flow directions tracked by default.
 	DefaultMaxFlows = 1024
+	// DefaultMaxBufferTotal bounds the reassembly buffers of all flow
+	// directions together: 2048 buffers of DefaultBufferPerFlow, twice what
+	// DefaultMaxFlows directions can hold at once.
+	DefaultMaxBufferTotal = 64 << 20
 	// DefaultHoleTimeout is how long, in capture time, a hole is waited for.
 	// It is far above a LAN round trip (a retransmission normally arrives
 	// within a few milliseconds) and short enough that a lost segment delays
@@ -73,8 +77,9 @@ const (
 // Hard limits on Config values, so a configuration cannot ask for unbounded
 // memory by mistake.
 const (
-	MaxBufferPerFlow = 1 << 30
-	MaxMaxFlows      = 1 << 22
+	MaxBufferPerFlow  = 1 << 30
+	MaxMaxFlows       = 1 << 22
+	MaxMaxBufferTotal = 1 << 40
 	// maxRuns bounds the separate out-of-order runs held per flow direction.
 	maxRuns = 32
 )
@@ -88,6 +93,22 @@ type Config struct {
 	// oldest holes are skipped (Stats.BufferFullSkips). 0 means
 	// DefaultBufferPerFlow; at most MaxBufferPerFlow.
 	BufferPerFlow int
+	// MaxBufferTotal bounds the bytes of reassembly buffers of all flow
+	// directions together, free ones kept for reuse included: at most
+	// MaxBufferTotal/BufferPerFlow buffers of BufferPerFlow bytes exist. A
+	// direction takes a buffer when it first holds bytes out of order (with
+	// History, when it starts) and gives it back when it holds nothing more
+	// (without History) or ends. When all buffers are taken, a direction
+	// that must hold bytes takes one back from another direction, among the
+	// 16 that have held theirs longest: one that holds only History if
+	// there is one (its History is then forgotten), else the least
+	// recently active, whose holes are skipped and reported as gaps
+	// (Stats.BufferTotalSkips) and whose held bytes are delivered. A
+	// direction starting with History takes only a free buffer or a
+	// History-only one, and otherwise goes without History until it holds
+	// bytes. 0 means DefaultMaxBufferTotal, or BufferPerFlow when that is
+	// larger; otherwise from BufferPerFlow to MaxMaxBufferTotal.
+	MaxBufferTotal int64
 	// MaxFlows is the number of flow directions tracked at once, including
 	// ended ones (kept so that their late segments do not start a new flow).
 	// When the table is full, a new direction reuses an ended one or, if the
@@ -105,12 +126,13 @@ type Config struct {
 	// Checksum selects the checksum policy; the zero value is ChecksumAuto.
 	Checksum ChecksumMode
 	// History keeps a copy of the last BufferPerFlow delivered bytes of
-	// every flow direction (in its reassembly buffer), so that a
+	// every flow direction that has a reassembly buffer, so that a
 	// retransmission of bytes already delivered is compared with them and
 	// counted as an overlap anomaly when it differs. It costs one copy of
-	// every in-order byte and a buffer per direction from its start. Without
-	// it, in-order data is never copied, and only retransmissions of bytes
-	// still held out of order (or delivered from the buffer) are compared.
+	// every in-order byte and a buffer per direction from its start, as far
+	// as MaxBufferTotal allows. Without it, in-order data is never copied,
+	// and only retransmissions of bytes still held out of order (or
+	// delivered from the buffer while it holds more) are compared.
 	History bool
 }
 
@@ -239,7 +261,10 @@ type Stats struct {
 	BufferFullSkips uint64 // a segment ended beyond BufferPerFlow
 	RunLimitSkips   uint64 // a flow direction held the maximum of 32 separate runs
 	TimeoutSkips    uint64 // older than HoleTimeout
-	EndSkips        uint64 // the direction ended (FIN, RST, eviction, restart, Close)
+	// BufferTotalSkips counts the holes skipped to give their direction's
+	// buffer to another one, all buffers being taken (MaxBufferTotal).
+	BufferTotalSkips uint64
+	EndSkips         uint64 // the direction ended (FIN, RST, eviction, restart, Close)
 
 	Flows       uint64 // flow directions started (FlowStart calls)
 	ActiveFlows uint64 // flow directions started and not yet ended
