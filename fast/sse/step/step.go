@@ -40,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"sync"
 )
 
 // SOH separates STEP fields.
@@ -123,8 +124,8 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Config bounds a Parser. The zero value selects the defaults.
 type Config struct {
-	// MaxMessageSize bounds one STEP message in bytes; it is also the
-	// size of the parser's internal buffer. Default DefaultMaxMessageSize.
+	// MaxMessageSize bounds one STEP message in bytes, and so the
+	// parser's internal buffer. Default DefaultMaxMessageSize.
 	MaxMessageSize int
 	// MaxCategories bounds how many categories are tracked for gap
 	// detection; messages of further categories are counted in
@@ -185,16 +186,22 @@ type categorySeq struct {
 
 // Parser splits a STEP byte stream into messages. It does NOT take ownership
 // of the chunks passed to Feed: it reads them until Next returns (nil, nil)
-// and copies only the unfinished tail of a chunk into its bounded internal
-// buffer (Config.MaxMessageSize bytes, allocated once by NewParser).
+// and copies only the unfinished tail of a chunk into its internal buffer.
+// The parser holds that buffer only while it keeps such a tail: it takes it
+// from a pool shared by all parsers, in sizes of powers of two from 512
+// bytes up to MaxMessageSize, grows it as the tail does, and gives it back
+// when the tail is consumed (Held tells its size). A parser between
+// messages thus holds no buffer, and steady-state parsing allocates
+// nothing.
 //
 // A Parser is not safe for concurrent use.
 type Parser struct {
 	cfg   Config
-	buf   []byte // the start of an unfinished message; precedes in in the stream
-	in    []byte // the rest of the chunk passed to Feed
-	inOff int64  // stream offset of in[0]
-	drop  int    // bytes of buf to drop on the next call (the last message returned)
+	buf   []byte  // the start of an unfinished message; precedes in in the stream
+	bufp  *[]byte // buf's pool entry, nil when buf is nil or not pooled
+	in    []byte  // the rest of the chunk passed to Feed
+	inOff int64   // stream offset of in[0]
+	drop  int     // bytes of buf to drop on the next call (the last message returned)
 
 	resyncing bool
 	// pending is the total length of the message buf starts, once frame
@@ -217,12 +224,58 @@ func NewParser(cfg Config) *Parser {
 	if cfg.MaxCategories <= 0 {
 		cfg.MaxCategories = DefaultMaxCategories
 	}
-	return &Parser{
-		cfg:  cfg,
-		buf:  make([]byte, 0, cfg.MaxMessageSize),
-		cats: make([]categorySeq, 0, cfg.MaxCategories),
-	}
+	return &Parser{cfg: cfg}
 }
+
+// Pooled buffer sizes: powers of two from 1<<minBufShift to
+// 1<<maxBufShift bytes.
+const (
+	minBufShift = 9
+	maxBufShift = 24
+)
+
+// bufPools holds free parser buffers by size, as *[]byte of length 0.
+var bufPools [maxBufShift - minBufShift + 1]sync.Pool
+
+// reserve makes room in the buffer for n bytes in all, keeping its
+// contents; n is at most MaxMessageSize.
+func (p *Parser) reserve(n int) {
+	if cap(p.buf) >= n {
+		return
+	}
+	shift := max(bits.Len(uint(n-1)), minBufShift)
+	var bp *[]byte
+	switch {
+	case shift > maxBufShift || 1<<shift > p.cfg.MaxMessageSize:
+		b := make([]byte, 0, max(n, p.cfg.MaxMessageSize))
+		bp = &b
+	default:
+		if v := bufPools[shift-minBufShift].Get(); v != nil {
+			bp = v.(*[]byte)
+		} else {
+			b := make([]byte, 0, 1<<shift)
+			bp = &b
+		}
+	}
+	*bp = append(*bp, p.buf...)
+	p.release()
+	p.buf, p.bufp = *bp, bp
+}
+
+// release gives the buffer back to its pool.
+func (p *Parser) release() {
+	if bp := p.bufp; bp != nil {
+		*bp = (*bp)[:0]
+		if c := cap(*bp); c&(c-1) == 0 && c >= 1<<minBufShift && c <= 1<<maxBufShift {
+			bufPools[bits.Len(uint(c))-1-minBufShift].Put(bp)
+		}
+	}
+	p.buf, p.bufp = nil, nil
+}
+
+// Held returns the size in bytes of the internal buffer the parser holds:
+// 0 between messages, else at most MaxMessageSize.
+func (p *Parser) Held() int { return cap(p.buf) }
 
 // Feed hands the parser the next chunk of the stream. The parser does NOT
 // take ownership of chunk, but reads it until Next returns (nil, nil); call
@@ -246,7 +299,7 @@ func (p *Parser) Discontinuity(skipped int64) {
 	p.dropReturned()
 	p.stats.SkippedBytes += uint64(len(p.buf) + len(p.in))
 	p.inOff += int64(len(p.in)) + skipped
-	p.buf = p.buf[:0]
+	p.release()
 	p.in = nil
 	p.pending = 0
 	p.resyncing = true
@@ -255,7 +308,7 @@ func (p *Parser) Discontinuity(skipped int64) {
 // Reset forgets all state (buffered bytes, sequence numbers, stream offset)
 // but keeps the counters.
 func (p *Parser) Reset() {
-	p.buf = p.buf[:0]
+	p.release()
 	p.in = nil
 	p.inOff = 0
 	p.drop = 0
@@ -271,10 +324,15 @@ func (p *Parser) Buffered() int { return len(p.buf) }
 // Stats returns the counters.
 func (p *Parser) Stats() Stats { return p.stats }
 
+// dropReturned forgets the message returned last from the buffer, and the
+// buffer once it is empty.
 func (p *Parser) dropReturned() {
 	if p.drop > 0 {
 		p.buf = p.buf[:copy(p.buf, p.buf[p.drop:])]
 		p.drop = 0
+		if len(p.buf) == 0 {
+			p.release()
+		}
 	}
 }
 
@@ -303,6 +361,7 @@ func (p *Parser) Next() (*Message, error) {
 			if total == 0 || total > len(p.in) {
 				// Unfinished: fits the buffer because frame checked
 				// total (or the header length) against the bound.
+				p.reserve(max(total, len(p.in)))
 				p.buf = append(p.buf, p.in...)
 				p.inOff += int64(len(p.in))
 				p.in = nil
@@ -321,6 +380,7 @@ func (p *Parser) Next() (*Message, error) {
 				return nil, nil
 			}
 			want := min(p.pending-len(p.buf), len(p.in))
+			p.reserve(p.pending)
 			p.buf = append(p.buf, p.in[:want]...)
 			p.in = p.in[want:]
 			p.inOff += int64(want)
@@ -333,6 +393,9 @@ func (p *Parser) Next() (*Message, error) {
 		bufOff := p.inOff - int64(len(p.buf))
 		if skip > 0 {
 			p.buf = p.buf[:copy(p.buf, p.buf[skip:])]
+			if len(p.buf) == 0 {
+				p.release()
+			}
 			if e := p.skipped(skip, bufOff, err); e != nil {
 				return nil, e
 			}
@@ -350,6 +413,7 @@ func (p *Parser) Next() (*Message, error) {
 			want = total - len(p.buf)
 		}
 		want = max(min(want, len(p.in)), 1)
+		p.reserve(max(total, len(p.buf)+want))
 		p.buf = append(p.buf, p.in[:want]...)
 		p.in = p.in[want:]
 		p.inOff += int64(want)
@@ -841,7 +905,7 @@ func (p *Parser) trackGap(m *Message) {
 			return
 		}
 	}
-	if len(p.cats) == cap(p.cats) {
+	if len(p.cats) == p.cfg.MaxCategories {
 		p.stats.UntrackedCategories++
 		return
 	}

@@ -241,6 +241,9 @@ func TestDiscontinuity(t *testing.T) {
 }
 
 func TestParseDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
 	var stream []byte
 	for i := range 20 {
 		stream = append(stream, msg(uint64(i), 7, uint64(i), make([]byte, 100+i))...)
@@ -264,6 +267,54 @@ func TestParseDoesNotAllocate(t *testing.T) {
 	buf := make([]byte, 0, 1024)
 	if a := testing.AllocsPerRun(100, func() { AppendMessage(buf, &h, stream[:50]) }); a != 0 {
 		t.Fatalf("AppendMessage: %v allocations", a)
+	}
+}
+
+// TestParserHoldsBufferOnlyForATail: a parser between messages holds no
+// buffer; one that keeps an unfinished message holds one that fits it,
+// within MaxMessageSize, until the message is complete or dropped.
+func TestParserHoldsBufferOnlyForATail(t *testing.T) {
+	a, b := msg(1, 7, 1, make([]byte, 100)), msg(2, 7, 2, make([]byte, 3000))
+	p := NewParser(Config{})
+	drain := func() (n int) {
+		for {
+			m, err := p.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m == nil {
+				return n
+			}
+			n++
+		}
+	}
+	if p.Held() != 0 {
+		t.Fatalf("new parser holds %d bytes", p.Held())
+	}
+	p.Feed(a)
+	if n := drain(); n != 1 || p.Held() != 0 {
+		t.Fatalf("whole message: %d returned, %d bytes held", n, p.Held())
+	}
+	p.Feed(b[:10]) // header unknown yet
+	if n := drain(); n != 0 || p.Held() == 0 || p.Held() > 1024 {
+		t.Fatalf("10 bytes of a message: %d returned, %d bytes held", n, p.Held())
+	}
+	p.Feed(b[10:2000])
+	if n := drain(); n != 0 || p.Held() < len(b) || p.Held() > 2*len(b) {
+		t.Fatalf("2000 bytes of a %d-byte message: %d returned, %d bytes held", len(b), n, p.Held())
+	}
+	p.Feed(append(b[2000:], a[:50]...))
+	if n := drain(); n != 1 || p.Held() == 0 {
+		t.Fatalf("end of a message and the start of the next: %d returned, %d bytes held", n, p.Held())
+	}
+	p.Discontinuity(7)
+	if p.Held() != 0 {
+		t.Fatalf("after a discontinuity: %d bytes held", p.Held())
+	}
+	small := NewParser(Config{MaxMessageSize: 1000})
+	small.Feed(msg(1, 7, 1, make([]byte, 800))[:850])
+	if m, err := small.Next(); m != nil || err != nil || small.Held() != 1000 {
+		t.Fatalf("MaxMessageSize 1000: %v, %v, %d bytes held", m, err, small.Held())
 	}
 }
 

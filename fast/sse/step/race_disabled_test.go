@@ -1,0 +1,5 @@
+//go:build !race
+
+package step
+
+const raceEnabled = false
