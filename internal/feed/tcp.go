@@ -299,3 +299,13 @@ func onesSum(sum uint16, b []byte) uint16 {
 	}
 	return uint16(s)
 }
+
+// AppendDataFrame appends to dst the Ethernet frame of one TCP data segment
+// (ACK and PSH set) from server to client carrying data at sequence number
+// seq, with correct checksums, as the generated feeds carry them. It is for
+// tests that build captures of their own shape, such as many flows each
+// with a hole.
+func AppendDataFrame(dst []byte, server, client Endpoint, seq uint32, data []byte) []byte {
+	fb := frameBuilder{server: server, client: client}
+	return fb.appendFrame(dst, &segment{fromServer: true, flags: flagACK | flagPSH, seq: seq, ack: 1, data: data})
+}
