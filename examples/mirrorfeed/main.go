@@ -47,10 +47,21 @@
 //	-checksum auto|verify|ignore  checksum policy (mirror.Config.Checksum)
 //	-hole-timeout D        capture time a hole is waited for (default 100ms)
 //	-max-flows N           flow directions tracked at once (default 1024); each
-//	                       one that carries data also holds a 64 KiB STEP
-//	                       buffer while it lives
+//	                       costs about 200 bytes, and one that carries data
+//	                       about 1 KiB more for its decoder while it lives
+//	-buffer-total BYTES    bound on the stream bytes held in memory across
+//	                       all flow directions (default 64 MiB, raised to
+//	                       4/3 of -buffer when that is larger): three
+//	                       quarters for the reassembly buffers
+//	                       (mirror.Config.MaxBufferTotal), one quarter for
+//	                       the decoders' unfinished STEP messages. Past it
+//	                       the least recently active directions' holes are
+//	                       skipped and reported as gaps, and the unfinished
+//	                       messages held longest are dropped (they show up as
+//	                       STEP sequence gaps); the summary then counts both
 //	-history=false         do not keep the last -buffer delivered bytes per
-//	                       direction: retransmissions of delivered bytes are
+//	                       direction (kept as far as -buffer-total allows
+//	                       buffers for them): retransmissions of delivered bytes are
 //	                       then not compared, so a differing one is counted as
 //	                       a duplicate, not an anomaly (saves one copy per byte)
 //
@@ -72,6 +83,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tickwire/tickwire/fast/sse/step"
 	"github.com/tickwire/tickwire/link/afpacket"
 	"github.com/tickwire/tickwire/link/frame"
 	"github.com/tickwire/tickwire/link/pcap"
@@ -106,7 +118,14 @@ type options struct {
 	checksum    mirror.ChecksumMode
 	history     bool
 	maxFlows    int
+	bufferTotal int64
+	// stepBudget bounds the decoders' STEP buffers (pipeline); the
+	// reassembly buffers get the rest of bufferTotal.
+	stepBudget int
 }
+
+// defaultBufferTotal is -buffer-total's default.
+const defaultBufferTotal = 64 << 20
 
 // run is the whole program; it returns the exit status: 0, 1 when the input
 // failed, 2 for bad usage.
@@ -125,9 +144,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(&o.checksum, "checksum", "checksum policy: auto, verify or ignore")
 	fs.IntVar(&o.maxFlows, "max-flows", mirror.DefaultMaxFlows, "flow directions tracked at once (the least recently active is evicted)")
 	fs.BoolVar(&o.history, "history", true, "compare retransmissions of delivered bytes with them (count differing ones as anomalies)")
+	fs.Int64Var(&o.bufferTotal, "buffer-total", defaultBufferTotal, "`bytes` of stream held in memory across all flow directions (3/4 reassembly, 1/4 STEP decoding)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	totalSet := false
+	fs.Visit(func(f *flag.Flag) { totalSet = totalSet || f.Name == "buffer-total" })
+	if !totalSet {
+		o.bufferTotal = max(o.bufferTotal, (int64(o.buffer)*4+2)/3)
+	}
+	o.stepBudget = int(o.bufferTotal / 4)
 	usage := func(msg string) int {
 		fmt.Fprintln(stderr, "mirrorfeed: "+msg)
 		return 2
@@ -147,6 +173,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usage("-hole-timeout must be positive")
 	case o.maxFlows <= 0 || o.maxFlows > mirror.MaxMaxFlows:
 		return usage(fmt.Sprintf("-max-flows %d: want 1 to %d", o.maxFlows, mirror.MaxMaxFlows))
+	case o.bufferTotal-int64(o.stepBudget) < int64(o.buffer) || o.stepBudget < step.DefaultMaxMessageSize ||
+		o.bufferTotal-int64(o.stepBudget) > mirror.MaxMaxBufferTotal:
+		return usage(fmt.Sprintf("-buffer-total %d: want 4/3 of -buffer (%d) and 256 KiB at least, at most %d",
+			o.bufferTotal, o.buffer, int64(mirror.MaxMaxBufferTotal)))
 	}
 	if o.rawDir != "" {
 		if err := os.MkdirAll(o.rawDir, 0o755); err != nil {
@@ -177,7 +207,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	p := newPipeline(o, out)
 	a, err := mirror.New(mirror.Config{
 		BufferPerFlow: o.buffer, MaxFlows: o.maxFlows, HoleTimeout: o.holeTimeout,
-		Checksum: o.checksum, History: o.history,
+		Checksum: o.checksum, History: o.history, MaxBufferTotal: o.bufferTotal - int64(o.stepBudget),
 	}, p)
 	if err != nil {
 		fmt.Fprintf(stderr, "mirrorfeed: %v\n", err)

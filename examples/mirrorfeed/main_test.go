@@ -527,6 +527,8 @@ func TestUsageErrors(t *testing.T) {
 		{"-checksum", "sometimes"},
 		{"-buffer", "0"},
 		{"-max-flows", "0"},
+		{"-buffer-total", "200000"},
+		{"-buffer", "1048576", "-buffer-total", "1048576"},
 		{"-hole-timeout", "0s"},
 		{"-pcap", "a.pcap", "-iface", "eth0"},
 		{"stray"},

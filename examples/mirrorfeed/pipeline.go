@@ -13,12 +13,26 @@ import (
 // pipeline is the mirror.Handler: it hands each flow direction's in-order
 // bytes to that direction's SSE feed decoder and to the -raw writer, and
 // prints what the decoders find.
+//
+// The decoders share one FAST decoder, so a direction costs under 1 KiB
+// plus the STEP buffer its decoder holds for an unfinished message. Those
+// buffers are bounded together by stepBudget: past it, the decoders that
+// have held theirs longest drop their unfinished messages (stepDrops),
+// which show up as STEP sequence gaps when their next messages arrive.
 type pipeline struct {
 	opt   options
 	out   *bufio.Writer
 	line  []byte // reused output line
 	flows map[mirror.FlowKey]*flowState
+	dec   sse.Decoder // shared by the flows' FeedDecoders
 	raw   *rawWriter
+
+	stepBudget int // bound on the STEP buffers held in all
+	stepHeld   int // their sum
+	// holders lists the flows whose decoder holds a STEP buffer, the one
+	// that has held it longest first.
+	holdersHead, holdersTail *flowState
+	stepDrops, stepDropBytes uint64 // unfinished messages dropped for stepBudget
 	// rawErr is the first -raw write error; writing stops there.
 	rawErr error
 
@@ -35,10 +49,14 @@ type flowState struct {
 	keyText []byte // key.String(), formatted once
 	dec     *sse.FeedDecoder
 	ts      int64 // capture time of the chunk being decoded
+	// held is dec.Held() as last accounted in pipeline.stepHeld; prev and
+	// next link the flow in the pipeline's holders while held > 0.
+	held       int
+	prev, next *flowState
 }
 
 func newPipeline(o options, out *bufio.Writer) *pipeline {
-	p := &pipeline{opt: o, out: out, flows: map[mirror.FlowKey]*flowState{}}
+	p := &pipeline{opt: o, out: out, flows: map[mirror.FlowKey]*flowState{}, stepBudget: o.stepBudget}
 	if o.rawDir != "" {
 		p.raw = newRawWriter(o.rawDir)
 	}
@@ -65,6 +83,53 @@ func (p *pipeline) Data(k mirror.FlowKey, offset uint64, data []byte, ts int64) 
 	// Errors are counted in the decoder's Stats (the summary reports them)
 	// and decoding goes on past them.
 	fs.dec.Feed(data) //nolint:errcheck
+	p.account(fs)
+}
+
+// account brings stepHeld and the holders up to date with what fs's decoder
+// holds now, then drops unfinished messages of the other holders, those
+// that have held theirs longest first, until stepHeld is within
+// stepBudget again.
+func (p *pipeline) account(fs *flowState) {
+	h := fs.dec.Held()
+	p.stepHeld += h - fs.held
+	if fs.held > 0 && (h == 0 || fs != p.holdersTail) {
+		p.unlinkHolder(fs)
+	}
+	if h > 0 && fs != p.holdersTail {
+		fs.prev = p.holdersTail
+		if p.holdersTail != nil {
+			p.holdersTail.next = fs
+		} else {
+			p.holdersHead = fs
+		}
+		p.holdersTail = fs
+	}
+	fs.held = h
+	for p.stepHeld > p.stepBudget && p.holdersHead != nil && p.holdersHead != fs {
+		v := p.holdersHead
+		skipped := v.dec.Stats().STEP.SkippedBytes
+		v.dec.Discontinuity(0)
+		p.stepDrops++
+		p.stepDropBytes += v.dec.Stats().STEP.SkippedBytes - skipped
+		p.stepHeld -= v.held
+		v.held = 0
+		p.unlinkHolder(v)
+	}
+}
+
+func (p *pipeline) unlinkHolder(fs *flowState) {
+	if fs.prev != nil {
+		fs.prev.next = fs.next
+	} else {
+		p.holdersHead = fs.next
+	}
+	if fs.next != nil {
+		fs.next.prev = fs.prev
+	} else {
+		p.holdersTail = fs.prev
+	}
+	fs.prev, fs.next = nil, nil
 }
 
 // Gap implements mirror.Handler.Gap.
@@ -74,6 +139,7 @@ func (p *pipeline) Gap(k mirror.FlowKey, offset, length uint64, ts int64) {
 	}
 	if fs, ok := p.flows[k]; ok {
 		fs.dec.Discontinuity(int64(length))
+		p.account(fs)
 	}
 	if p.opt.quiet {
 		return
@@ -123,13 +189,18 @@ func (p *pipeline) flow(k mirror.FlowKey) *flowState {
 		return fs
 	}
 	fs := &flowState{p: p, key: k, keyText: []byte(k.String())}
-	fs.dec = sse.NewFeedDecoder(sse.FeedConfig{}, fs)
+	fs.dec = sse.NewFeedDecoder(sse.FeedConfig{Decoder: &p.dec}, fs)
 	p.flows[k] = fs
 	return fs
 }
 
 // retire adds an ended flow's decoder counters to the totals.
 func (p *pipeline) retire(fs *flowState) {
+	if fs.held > 0 {
+		p.stepHeld -= fs.held
+		fs.held = 0
+		p.unlinkHolder(fs)
+	}
 	st := fs.dec.Stats()
 	p.seqGaps += st.STEP.Gaps
 	p.decodeErrors += st.STEP.Resyncs + st.STEP.TooLarge + st.STEP.ChecksumErrors + st.STEP.FieldErrors + st.DecodeErrors + st.UnknownTemplate
@@ -248,6 +319,9 @@ func (p *pipeline) summary(a *mirror.Assembler, elapsed time.Duration) string {
 	}
 	if st.Evictions > 0 || st.BufferFullSkips > 0 {
 		s += fmt.Sprintf(", %d flow evictions, %d buffer-full skips", st.Evictions, st.BufferFullSkips)
+	}
+	if st.BufferTotalSkips > 0 || p.stepDrops > 0 {
+		s += fmt.Sprintf(", %d buffer-total skips, %d unfinished STEP messages dropped (%d bytes)", st.BufferTotalSkips, p.stepDrops, p.stepDropBytes)
 	}
 	return s
 }

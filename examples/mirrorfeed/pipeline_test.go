@@ -14,7 +14,7 @@ import (
 // as run does.
 func newTestPipeline(tb testing.TB, format string, quiet bool) (*pipeline, *mirror.Assembler) {
 	tb.Helper()
-	o := options{format: format, decode: "sse", quiet: quiet}
+	o := options{format: format, decode: "sse", quiet: quiet, stepBudget: defaultBufferTotal / 4}
 	p := newPipeline(o, bufio.NewWriterSize(io.Discard, 64<<10))
 	a, err := mirror.New(mirror.Config{History: true}, p)
 	if err != nil {
