@@ -13,7 +13,12 @@
 // sources.
 package link
 
-import "time"
+import (
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
 
 // BusyPoller is a link whose reader can spin before it sleeps. The Stack
 // calls SetBusyPoll with Config.BusyPoll in latency mode when it is not 0.
@@ -32,4 +37,22 @@ type ChecksumDropCounter interface {
 	// RxChecksumDrops returns the frames dropped so far for a wrong IPv4
 	// header, TCP, UDP or ICMP checksum. The counts only grow.
 	RxChecksumDrops() (ipv4, tcp, udp, icmp uint64)
+}
+
+// TimestampDispatcher is a stack.NetworkDispatcher that takes, with each
+// inbound frame, the time its link received it. A link that stamps its
+// frames (link/tap when its read returns, link/pipe when the peer sends, a
+// pcap replay with the capture time, a NIC ring with its completion's
+// stamp) delivers through DeliverNetworkPacketAt when its dispatcher offers
+// it; the Stack's dispatcher does, and every wrapper in this module
+// forwards it. A frame delivered without a stamp is stamped by the Stack
+// when it arrives.
+type TimestampDispatcher interface {
+	stack.NetworkDispatcher
+	// DeliverNetworkPacketAt is DeliverNetworkPacket with rx, the time the
+	// link received the frame in nanoseconds since the Unix epoch, on the
+	// system's real-time clock (CLOCK_REALTIME: what time.Now reads) or,
+	// for a NIC that stamps frames itself, the clock the NIC keeps in step
+	// with it (PTP). 0 means unknown: the Stack stamps the frame itself.
+	DeliverNetworkPacketAt(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer, rx int64)
 }

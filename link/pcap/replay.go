@@ -20,6 +20,18 @@ type Injector interface {
 	InjectFrame(frame []byte) error
 }
 
+// TimestampInjector is an Injector that also takes the frame's capture
+// time, which it hands to the stack as the frame's receive time (see
+// link.TimestampDispatcher): a replayed feed then carries the times of
+// the capture, as a backtest needs. recorder.Endpoint implements it; a
+// Replayer uses it when its destination does.
+type TimestampInjector interface {
+	Injector
+	// InjectFrameAt is InjectFrame for a frame captured at rx, in
+	// nanoseconds since the Unix epoch (0: unknown).
+	InjectFrameAt(frame []byte, rx int64) error
+}
+
 // ErrNotAttached is returned by an Injector whose link endpoint is not
 // attached to a stack.
 var ErrNotAttached = errors.New("pcap: endpoint not attached")
@@ -88,6 +100,7 @@ func (p *Replayer) Replay(ctx context.Context, src frame.Source, dst Injector) (
 		return ReplayResult{}, fmt.Errorf("pcap: replay speed %v is negative", p.Speed)
 	}
 	batch := frame.NewBatch(batchLen, size)
+	stamped, _ := dst.(TimestampInjector)
 
 	var (
 		res        ReplayResult
@@ -148,7 +161,13 @@ func (p *Replayer) Replay(ctx context.Context, src frame.Source, dst Injector) (
 				res.Truncated++
 				continue
 			}
-			if err := dst.InjectFrame(f.Data()); err != nil {
+			var err error
+			if stamped != nil {
+				err = stamped.InjectFrameAt(f.Data(), f.Time)
+			} else {
+				err = dst.InjectFrame(f.Data())
+			}
+			if err != nil {
 				if errors.Is(err, ErrNotAttached) {
 					return finish(err)
 				}

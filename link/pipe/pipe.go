@@ -30,6 +30,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -95,7 +96,8 @@ type direction struct {
 	// +checklocks:mu
 	busy bool
 	// +checklocks:mu
-	queue []*stack.PacketBuffer // ring of cap queueLen
+	queue  []*stack.PacketBuffer // ring of cap queueLen
+	sentAt []int64               // queue's frames' send times, link.TimestampDispatcher's rx
 	// +checklocks:mu
 	head int
 	// +checklocks:mu
@@ -122,8 +124,8 @@ func New(opts Options) (*Endpoint, *Endpoint) {
 	a.Init(tcpip.LinkAddress(opts.MACA), opts.MTU)
 	b.Init(tcpip.LinkAddress(opts.MACB), opts.MTU)
 	a.peer, b.peer = b, a
-	a.out.queue = make([]*stack.PacketBuffer, opts.QueueLen)
-	b.out.queue = make([]*stack.PacketBuffer, opts.QueueLen)
+	a.out.queue, a.out.sentAt = make([]*stack.PacketBuffer, opts.QueueLen), make([]int64, opts.QueueLen)
+	b.out.queue, b.out.sentAt = make([]*stack.PacketBuffer, opts.QueueLen), make([]int64, opts.QueueLen)
 	return a, b
 }
 
@@ -189,6 +191,7 @@ func (e *Endpoint) Send(frame []byte) error {
 // in its payload) and delivers it to the peer inline or queues it.
 func (e *Endpoint) transmit(frame *stack.PacketBuffer) {
 	e.out.sent.Add(1)
+	rx := time.Now().UnixNano() // the peer's stamp: the frame is on its link now
 	e.sniffFrame(frame)
 	d := &e.out
 	d.mu.Lock()
@@ -200,6 +203,7 @@ func (e *Endpoint) transmit(frame *stack.PacketBuffer) {
 			return
 		}
 		d.queue[(d.head+d.n)%len(d.queue)] = frame
+		d.sentAt[(d.head+d.n)%len(d.queue)] = rx
 		d.n++
 		d.mu.Unlock()
 		d.queued.Add(1)
@@ -209,14 +213,14 @@ func (e *Endpoint) transmit(frame *stack.PacketBuffer) {
 	d.mu.Unlock()
 
 	for {
-		e.deliver(frame)
+		e.deliver(frame, rx)
 		d.mu.Lock()
 		if d.n == 0 {
 			d.busy = false
 			d.mu.Unlock()
 			return
 		}
-		frame = d.queue[d.head]
+		frame, rx = d.queue[d.head], d.sentAt[d.head]
 		d.queue[d.head] = nil
 		d.head = (d.head + 1) % len(d.queue)
 		d.n--
@@ -224,9 +228,10 @@ func (e *Endpoint) transmit(frame *stack.PacketBuffer) {
 	}
 }
 
-// deliver hands frame to the peer's dispatcher and drops the reference.
-func (e *Endpoint) deliver(frame *stack.PacketBuffer) {
-	if e.peer.DeliverFrame(frame) {
+// deliver hands frame, sent at rx, to the peer's dispatcher and drops the
+// reference.
+func (e *Endpoint) deliver(frame *stack.PacketBuffer, rx int64) {
+	if e.peer.DeliverFrameAt(frame, rx) {
 		e.out.delivered.Add(1)
 	} else {
 		e.out.dropped.Add(1)

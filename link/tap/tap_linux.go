@@ -364,6 +364,7 @@ func (e *Endpoint) read(done chan struct{}) {
 		size := vnetHdrLen + linkbase.HeaderLength + int(e.MTU()) + frameSlack
 		v := buffer.NewViewSize(size)
 		n, err := e.readFrame(r, v.AsSlice())
+		rx := time.Now().UnixNano() // the frame's stamp: when the read returned
 		if err != nil {
 			v.Release()
 			if e.stopping.Load() || errors.Is(err, os.ErrClosed) {
@@ -403,7 +404,7 @@ func (e *Endpoint) read(done chan struct{}) {
 		n -= vnetHdrLen
 		v.CapLength(n)
 		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithView(v)})
-		if e.DeliverFrame(pkt) {
+		if e.DeliverFrameAt(pkt, rx) {
 			e.stats.rxFrames.Add(1)
 			e.stats.rxBytes.Add(uint64(n))
 		} else if !e.stopping.Load() {

@@ -25,6 +25,8 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/tickwire/tickwire/link"
 )
 
 // HeaderLength is the length of the Ethernet II header the links add and
@@ -52,8 +54,12 @@ type Endpoint struct {
 	closed bool
 }
 
-// dispatcherRef holds a dispatcher for an atomic pointer.
-type dispatcherRef struct{ d stack.NetworkDispatcher }
+// dispatcherRef holds a dispatcher for an atomic pointer, and the same
+// dispatcher as a link.TimestampDispatcher when it is one.
+type dispatcherRef struct {
+	d       stack.NetworkDispatcher
+	stamped link.TimestampDispatcher
+}
 
 // Init sets the link address and MTU (the largest network-layer packet,
 // excluding the Ethernet header).
@@ -94,7 +100,8 @@ func (e *Endpoint) Attach(dispatcher stack.NetworkDispatcher) {
 		e.dispatcher.Store(nil)
 		return
 	}
-	e.dispatcher.Store(&dispatcherRef{dispatcher})
+	stamped, _ := dispatcher.(link.TimestampDispatcher)
+	e.dispatcher.Store(&dispatcherRef{dispatcher, stamped})
 }
 
 // IsAttached implements stack.LinkEndpoint.IsAttached.
@@ -171,6 +178,13 @@ func (e *Endpoint) SetOnCloseAction(action func()) {
 // It reports false, delivering nothing, when no dispatcher is attached or the
 // frame is shorter than an Ethernet header.
 func (e *Endpoint) DeliverFrame(pkt *stack.PacketBuffer) bool {
+	return e.DeliverFrameAt(pkt, 0)
+}
+
+// DeliverFrameAt is DeliverFrame for a frame the link received at rx
+// (nanoseconds since the Unix epoch; 0 for unknown), which it passes on to a
+// dispatcher that takes it (link.TimestampDispatcher).
+func (e *Endpoint) DeliverFrameAt(pkt *stack.PacketBuffer, rx int64) bool {
 	r := e.dispatcher.Load()
 	if r == nil {
 		return false
@@ -191,7 +205,11 @@ func (e *Endpoint) DeliverFrame(pkt *stack.PacketBuffer) bool {
 	default:
 		pkt.PktType = tcpip.PacketOtherHost
 	}
-	d.DeliverNetworkPacket(eth.Type(), pkt)
+	if r.stamped != nil && rx != 0 {
+		r.stamped.DeliverNetworkPacketAt(eth.Type(), pkt, rx)
+	} else {
+		d.DeliverNetworkPacket(eth.Type(), pkt)
+	}
 	return true
 }
 

@@ -82,12 +82,16 @@ type Endpoint struct {
 
 	sent, received, bytes, lost, injected, rejected atomic.Uint64
 	closeOnce                                       sync.Once
+	// up is the stack's dispatcher when it takes receive times.
+	up atomic.Pointer[stampedRef]
 }
 
+type stampedRef struct{ d link.TimestampDispatcher }
+
 var (
-	_ stack.LinkEndpoint      = (*Endpoint)(nil)
-	_ stack.NetworkDispatcher = (*Endpoint)(nil)
-	_ pcap.Injector           = (*Endpoint)(nil)
+	_ stack.LinkEndpoint       = (*Endpoint)(nil)
+	_ link.TimestampDispatcher = (*Endpoint)(nil)
+	_ pcap.TimestampInjector   = (*Endpoint)(nil)
 )
 
 // New wraps child. When w is not nil it writes a pcap file header to w and
@@ -180,6 +184,27 @@ func (e *Endpoint) DeliverNetworkPacket(protocol tcpip.NetworkProtocolNumber, pk
 	e.Endpoint.DeliverNetworkPacket(protocol, pkt)
 }
 
+// DeliverNetworkPacketAt implements link.TimestampDispatcher: it records the
+// inbound frame, then passes it up to the stack with its receive time rx.
+func (e *Endpoint) DeliverNetworkPacketAt(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer, rx int64) {
+	e.record(pkt, true)
+	if up := e.up.Load(); up != nil && rx != 0 {
+		up.d.DeliverNetworkPacketAt(protocol, pkt, rx)
+		return
+	}
+	e.Endpoint.DeliverNetworkPacket(protocol, pkt)
+}
+
+// Attach implements stack.LinkEndpoint.Attach.
+func (e *Endpoint) Attach(dispatcher stack.NetworkDispatcher) {
+	if d, ok := dispatcher.(link.TimestampDispatcher); ok {
+		e.up.Store(&stampedRef{d})
+	} else {
+		e.up.Store(nil)
+	}
+	e.Endpoint.Attach(dispatcher)
+}
+
 // InjectFrame implements pcap.Injector: it copies frame into a new packet
 // and delivers it to the stack as if the wrapped link had received it (and
 // records it). It does NOT take ownership of frame. Unicast frames are
@@ -187,6 +212,13 @@ func (e *Endpoint) DeliverNetworkPacket(protocol tcpip.NetworkProtocolNumber, pk
 // capture of another host's traffic can be replayed into a stack that owns
 // the destination IP address.
 func (e *Endpoint) InjectFrame(frame []byte) error {
+	return e.InjectFrameAt(frame, 0)
+}
+
+// InjectFrameAt implements pcap.TimestampInjector: InjectFrame for a frame
+// captured at rx, which the stack takes as its receive time (0: the stack
+// stamps it on arrival).
+func (e *Endpoint) InjectFrameAt(frame []byte, rx int64) error {
 	if !e.IsAttached() {
 		return pcap.ErrNotAttached
 	}
@@ -232,7 +264,7 @@ func (e *Endpoint) InjectFrame(frame []byte) error {
 	}
 	pkt.NetworkProtocolNumber = proto
 	e.injected.Add(1)
-	e.DeliverNetworkPacket(proto, pkt)
+	e.DeliverNetworkPacketAt(proto, pkt, rx)
 	return nil
 }
 
