@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
@@ -49,6 +50,11 @@ type TCPConn struct {
 	// unless latency mode processes TCP synchronously.
 	tep *tcp.Endpoint
 	sy  *syncer
+	// rx is the receive time of the newest segment with payload netstack
+	// was given for the connection (RxTime); rxEP its endpoint in the
+	// stack's rxConns, nil when the stack keeps none.
+	rx   atomic.Int64
+	rxEP *tcp.Endpoint
 
 	readMu sync.Mutex
 	// +checklocks:readMu
@@ -90,6 +96,10 @@ func (s *Stack) newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *TCPConn {
 			c.sy = s.sy
 			c.sy.flows.add(c.tep)
 		}
+	}
+	if tep, ok := ep.(*tcp.Endpoint); ok && s.tcp != nil {
+		c.rxEP = tep
+		s.tcp.conns.add(tep, &c.rx)
 	}
 	if a, err := ep.GetLocalAddress(); err == nil {
 		c.laddr = &net.TCPAddr{IP: a.Addr.AsSlice(), Port: int(a.Port)}
@@ -256,6 +266,9 @@ func (c *TCPConn) Close() error {
 	if c.sy != nil {
 		c.sy.flows.remove(c.tep)
 	}
+	if c.rxEP != nil {
+		c.s.tcp.conns.remove(c.rxEP)
+	}
 	c.endMu.Lock()
 	shut := c.shut()
 	c.endMu.Unlock()
@@ -272,6 +285,17 @@ func (c *TCPConn) Close() error {
 	c.s.conns.release()
 	return nil
 }
+
+// RxTime returns the time the link received the newest segment with
+// payload that the connection was given: in an OnReceive handler, the
+// segment whose bytes the call hands over, or the newest of them; after a
+// Read, the newest segment that had arrived when it returned, which is the
+// one its bytes came from unless more arrived meanwhile. The time is the
+// link's stamp (link.TimestampDispatcher: link/tap's read, link/pipe's
+// send, a replay's capture time), or when the frame reached the stack from
+// a link that stamps nothing, on the real-time clock (time.Now's), with no
+// monotonic reading; the zero Time before any data. It allocates nothing.
+func (c *TCPConn) RxTime() time.Time { return rxTime(c.rx.Load()) }
 
 // CloseWrite shuts down the sending side (sends FIN); reads continue.
 func (c *TCPConn) CloseWrite() error {

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -60,7 +61,11 @@ type tcpProtocol struct {
 	// whole under listenersMu.
 	listeners   atomic.Pointer[[]listenerPort]
 	listenersMu sync.Mutex
-	drops       *tcpip.StatCounter // netstack's DroppedPackets, which DropTotal reports
+	// rx passes receive times from the wire; conns are the connections
+	// that keep them (rxtime.go).
+	rx    rxStash
+	conns rxConns
+	drops *tcpip.StatCounter // netstack's DroppedPackets, which DropTotal reports
 }
 
 var (
@@ -224,24 +229,34 @@ func (p *tcpProtocol) QueuePacket(ep gstack.TransportEndpoint, id gstack.Transpo
 		p.queue.QueuePacket(ep, id, pkt)
 		return
 	}
+	rx := p.rx.get(pkt)
+	if rx == 0 {
+		rx = time.Now().UnixNano() // not from the wire: a reassembled datagram, or a stash full
+	}
 	sy := p.sy
 	if sy == nil || !netstackunsafe.Connected(tep.EndpointState()) || sy.delivering.Load() == 0 || !sy.inlineAllowed() || !tep.TryLock() {
 		if p.admit(tep, id, pkt.TransportHeader().Slice(), pkt.Data().Size()) {
+			if pkt.Data().Size() > 0 {
+				p.conns.stamp(tep, rx)
+			}
 			p.queue.QueuePacket(ep, id, pkt)
 		}
 		return
 	}
-	p.queueLocked(tep, id, pkt)
+	p.queueLocked(tep, id, pkt, rx)
 }
 
-// queueLocked queues pkt to tep, whose lock the caller took with TryLock,
-// without waking a processor, releases the lock and records tep for
-// processing at the end of the delivery. Latency mode only.
+// queueLocked queues pkt, received at rx, to tep, whose lock the caller
+// took with TryLock, without waking a processor, releases the lock and
+// records tep for processing at the end of the delivery. Latency mode only.
 // +checklocksignore: TryLock, which checklocks cannot follow.
-func (p *tcpProtocol) queueLocked(tep *tcp.Endpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer) {
+func (p *tcpProtocol) queueLocked(tep *tcp.Endpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer, rx int64) {
 	owned := netstackunsafe.OwnedByUser(tep)
 	owned.Store(1)
 	if p.admit(tep, id, pkt.TransportHeader().Slice(), pkt.Data().Size()) {
+		if pkt.Data().Size() > 0 {
+			p.conns.stamp(tep, rx)
+		}
 		p.queue.QueuePacket(tep, id, pkt) // checks, counts and queues the segment; wakes nobody
 	}
 	owned.Store(0)

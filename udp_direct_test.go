@@ -121,6 +121,7 @@ func TestUDPPingPongDoesNotAllocate(t *testing.T) {
 				if n, err := c.Read(buf); err != nil || n != len(msg) {
 					t.Fatalf("read %d, %v", n, err)
 				}
+				_ = c.(*tickwire.UDPConn).RxTime()
 			}
 			for range 200 {
 				roundTrip() // warm the pools and the ring
@@ -134,7 +135,7 @@ func TestUDPPingPongDoesNotAllocate(t *testing.T) {
 		p := newPair(t, staticARP)
 		udpEchoHandler(t, p, echoPort)
 		var got atomic.Int64
-		pc, err := p.a.ServeUDP(0, func(*tickwire.UDPConn, []byte, netip.AddrPort) { got.Add(1) })
+		pc, err := p.a.ServeUDP(0, func(c *tickwire.UDPConn, _ []byte, _ netip.AddrPort) { _ = c.RxTime(); got.Add(1) })
 		if err != nil {
 			t.Fatal(err)
 		}

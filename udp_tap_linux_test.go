@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -73,7 +74,9 @@ func TestUDPKernelTAP(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			s, ns := udpTAPPeer(t, tickwire.Config{Latency: latency})
+			var rx atomic.Int64 // the handler's RxTime
 			srv, err := s.ServeUDP(7, func(c *tickwire.UDPConn, payload []byte, from netip.AddrPort) {
+				rx.Store(c.RxTime().UnixNano())
 				c.WriteToUDPAddrPort(payload, from)
 			})
 			if err != nil {
@@ -85,12 +88,17 @@ func TestUDPKernelTAP(t *testing.T) {
 			buf := make([]byte, 8192)
 			for i, size := range []int{0, 1, 64, 1472, 4000} {
 				msg := randomBytes(size, uint64(i))
+				before := time.Now()
 				if _, err := c.Write(msg); err != nil {
 					t.Fatal(err)
 				}
 				n, err := c.Read(buf)
 				if err != nil || !bytes.Equal(buf[:n], msg) {
 					t.Fatalf("echo of %d bytes: %d bytes, %v", size, n, err)
+				}
+				// The TAP device's read stamped the datagram's frame.
+				if got := time.Unix(0, rx.Load()); got.Before(before) || got.After(time.Now()) {
+					t.Errorf("echo of %d bytes: the handler's RxTime %v is not between the write (%v) and the echo", size, got, before)
 				}
 			}
 

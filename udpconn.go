@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
@@ -63,6 +64,9 @@ type UDPConn struct {
 	remotePort uint16
 
 	ring *udpRing
+	// rx is the receive time of the datagram the handler is handling or
+	// the last read returned (RxTime).
+	rx atomic.Int64
 
 	readMu sync.Mutex
 	// +checklocks:readMu
@@ -167,18 +171,20 @@ func (c *UDPConn) opError(op string, addr net.Addr, err error) error {
 // when it has one and nobody is running it, after the datagrams waiting in
 // the ring (else to the ring, for whoever runs the handler next, so that
 // order is kept and the delivering goroutine never waits), or to the ring.
-// It reports false when the ring was full.
+// It reports false when the ring was full. rx is the datagram's receive
+// time.
 // +checklocksignore: TryLock, which checklocks cannot follow.
-func (c *UDPConn) receive(payload []byte, from netip.AddrPort) bool {
+func (c *UDPConn) receive(payload []byte, from netip.AddrPort, rx int64) bool {
 	if c.recv.set.Load() && c.recv.mu.TryLock() {
 		c.drainRingLocked() // what waits there came first
 		if !c.closed.Load() {
+			c.rx.Store(rx)
 			c.recv.handler(c, payload, from)
 		}
 		c.recv.mu.Unlock()
 		return true
 	}
-	if !c.ring.push(payload, from) {
+	if !c.ring.push(payload, from, rx) {
 		return false
 	}
 	select {
@@ -254,6 +260,7 @@ func (c *UDPConn) drain() bool {
 		if err != nil {
 			return got // would block, or closed: the loop's select sees Close
 		}
+		c.rx.Store(netstackRxTime(res))
 		r.handler(c, r.buf[:res.Count], netip.AddrPortFrom(netip.AddrFrom4(res.RemoteAddr.Addr.As4()), res.RemoteAddr.Port))
 		got = true
 	}
@@ -268,10 +275,11 @@ func (c *UDPConn) drainRingLocked() bool {
 	r := &c.recv
 	got := false
 	for !c.closed.Load() {
-		n, from, ok := c.ring.pop(r.buf)
+		n, from, rx, ok := c.ring.pop(r.buf)
 		if !ok {
 			break
 		}
+		c.rx.Store(rx)
 		r.handler(c, r.buf[:n], from)
 		got = true
 	}
@@ -308,10 +316,11 @@ func (c *UDPConn) read(b []byte, from *netip.AddrPort) (int, error) {
 		if err := c.check(expired); err != nil {
 			return 0, err
 		}
-		if n, f, ok := c.ring.pop(b); ok {
+		if n, f, rx, ok := c.ring.pop(b); ok {
 			if from != nil {
 				*from = f
 			}
+			c.rx.Store(rx)
 			return n, nil
 		}
 		c.rw = b
@@ -322,6 +331,7 @@ func (c *UDPConn) read(b []byte, from *netip.AddrPort) (int, error) {
 			if from != nil {
 				*from = netip.AddrPortFrom(netip.AddrFrom4(res.RemoteAddr.Addr.As4()), res.RemoteAddr.Port)
 			}
+			c.rx.Store(netstackRxTime(res))
 			return res.Count, nil
 		case *tcpip.ErrWouldBlock:
 			if !spin.again() {
@@ -332,6 +342,18 @@ func (c *UDPConn) read(b []byte, from *netip.AddrPort) (int, error) {
 		}
 	}
 }
+
+// RxTime returns the time the link received the datagram the handler is
+// handling (called from an OnReceive handler), or else the one the last
+// read returned: the link's stamp (link.TimestampDispatcher: link/tap's
+// read, link/pipe's send, a replay's capture time), or the time the frame
+// reached the stack from a link that stamps nothing, on the real-time
+// clock (time.Now's). A datagram netstack reassembled from fragments
+// carries the time netstack delivered it. The Time has no monotonic
+// reading; the zero Time before any datagram. It allocates nothing.
+// With several goroutines reading c, a read's datagram and RxTime may not
+// match: read from one goroutine, or use the handler.
+func (c *UDPConn) RxTime() time.Time { return rxTime(c.rx.Load()) }
 
 // ReadFrom receives one datagram into b, which the caller owns; a datagram
 // longer than b is truncated. It allocates the address it returns (once:
@@ -493,4 +515,14 @@ func (c *UDPConn) RemoteAddr() net.Addr {
 		return nil
 	}
 	return c.raddr
+}
+
+// netstackRxTime returns the receive time of a datagram read from
+// netstack's endpoint (one direct delivery left to it: fragments, IP
+// options), which records it when it queues the datagram.
+func netstackRxTime(res tcpip.ReadResult) int64 {
+	if res.ControlMessages.HasTimestamp {
+		return res.ControlMessages.Timestamp.UnixNano()
+	}
+	return time.Now().UnixNano()
 }

@@ -183,7 +183,7 @@ func (t *udpTable) remove(port uint16, c *UDPConn) {
 // the wire then drops its reference as usual. It does NOT take ownership of
 // pkt; the socket copies what it keeps. Reporting false leaves pkt to
 // netstack. A nil table takes nothing.
-func (t *udpTable) deliver(pkt *gstack.PacketBuffer) bool {
+func (t *udpTable) deliver(pkt *gstack.PacketBuffer, rx int64) bool {
 	if t == nil {
 		return false
 	}
@@ -225,7 +225,7 @@ func (t *udpTable) deliver(pkt *gstack.PacketBuffer) bool {
 	}
 	t.stats.PacketsReceived.Increment()
 	from := netip.AddrPortFrom(netip.AddrFrom4(d.src.As4()), d.srcPort)
-	if !c.receive(d.payload, from) {
+	if !c.receive(d.payload, from, rx) {
 		t.stats.ReceiveBufferErrors.Increment()
 	}
 	return true
@@ -249,15 +249,16 @@ type udpSlot struct {
 	buf  []byte // slotSize bytes once used
 	n    int
 	from netip.AddrPort
+	rx   int64 // receive time
 }
 
 func newUDPRing(slots, slotSize int) *udpRing {
 	return &udpRing{slots: make([]udpSlot, slots), slotSize: slotSize}
 }
 
-// push copies payload into the next free slot, reporting false when the
-// ring is full or payload does not fit a slot.
-func (r *udpRing) push(payload []byte, from netip.AddrPort) bool {
+// push copies payload, received from from at rx, into the next free slot,
+// reporting false when the ring is full or payload does not fit a slot.
+func (r *udpRing) push(payload []byte, from netip.AddrPort, rx int64) bool {
 	if len(payload) > r.slotSize {
 		return false
 	}
@@ -271,25 +272,25 @@ func (r *udpRing) push(payload []byte, from netip.AddrPort) bool {
 		s.buf = make([]byte, r.slotSize)
 	}
 	s.n = copy(s.buf, payload)
-	s.from = from
+	s.from, s.rx = from, rx
 	r.n++
 	return true
 }
 
 // pop copies the oldest datagram into b, truncating it to len(b), and
 // frees its slot; ok is false when the ring is empty.
-func (r *udpRing) pop(b []byte) (n int, from netip.AddrPort, ok bool) {
+func (r *udpRing) pop(b []byte) (n int, from netip.AddrPort, rx int64, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.n == 0 {
-		return 0, netip.AddrPort{}, false
+		return 0, netip.AddrPort{}, 0, false
 	}
 	s := &r.slots[r.head]
 	n = copy(b, s.buf[:s.n])
-	from = s.from
+	from, rx = s.from, s.rx
 	r.head = (r.head + 1) % len(r.slots)
 	r.n--
-	return n, from, true
+	return n, from, rx, true
 }
 
 // udpRoute is a cached netstack route to one destination. refs counts the

@@ -2,8 +2,10 @@ package tickwire
 
 import (
 	"sync"
+	"time"
 
 	"github.com/tickwire/tickwire/internal/netstackunsafe"
+	"github.com/tickwire/tickwire/link"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -37,7 +39,7 @@ type wire struct {
 
 var (
 	_ gstack.LinkEndpoint      = (*wire)(nil)
-	_ gstack.NetworkDispatcher = (*wire)(nil)
+	_ link.TimestampDispatcher = (*wire)(nil)
 )
 
 func newWire(child gstack.LinkEndpoint, mtu, mss int, addr tcpip.Address, arp *arpTable, sy *syncer) *wire {
@@ -55,25 +57,35 @@ func newWire(child gstack.LinkEndpoint, mtu, mss int, addr tcpip.Address, arp *a
 func (w *wire) MTU() uint32 { return w.mtu }
 
 // DeliverNetworkPacket implements stack.NetworkDispatcher.DeliverNetworkPacket
-// for frames coming up from the link, Ethernet header parsed. In latency
-// mode it then processes, on this goroutine, the TCP segments the frame left
-// queued (see syncer).
+// for frames coming up from a link that does not stamp them: the frame's
+// receive time is now.
 func (w *wire) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer) {
+	w.DeliverNetworkPacketAt(proto, pkt, 0)
+}
+
+// DeliverNetworkPacketAt implements link.TimestampDispatcher for frames
+// coming up from the link, Ethernet header parsed, received at rx (0: now).
+// In latency mode it then processes, on this goroutine, the TCP segments
+// the frame left queued (see syncer).
+func (w *wire) DeliverNetworkPacketAt(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer, rx int64) {
+	if rx == 0 {
+		rx = time.Now().UnixNano()
+	}
 	if w.sy == nil {
-		w.deliver(proto, pkt, nil)
+		w.deliver(proto, pkt, nil, rx)
 		return
 	}
 	w.sy.begin()
 	frozen := false // set when a TCP segment froze netstack's clock (see clockStamp)
-	w.deliver(proto, pkt, &frozen)
+	w.deliver(proto, pkt, &frozen, rx)
 	w.sy.finish(frozen)
 }
 
-// deliver passes pkt on, by direct delivery or to netstack. In latency mode
-// frozen is not nil, and direct TCP delivery freezes netstack's clock for the
-// rest of the delivery, setting *frozen when it did; nothing else does, since
-// UDP handlers run inside deliver.
-func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer, frozen *bool) {
+// deliver passes pkt, received at rx, on, by direct delivery or to
+// netstack. In latency mode frozen is not nil, and direct TCP delivery
+// freezes netstack's clock for the rest of the delivery, setting *frozen
+// when it did; nothing else does, since UDP handlers run inside deliver.
+func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer, frozen *bool, rx int64) {
 	size := pkt.Size()
 	w.counters.ethRx.add(size)
 	switch proto {
@@ -87,13 +99,19 @@ func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuff
 		if !w.inboundIPv4(pkt, size) {
 			return
 		}
-		if w.udp.deliver(pkt) {
+		if w.udp.deliver(pkt, rx) {
 			return
 		}
-		if w.deliverTCP(pkt, frozen) {
+		if w.deliverTCP(pkt, frozen, rx) {
 			return
 		}
 		if w.inboundTCP(proto, pkt) {
+			return
+		}
+		if w.tcp != nil {
+			slot := w.tcp.rx.put(pkt, rx)
+			w.Endpoint.DeliverNetworkPacket(proto, pkt)
+			w.tcp.rx.clear(slot)
 			return
 		}
 	default:
@@ -265,7 +283,7 @@ func txProtocol(pkt *gstack.PacketBuffer) uint8 {
 // layer (tcpdirect.go), reporting whether it did. frozen: see deliver.
 //
 // +checklocksignore: claim's TryLock, which checklocks cannot follow.
-func (w *wire) deliverTCP(pkt *gstack.PacketBuffer, frozen *bool) bool {
+func (w *wire) deliverTCP(pkt *gstack.PacketBuffer, frozen *bool, rx int64) bool {
 	sy := w.sy
 	if sy == nil || sy.tcp == nil || !sy.inlineAllowed() {
 		return false
@@ -283,7 +301,7 @@ func (w *wire) deliverTCP(pkt *gstack.PacketBuffer, frozen *bool) bool {
 	if frozen != nil && !*frozen {
 		*frozen = sy.clock.freeze() // one clock reading for this segment's processing
 	}
-	sy.tcp.queueLocked(ep, id, pkt)
+	sy.tcp.queueLocked(ep, id, pkt, rx)
 	return true
 }
 

@@ -1,0 +1,143 @@
+package tickwire
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+)
+
+// Receive times. Every inbound frame carries the time its link received it
+// (link.TimestampDispatcher: the TAP read, the pipe send, the capture time
+// of a replay, a ring's completion), or else the time it reached the wire,
+// in nanoseconds since the Unix epoch on the real-time clock. The wire hands
+// it to what delivers the frame's payload: to direct UDP delivery with the
+// datagram, to direct TCP delivery with the segment, and, for a segment
+// that goes through netstack's IPv4 layer and demultiplexer, to
+// tcpProtocol.QueuePacket through an rxStash. A connection keeps the time
+// of the newest segment with payload it was given (rxConns).
+
+// rxTime converts a receive time to a time.Time; 0 is the zero Time.
+func rxTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// rxStashSlots bounds the packets in netstack's inbound path at once whose
+// receive times the stash holds; beyond it (more deliveries in progress on
+// as many goroutines), QueuePacket stamps a segment when it sees it.
+const rxStashSlots = 32
+
+// rxStash hands the receive time of a packet the wire passes to netstack on
+// to tcpProtocol.QueuePacket, which netstack calls with the same packet on
+// the same goroutine before the wire's call returns. Slots are claimed with
+// a compare-and-swap; a lookup compares pointers, so a packet never finds
+// another's time.
+type rxStash struct {
+	next  atomic.Uint32
+	slots [rxStashSlots]struct {
+		pkt atomic.Pointer[gstack.PacketBuffer]
+		rx  atomic.Int64
+	}
+}
+
+// put records pkt's receive time and returns the slot to give to clear;
+// -1 when no slot was free.
+func (s *rxStash) put(pkt *gstack.PacketBuffer, rx int64) int {
+	for range 4 {
+		i := s.next.Add(1) % rxStashSlots
+		if s.slots[i].pkt.CompareAndSwap(nil, pkt) {
+			s.slots[i].rx.Store(rx)
+			return int(i)
+		}
+	}
+	return -1
+}
+
+// clear frees slot i (from put); -1 is ignored.
+func (s *rxStash) clear(i int) {
+	if i >= 0 {
+		s.slots[i].pkt.Store(nil)
+	}
+}
+
+// get returns pkt's receive time, 0 when it was not recorded.
+func (s *rxStash) get(pkt *gstack.PacketBuffer) int64 {
+	for i := range s.slots {
+		if s.slots[i].pkt.Load() == pkt {
+			return s.slots[i].rx.Load()
+		}
+	}
+	return 0
+}
+
+// rxEarlyMax bounds the endpoints rxConns keeps a receive time for before
+// the program has their connection; beyond it those times are lost.
+const rxEarlyMax = 256
+
+// rxConns maps the endpoints of the program's connections to the receive
+// time they keep (TCPConn.rx): at most MaxConnections entries. It also
+// keeps the time of the newest data of an endpoint the program does not
+// hold yet (a connection whose first bytes arrive before Accept returns
+// it), at most rxEarlyMax, which add hands over.
+type rxConns struct {
+	mu sync.RWMutex
+	// +checklocks:mu
+	m map[*tcp.Endpoint]*atomic.Int64
+	// +checklocks:mu
+	early map[*tcp.Endpoint]int64
+}
+
+// add registers ep's connection, whose receive time is rx.
+func (r *rxConns) add(ep *tcp.Endpoint, rx *atomic.Int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = make(map[*tcp.Endpoint]*atomic.Int64)
+	}
+	r.m[ep] = rx
+	if t, ok := r.early[ep]; ok {
+		rx.Store(t)
+		delete(r.early, ep)
+	}
+}
+
+// remove forgets ep.
+func (r *rxConns) remove(ep *tcp.Endpoint) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, ep)
+	delete(r.early, ep)
+}
+
+// stamp records rx as ep's newest receive time.
+func (r *rxConns) stamp(ep *tcp.Endpoint, rx int64) {
+	r.mu.RLock()
+	t := r.m[ep]
+	r.mu.RUnlock()
+	if t != nil {
+		t.Store(rx)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t := r.m[ep]; t != nil { // added meanwhile
+		t.Store(rx)
+		return
+	}
+	if r.early == nil {
+		r.early = make(map[*tcp.Endpoint]int64)
+	}
+	if _, ok := r.early[ep]; ok || len(r.early) < rxEarlyMax {
+		r.early[ep] = rx
+		return
+	}
+	// Full of endpoints the program never took (refused, reset before
+	// Accept): start over rather than keep them.
+	clear(r.early)
+	r.early[ep] = rx
+}
