@@ -29,6 +29,10 @@
 //     would take 12 bytes from every segment) and clamps the peer's MSS
 //     option to Config.MSS (MSS clamping, as routers do);
 //   - keeps the dynamic ARP table within Config.ARPEntries (see Config);
+//   - reassembles IPv4 datagrams from their fragments itself, within
+//     bounds it counts, and passes them on whole: netstack never sees a
+//     fragment (its reassembly discards datagrams at its memory limit
+//     without a count);
 //   - counts frames and bytes per protocol.
 //
 // The Stack counts established connections against Config.MaxConnections;
@@ -77,8 +81,12 @@
 //     ARPEvictions]; an unanswered resolution is given up after
 //     Config.ARPTimeout [ARPTimeouts]. While resolving, netstack holds at
 //     most 256 packets for each of at most 64 addresses.
-//   - IPv4 reassembly: netstack keeps at most 4 MiB of fragments, each
-//     datagram at most 30 s [DropIPv4Malformed].
+//   - IPv4 reassembly: at most 64 datagrams and 1 MiB of fragments (each
+//     counted as its frame plus a PacketBuffer, as netstack counts it);
+//     the oldest datagrams are discarded to make room for a newer one
+//     [DropIPv4FragEvicted]. A datagram has 30 s from its first fragment
+//     [DropIPv4FragTimeout], and at most 128 fragments and 65535 bytes
+//     [DropIPv4Malformed].
 //   - link/pipe: 1024 frames per direction waiting behind a delivery in
 //     progress (pipe.Stats.Dropped).
 //   - Config.Logger: at most 10 records a second per Logger, the stack's
@@ -161,6 +169,7 @@
 // tickwire adds one goroutine per Stack (the ARP evictor), one more with
 // Config.IdleTimeout (the idle sweeper), one per connection with an
 // OnReceive handler (it runs the handler when the synchronous path did not)
-// and one per ServeTCP listener (it accepts); netstack runs its TCP
-// processors and timers. Close joins them all.
+// and one per ServeTCP listener (it accepts), and a timer while fragments
+// await reassembly; netstack runs its TCP processors and timers. Close
+// joins them all.
 package tickwire

@@ -136,3 +136,17 @@ func ListenerQueued(ln *TCPListener) (used, limit int) {
 	ep := ln.ep.(*tcp.Endpoint)
 	return netstackunsafe.QueuedBytes(ep), int(ep.SocketOptions().GetReceiveBufferSize())
 }
+
+// IPv4 reassembly's bounds (frag.go).
+const (
+	FragDatagrams = fragDatagrams
+	FragMemory    = fragMemory
+)
+
+// FragHeld returns the datagrams in reassembly and the memory their
+// fragments are charged.
+func FragHeld(s *Stack) (datagrams, mem int) { return s.wire.frags.held() }
+
+// NetstackIPv4Received returns the IPv4 packets netstack's network layer
+// received.
+func NetstackIPv4Received(s *Stack) uint64 { return s.st.Stats().IP.PacketsReceived.Value() }

@@ -184,6 +184,7 @@ func (s *Stack) configure() error {
 	s.wire.routed = cfg.Gateway.IsValid()
 	s.wire.udp = newUDPTable(s)
 	s.wire.tcp = s.tcp
+	s.wire.frags = newFragTable(s.st.Clock(), addr, s.wire.subnet.Broadcast())
 	cfg.Link.SetLinkAddress(tcpip.LinkAddress(cfg.MAC))
 	if err := s.st.CreateNICWithOptions(nicID, s.wire, gstack.NICOptions{Name: "tw0", QDisc: &passThrough{w: s.wire}}); err != nil {
 		return fail("create nic", err)
@@ -229,6 +230,7 @@ func (s *Stack) Close() error {
 		close(s.done)
 		s.st.Close()
 		s.st.Wait()
+		s.wire.frags.close()
 		s.goroutines.Wait()
 		s.wire.out.close()
 		s.arp.stop()

@@ -29,7 +29,7 @@ type Stats struct {
 	// Drops by reason.
 	DropEtherType     uint64 // frames neither IPv4 nor ARP (tickwire)
 	DropIPv4Checksum  uint64 // IPv4 header checksum wrong (tickwire, or a link that verifies)
-	DropIPv4Malformed uint64 // IPv4 packets netstack found malformed: bad version, lengths, options, fragments
+	DropIPv4Malformed uint64 // IPv4 packets found malformed: bad version, lengths or options (netstack); fragments with bad lengths, or overlapping or conflicting with others of their datagram, or making it over 128 fragments or 65535 bytes (tickwire, which discards the datagram with them)
 	DropIPv4NotForUs  uint64 // IPv4 destination neither ours nor broadcast/multicast we accept
 	DropIPv4Protocol  uint64 // IPv4 protocol other than ICMP, UDP or TCP
 	DropARPMalformed  uint64 // ARP packets netstack found malformed
@@ -44,6 +44,12 @@ type Stats struct {
 	DropTCPQueueFull  uint64 // TCP segments dropped because their endpoint (a listener or a connection) already held its receive buffer, or 64 KiB beyond it for segments without payload: what bounds a SYN, ACK or RST flood (tickwire)
 	DropTCPSYNSource  uint64 // SYNs nobody can answer: from a broadcast, multicast, unspecified or our own address, or from off the subnet without a Gateway (tickwire)
 	DropTotal         uint64 // netstack's total of dropped packets (overlaps the above)
+
+	// IPv4 reassembly, which tickwire does in place of netstack (fragments
+	// dropped alone are in DropIPv4Malformed and DropIPv4NotForUs).
+	IPv4Reassembled     uint64 // datagrams reassembled from fragments and passed on
+	DropIPv4FragTimeout uint64 // datagrams discarded with their fragments, still incomplete 30 s after their first fragment
+	DropIPv4FragEvicted uint64 // incomplete datagrams discarded with their fragments, oldest first, to keep reassembly within 64 datagrams and 1 MiB
 
 	// ICMP.
 	ICMPEchoRequestsRx, ICMPEchoRepliesTx uint64 // pings answered by the stack
@@ -211,8 +217,10 @@ func (s *Stack) Stats() Stats {
 
 	st.DropEtherType = w.dropEtherType.Load()
 	st.DropIPv4Checksum = w.dropIPv4Checksum.Load()
-	st.DropIPv4Malformed = ns.IP.MalformedPacketsReceived.Value() + ns.IP.MalformedFragmentsReceived.Value()
-	st.DropIPv4NotForUs = ns.IP.InvalidDestinationAddressesReceived.Value()
+	// netstack never sees a fragment: its MalformedFragmentsReceived (which
+	// it counted in MalformedPacketsReceived as well) stays 0.
+	st.DropIPv4Malformed = ns.IP.MalformedPacketsReceived.Value() + s.wire.frags.malformed.Load()
+	st.DropIPv4NotForUs = ns.IP.InvalidDestinationAddressesReceived.Value() + s.wire.frags.notForUs.Load()
 	for _, proto := range ns.NICs.UnknownL4ProtocolRcvdPacketCounts.Keys() {
 		if c, ok := ns.NICs.UnknownL4ProtocolRcvdPacketCounts.Get(proto); ok {
 			st.DropIPv4Protocol += c.Value()
@@ -233,6 +241,9 @@ func (s *Stack) Stats() Stats {
 		st.TCPQueueRetries = s.tcp.retries.Load()
 	}
 	st.DropTotal = ns.DroppedPackets.Value()
+	st.IPv4Reassembled = s.wire.frags.reassembled.Load()
+	st.DropIPv4FragTimeout = s.wire.frags.timedOut.Load()
+	st.DropIPv4FragEvicted = s.wire.frags.evicted.Load()
 	if l, ok := s.cfg.Link.(link.ChecksumDropCounter); ok {
 		ipv4, tcp, udp, icmp := l.RxChecksumDrops()
 		st.DropIPv4Checksum += ipv4

@@ -498,7 +498,7 @@ func TestUDPBindConflict(t *testing.T) {
 }
 
 // TestUDPFragmented sends datagrams larger than the MTU: netstack fragments
-// and reassembles them, and both a reader and a handler get them.
+// them, the wire reassembles them, and both a reader and a handler get them.
 func TestUDPFragmented(t *testing.T) {
 	p := newPair(t, staticARP)
 	srv, err := p.b.ListenUDP(9005)
@@ -535,6 +535,9 @@ func TestUDPFragmented(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the handler got nothing")
+	}
+	if got := p.b.Stats().IPv4Reassembled; got != 2 {
+		t.Errorf("IPv4Reassembled = %d, want 2", got)
 	}
 }
 

@@ -31,8 +31,10 @@ type UDPHandler func(c *UDPConn, payload []byte, from netip.AddrPort)
 // goroutine that delivers the frame, where it waits in a ring of
 // Config.UDPReceiveQueue slots until read (when the ring is full it is
 // dropped and counted in Stats.DropUDPBufferFull) or goes straight to the
-// OnReceive handler. Fragmented datagrams, datagrams with IP options and
-// broadcasts sent by the socket still go through netstack, transparently.
+// OnReceive handler; a fragmented datagram takes the same way once the link
+// wrapper has reassembled it. Datagrams with IP options, datagrams larger
+// than a slot for a socket without a handler and broadcasts sent by the
+// socket still go through netstack, transparently.
 // Writes never block: a datagram goes to the link before Write returns (or
 // is dropped by the link, which counts it). Sending to a broadcast address
 // is refused, as netstack refuses it without SO_BROADCAST.
@@ -202,7 +204,7 @@ func (c *UDPConn) receive(payload []byte, from netip.AddrPort, rx int64) bool {
 // goroutine is woken between the wire and the handler, and a reply written
 // from the handler leaves on that same goroutine. Datagrams received before
 // the call, those that arrive while the handler runs on another goroutine,
-// and those netstack delivers (fragments, IP options) are handed over by a
+// and those netstack delivers (IP options) are handed over by a
 // goroutine of the socket's own.
 //
 // The handler may call WriteToUDPAddrPort, Write and Close on c or other

@@ -19,16 +19,17 @@ import (
 // port (bind conflicts, ephemeral ports) and receives whatever direct delivery
 // leaves to netstack. Around it:
 //
-//   - inbound, the wire hands each plain IPv4/UDP datagram addressed to a
-//     port in the stack's udpTable to its socket before netstack sees it
-//     (udpTable.deliver): the socket's OnReceive handler runs on the
-//     delivering goroutine, or the datagram is copied into the socket's
-//     ring of UDPReceiveQueue slots, which Read and ReadFrom drain without
-//     allocating. Everything else (ports nobody opened through tickwire, IP
-//     options, fragments, odd addresses, a connected socket's datagrams from
-//     other peers) goes to netstack as before, so ICMP port unreachable,
-//     reassembly and every drop counter keep working; what netstack then
-//     delivers to the socket's endpoint is read from there too;
+//   - inbound, the wire hands each plain IPv4/UDP datagram (a fragmented
+//     one once reassembled, frag.go) addressed to a port in the stack's
+//     udpTable to its socket before netstack sees it (udpTable.deliver):
+//     the socket's OnReceive handler runs on the delivering goroutine, or
+//     the datagram is copied into the socket's ring of UDPReceiveQueue
+//     slots, which Read and ReadFrom drain without allocating. Everything
+//     else (ports nobody opened through tickwire, IP options, odd
+//     addresses, a connected socket's datagrams from other peers) goes to
+//     netstack as before, so ICMP port unreachable and every drop counter
+//     keep working; what netstack then delivers to the socket's endpoint is
+//     read from there too;
 //   - outbound, a datagram to a unicast peer is built into a PacketBuffer
 //     and written through a netstack route cached per socket (the last
 //     udpRouteCache destinations), which adds the IPv4 header, resolves ARP

@@ -35,6 +35,8 @@ type wire struct {
 	// tcp screens segments for full listeners (tcpProtocol.refuseEarly);
 	// nil when netstack's internals were not found.
 	tcp *tcpProtocol
+	// frags reassembles IPv4 datagrams (frag.go).
+	frags *fragTable
 }
 
 var (
@@ -96,8 +98,15 @@ func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuff
 		}
 	case header.IPv4ProtocolNumber:
 		w.counters.ipRx.add(size)
-		if !w.inboundIPv4(pkt, size) {
+		ok, frag := w.inboundIPv4(pkt, size)
+		if !ok {
 			return
+		}
+		if frag { // netstack never sees a fragment (frag.go)
+			if pkt = w.frags.add(pkt); pkt == nil {
+				return
+			}
+			defer pkt.DecRef()
 		}
 		if w.udp.deliver(pkt, rx) {
 			return
@@ -122,30 +131,32 @@ func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuff
 }
 
 // inboundIPv4 counts an IPv4 packet by protocol and reports whether it may go
-// on: false when its header checksum is wrong. Other malformations are left
-// to netstack, which counts them.
-func (w *wire) inboundIPv4(pkt *gstack.PacketBuffer, size int) bool {
+// on (false when its header checksum is wrong) and whether it is a fragment.
+// Other malformations of whole packets are left to netstack, which counts
+// them.
+func (w *wire) inboundIPv4(pkt *gstack.PacketBuffer, size int) (ok, frag bool) {
 	b, ok := pkt.Data().PullUp(header.IPv4MinimumSize)
 	if !ok {
-		return true
+		return true, false
 	}
 	ip := header.IPv4(b)
 	if c := w.counters.byIPProtocol(ip.Protocol(), true); c != nil {
 		c.add(size)
 	}
+	frag = isFragment(b)
 	ihl := int(ip.HeaderLength())
 	if ihl < header.IPv4MinimumSize || w.Capabilities()&gstack.CapabilityRXChecksumOffload != 0 {
-		return true
+		return true, frag
 	}
 	h, ok := pkt.Data().PullUp(ihl)
 	if !ok {
-		return true
+		return true, frag
 	}
 	if !header.IPv4(h).IsChecksumValid() {
 		w.counters.dropIPv4Checksum.Add(1)
-		return false
+		return false, frag
 	}
-	return true
+	return true, frag
 }
 
 // inboundTCP screens an inbound TCP segment on its way to netstack and
