@@ -364,3 +364,111 @@ func TestIsFragment(t *testing.T) {
 		}
 	}
 }
+
+// fragOp decodes one operation of FuzzFragTable from 6 bytes: the
+// datagram's ID, flags (More Fragments, another destination, options,
+// advance the clock 10 s), the offset in 8-byte units (small unless the
+// top bit is set, so that fragments meet) and the payload length.
+func fragOp(b []byte) (f fragSpec, advance bool) {
+	f.id = uint16(b[0] % 80) // more IDs than the table has slots
+	flags := b[1]
+	f.more = flags&1 != 0
+	if flags&2 != 0 {
+		f.dst = [4]byte{10, 0, 0, 3}
+	}
+	if flags&4 != 0 {
+		f.dst = fragBcast
+	}
+	if flags&8 != 0 {
+		f.opts = 4
+	}
+	advance = flags&16 != 0
+	off := int(binary.BigEndian.Uint16(b[2:]))
+	if off&0x8000 == 0 {
+		off %= 400
+	}
+	f.off = off & 0x1fff * 8
+	f.n = int(binary.BigEndian.Uint16(b[4:])) % 1500
+	return f, advance
+}
+
+// FuzzFragTable feeds sequences of fragments (fragOp) to a table whose
+// memory bound is 64 KiB: nothing may panic, the table's invariants hold
+// after every fragment (the bounds, pieces sorted and disjoint, memory
+// accounted), and every datagram out is a valid IPv4 packet carrying the
+// bytes its fragments carried.
+func FuzzFragTable(f *testing.F) {
+	op := func(id, flags byte, off, n uint16) []byte {
+		return []byte{id, flags, byte(off >> 8), byte(off), byte(n >> 8), byte(n)}
+	}
+	seq := func(ops ...[]byte) []byte {
+		var b []byte
+		for _, o := range ops {
+			b = append(b, o...)
+		}
+		return b
+	}
+	f.Add(seq(op(1, 1, 0, 1480), op(1, 1, 185, 1480), op(1, 0, 370, 40)))               // in order
+	f.Add(seq(op(1, 0, 370, 40), op(1, 1, 185, 1480), op(1, 9, 0, 1480)))               // reversed, options
+	f.Add(seq(op(1, 1, 0, 1480), op(1, 1, 184, 16), op(1, 0, 370, 40)))                 // overlap
+	f.Add(seq(op(2, 1, 0, 800), op(3, 1, 0, 800), op(2, 16, 100, 8), op(3, 0, 100, 8))) // a timeout between
+	f.Add(seq(op(4, 5, 0, 8), op(4, 4, 1, 8), op(5, 3, 0, 8)))                          // broadcast, another address
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		ft, clock := newTestFragTable()
+		ft.maxMem = 64 << 10
+		defer ft.close()
+		for ; len(ops) >= 6; ops = ops[6:] {
+			fs, advance := fragOp(ops)
+			if advance {
+				clock.Advance(10 * time.Second)
+			}
+			addFrag(t, ft, fs)
+			checkFragTable(t, ft)
+		}
+	})
+}
+
+// checkFragTable checks ft's invariants.
+func checkFragTable(t *testing.T, ft *fragTable) {
+	t.Helper()
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if ft.ds == nil {
+		return
+	}
+	n, mem := 0, 0
+	for i := range ft.ds {
+		d := &ft.ds[i]
+		if !d.used {
+			if d.n != 0 || d.mem != 0 {
+				t.Fatalf("free slot %d holds %d pieces, %d bytes", i, d.n, d.mem)
+			}
+			continue
+		}
+		n++
+		mem += d.mem
+		if d.n < 1 || d.n > fragPieces {
+			t.Fatalf("datagram %+v holds %d pieces", d.key, d.n)
+		}
+		covered, dmem := 0, 0
+		for j, p := range d.pieces[:d.n] {
+			if p.last < p.first || j > 0 && d.pieces[j-1].last >= p.first {
+				t.Fatalf("pieces not sorted and disjoint at %d: %+v after %+v", j, p, d.pieces[j-1])
+			}
+			if d.end >= 0 && int(p.last) >= d.end || p.final && int(p.last)+1 != d.end {
+				t.Fatalf("piece %+v against end %d", p, d.end)
+			}
+			covered += int(p.last) - int(p.first) + 1
+			dmem += p.pkt.MemSize()
+		}
+		if covered != d.covered || dmem != d.mem {
+			t.Fatalf("datagram %+v: covered %d (counted %d), memory %d (counted %d)", d.key, covered, d.covered, dmem, d.mem)
+		}
+		if d.end >= 0 && covered == d.end {
+			t.Fatalf("datagram %+v complete but held", d.key)
+		}
+	}
+	if n != ft.n || mem != ft.mem || ft.mem > ft.maxMem {
+		t.Fatalf("%d datagrams (counted %d), %d bytes (counted %d, bound %d)", n, ft.n, mem, ft.mem, ft.maxMem)
+	}
+}
