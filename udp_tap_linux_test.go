@@ -63,9 +63,10 @@ func kernelUDP(tb testing.TB, ns *kerneltest.Netns, port uint16) *net.UDPConn {
 
 // TestUDPKernelTAP has the Linux kernel talk to a ServeUDP echo handler over
 // TAP, in stock and latency mode: datagrams of every size (a 4000-byte one
-// arrives in fragments, which netstack reassembles and the handler's
-// goroutine delivers), a subnet broadcast, and a datagram to a closed port,
-// which the kernel sees refused (ICMP port unreachable).
+// arrives in fragments, which the wire reassembles and passes to the
+// handler, and its echo leaves in fragments, which the kernel reassembles),
+// a subnet broadcast, and a datagram to a closed port, which the kernel sees
+// refused (ICMP port unreachable).
 func TestUDPKernelTAP(t *testing.T) {
 	for _, latency := range []bool{false, true} {
 		name := "stock"
@@ -100,6 +101,9 @@ func TestUDPKernelTAP(t *testing.T) {
 				if got := time.Unix(0, rx.Load()); got.Before(before) || got.After(time.Now()) {
 					t.Errorf("echo of %d bytes: the handler's RxTime %v is not between the write (%v) and the echo", size, got, before)
 				}
+			}
+			if got := s.Stats().IPv4Reassembled; got != 1 {
+				t.Errorf("IPv4Reassembled = %d, want 1 (the 4000-byte datagram)", got)
 			}
 
 			// A subnet broadcast from the kernel reaches a listening socket.
