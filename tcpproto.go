@@ -5,7 +5,6 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -14,6 +13,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 
 	"github.com/tickwire/tickwire/internal/netstackunsafe"
+	"github.com/tickwire/tickwire/internal/rxclock"
 )
 
 // The bounds admit applies to an endpoint's queue of inbound segments, in
@@ -231,7 +231,7 @@ func (p *tcpProtocol) QueuePacket(ep gstack.TransportEndpoint, id gstack.Transpo
 	}
 	rx := p.rx.get(pkt)
 	if rx == 0 {
-		rx = time.Now().UnixNano() // not from the wire: a reassembled datagram, or a stash full
+		rx = rxclock.Now() // the stash was full
 	}
 	sy := p.sy
 	if sy == nil || !netstackunsafe.Connected(tep.EndpointState()) || sy.delivering.Load() == 0 || !sy.inlineAllowed() || !tep.TryLock() {

@@ -14,6 +14,8 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
 	"gvisor.dev/gvisor/pkg/waiter"
+
+	"github.com/tickwire/tickwire/internal/rxclock"
 )
 
 // UDPHandler receives a socket's datagrams (see UDPConn.OnReceive). payload
@@ -526,5 +528,5 @@ func netstackRxTime(res tcpip.ReadResult) int64 {
 	if res.ControlMessages.HasTimestamp {
 		return res.ControlMessages.Timestamp.UnixNano()
 	}
-	return time.Now().UnixNano()
+	return rxclock.Now()
 }

@@ -2,16 +2,17 @@ package tickwire
 
 import (
 	"sync"
-	"time"
 
-	"github.com/tickwire/tickwire/internal/netstackunsafe"
-	"github.com/tickwire/tickwire/link"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/header/parse"
 	"gvisor.dev/gvisor/pkg/tcpip/link/nested"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/tickwire/tickwire/internal/netstackunsafe"
+	"github.com/tickwire/tickwire/internal/rxclock"
+	"github.com/tickwire/tickwire/link"
 )
 
 // wire sits between netstack and the user's link. It counts frames, drops
@@ -71,7 +72,7 @@ func (w *wire) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, pkt *gsta
 // the frame left queued (see syncer).
 func (w *wire) DeliverNetworkPacketAt(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer, rx int64) {
 	if rx == 0 {
-		rx = time.Now().UnixNano()
+		rx = rxclock.Now()
 	}
 	if w.sy == nil {
 		w.deliver(proto, pkt, nil, rx)

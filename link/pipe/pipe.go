@@ -30,13 +30,13 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
+	"github.com/tickwire/tickwire/internal/rxclock"
 	"github.com/tickwire/tickwire/link/internal/linkbase"
 )
 
@@ -191,7 +191,7 @@ func (e *Endpoint) Send(frame []byte) error {
 // in its payload) and delivers it to the peer inline or queues it.
 func (e *Endpoint) transmit(frame *stack.PacketBuffer) {
 	e.out.sent.Add(1)
-	rx := time.Now().UnixNano() // the peer's stamp: the frame is on its link now
+	rx := rxclock.Now() // the peer's stamp: the frame is on its link now
 	e.sniffFrame(frame)
 	d := &e.out
 	d.mu.Lock()

@@ -22,6 +22,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
+	"github.com/tickwire/tickwire/internal/rxclock"
 	"github.com/tickwire/tickwire/link/internal/linkbase"
 )
 
@@ -364,7 +365,7 @@ func (e *Endpoint) read(done chan struct{}) {
 		size := vnetHdrLen + linkbase.HeaderLength + int(e.MTU()) + frameSlack
 		v := buffer.NewViewSize(size)
 		n, err := e.readFrame(r, v.AsSlice())
-		rx := time.Now().UnixNano() // the frame's stamp: when the read returned
+		rx := rxclock.Now() // the frame's stamp: when the read returned
 		if err != nil {
 			v.Release()
 			if e.stopping.Load() || errors.Is(err, os.ErrClosed) {
