@@ -93,7 +93,7 @@ var measures = []measure{
 	{
 		name: "fast_sse_decode", unit: "records/s", better: higher, quick: true,
 		baselineName: "fast generic decoder",
-		doc: "SSE Level-2 records decoded per second from a STEP stream (internal/feed, 4000 " +
+		doc: "SSE Level-2 records decoded per second from a STEP stream (internal/capgen, 4000 " +
 			"messages of 1 to 8 trade and order records) fed in 1408-byte chunks: the generated typed " +
 			"path (sse.FeedDecoder) against step.Parser plus package fast's generic decoder on the " +
 			"same bytes.",

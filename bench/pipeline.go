@@ -13,7 +13,7 @@ import (
 	"github.com/tickwire/tickwire/fast"
 	"github.com/tickwire/tickwire/fast/sse"
 	"github.com/tickwire/tickwire/fast/sse/step"
-	"github.com/tickwire/tickwire/internal/feed"
+	"github.com/tickwire/tickwire/internal/capgen"
 	"github.com/tickwire/tickwire/mirror"
 )
 
@@ -198,7 +198,7 @@ func setupMirror(reorder float64, work mirrorWork) func(p params) (*pair, error)
 // and trades, 1 to 8 records per message), rebuilt from its frames by the
 // mirror reassembler, and its record count.
 func feedStream(messages int) ([]byte, int, error) {
-	f, err := feed.Generate(feed.Options{Messages: messages, Seed: 1})
+	f, err := capgen.Generate(capgen.Options{Messages: messages, Seed: 1})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -4,28 +4,28 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/tickwire/tickwire/internal/feed"
+	"github.com/tickwire/tickwire/internal/capgen"
 	"github.com/tickwire/tickwire/mirror"
 )
 
-// TestGeneratedFeeds replays synthetic SSE feeds (internal/feed, the
+// TestGeneratedFeeds replays synthetic SSE feeds (internal/capgen, the
 // generator behind examples/feedgen) with mirror impairments and checks,
 // for every flow, that the delivered bytes are the sent stream and that the
 // reported gaps are exactly the ranges the capture lost (up to the last
 // delivered byte).
 func TestGeneratedFeeds(t *testing.T) {
-	cases := []feed.Options{
+	cases := []capgen.Options{
 		{Messages: 3000, Seed: 1},
-		{Messages: 3000, Seed: 2, Flows: 3, VLAN: 6, WrapISN: true, Impair: feed.Impairments{Reorder: 0.1, Dup: 0.05, Overlap: 0.05}},
-		{Messages: 3000, Seed: 3, Flows: 2, Impair: feed.Impairments{Loss: 0.02, Reorder: 0.1, Dup: 0.05, Overlap: 0.05}},
-		{Messages: 3000, Seed: 4, WrapISN: true, Impair: feed.Impairments{Loss: 0.1, Reorder: 0.3}},
+		{Messages: 3000, Seed: 2, Flows: 3, VLAN: 6, WrapISN: true, Impair: capgen.Impairments{Reorder: 0.1, Dup: 0.05, Overlap: 0.05}},
+		{Messages: 3000, Seed: 3, Flows: 2, Impair: capgen.Impairments{Loss: 0.02, Reorder: 0.1, Dup: 0.05, Overlap: 0.05}},
+		{Messages: 3000, Seed: 4, WrapISN: true, Impair: capgen.Impairments{Loss: 0.1, Reorder: 0.3}},
 	}
 	if raceEnabled {
 		cases = cases[:2]
 	}
 	for _, opt := range cases {
 		t.Run(fmt.Sprintf("seed%d", opt.Seed), func(t *testing.T) {
-			fd, err := feed.Generate(opt)
+			fd, err := capgen.Generate(opt)
 			if err != nil {
 				t.Fatal(err)
 			}

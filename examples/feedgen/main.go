@@ -44,7 +44,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/tickwire/tickwire/internal/feed"
+	"github.com/tickwire/tickwire/internal/capgen"
 )
 
 func main() {
@@ -56,11 +56,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	out := fs.String("o", "", "output pcap `file` (required)")
 	truth := fs.String("truth", "", "truth `file` (default: the pcap name + .truth.jsonl; - for none)")
-	var opt feed.Options
+	var opt capgen.Options
 	fs.IntVar(&opt.Messages, "messages", 1000, "STEP messages in all, spread over the flows")
 	fs.Uint64Var(&opt.Seed, "seed", 1, "random seed: the same seed gives the same file")
 	fs.IntVar(&opt.Flows, "flows", 1, "TCP connections, one channel each")
-	fs.IntVar(&opt.MSS, "mss", feed.DefaultMSS, "TCP maximum segment size")
+	fs.IntVar(&opt.MSS, "mss", capgen.DefaultMSS, "TCP maximum segment size")
 	vlan := fs.Uint("vlan", 0, "802.1Q VLAN `ID` for every frame (0: untagged)")
 	fs.Float64Var(&opt.Impair.Loss, "loss", 0, "probability that a data segment is lost for good")
 	fs.Float64Var(&opt.Impair.Reorder, "reorder", 0, "probability that a data segment is delayed behind 1 to 3 others")
@@ -83,7 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *truth == "" {
 		*truth = *out + ".truth.jsonl"
 	}
-	f, err := feed.Generate(opt)
+	f, err := capgen.Generate(opt)
 	if err != nil {
 		fmt.Fprintf(stderr, "feedgen: %v\n", err)
 		return 2

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tickwire/tickwire/internal/feed"
+	"github.com/tickwire/tickwire/internal/capgen"
 )
 
 func TestWritesPcapAndTruth(t *testing.T) {
@@ -30,7 +30,7 @@ func TestWritesPcapAndTruth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tf.Close()
-	lines, err := feed.ReadTruth(tf)
+	lines, err := capgen.ReadTruth(tf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 // The JSON and CSV forms are written by hand, field by field, so printing a
 // record costs no allocation. The JSON field names and integer values are
-// those of internal/feed's Trade and Order (the truth file's "fields").
+// those of internal/capgen's Trade and Order (the truth file's "fields").
 
 func appendJSONHead(dst, kind, flow []byte, ts int64, template int) []byte {
 	dst = append(dst, `{"type":"`...)

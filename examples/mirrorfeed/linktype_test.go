@@ -13,8 +13,8 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/tickwire/tickwire/internal/capgen"
 	"github.com/tickwire/tickwire/internal/captest"
-	"github.com/tickwire/tickwire/internal/feed"
 	"github.com/tickwire/tickwire/link/frame"
 	"github.com/tickwire/tickwire/link/pcap"
 )
@@ -72,7 +72,7 @@ var timing = regexp.MustCompile(`, \d+ records/s \(\d+\.\d+ s\)|\(decoding off, 
 // original, in text and JSON, and -raw writes the same files.
 func TestLinkTypesDecodeLikeEthernet(t *testing.T) {
 	dir := t.TempDir()
-	_, orig := writeFeed(t, dir, feed.Options{Messages: 300, Seed: 12, Flows: 3, VLAN: 6, Impair: feed.Impairments{Loss: 0.01, Reorder: 0.05, Dup: 0.03, Overlap: 0.03}})
+	_, orig := writeFeed(t, dir, capgen.Options{Messages: 300, Seed: 12, Flows: 3, VLAN: 6, Impair: capgen.Impairments{Loss: 0.01, Reorder: 0.05, Dup: 0.03, Overlap: 0.03}})
 	type result struct{ text, json, jsonSummary string }
 	decode := func(path string) result {
 		text, stderr, code := mirrorfeed(t, "-pcap", path)
@@ -150,7 +150,7 @@ func equalFiles(a, b map[string][]byte) bool {
 // pcapng file, after the frames before the first such record.
 func TestUnsupportedLinkType(t *testing.T) {
 	dir := t.TempDir()
-	_, orig := writeFeed(t, dir, feed.Options{Messages: 20, Seed: 15})
+	_, orig := writeFeed(t, dir, capgen.Options{Messages: 20, Seed: 15})
 	classic, err := os.ReadFile(orig)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tickwire/tickwire/internal/feed"
+	"github.com/tickwire/tickwire/internal/capgen"
 	"github.com/tickwire/tickwire/internal/kerneltest"
 )
 
@@ -30,7 +30,7 @@ func TestLiveInterface(t *testing.T) {
 		ns.MustRun(t, "ip", "link", "set", n, "addrgenmode", "none")
 		ns.MustRun(t, "ip", "link", "set", n, "up")
 	}
-	f, err := feed.Generate(feed.Options{Messages: 300, Seed: 15, Flows: 2})
+	f, err := capgen.Generate(capgen.Options{Messages: 300, Seed: 15, Flows: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@
 //	-format text|json|csv  record output (text by default). json prints one
 //	                       object per line: {"type":"trade"|"order","flow":...,
 //	                       "ts":capture ns,"template":3201|5801,"fields":{...}}
-//	                       with the fields of internal/feed's Trade and Order
+//	                       with the fields of internal/capgen's Trade and Order
 //	                       (integers with implied decimals), and
 //	                       {"type":"gap","flow":...,"offset":N,"length":M} for
 //	                       every skipped hole; csv prints a header and one row

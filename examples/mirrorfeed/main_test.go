@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickwire/tickwire/internal/feed"
+	"github.com/tickwire/tickwire/internal/capgen"
 	"github.com/tickwire/tickwire/internal/shareddata"
 	"github.com/tickwire/tickwire/link/pcap"
 	"github.com/tickwire/tickwire/mirror"
@@ -40,9 +40,9 @@ func mirrorfeed(t *testing.T, args ...string) (stdout, stderr string, code int) 
 }
 
 // writeFeed generates a feed and writes its capture into dir.
-func writeFeed(t *testing.T, dir string, opt feed.Options, extra ...feed.Frame) (*feed.Feed, string) {
+func writeFeed(t *testing.T, dir string, opt capgen.Options, extra ...capgen.Frame) (*capgen.Feed, string) {
 	t.Helper()
-	f, err := feed.Generate(opt)
+	f, err := capgen.Generate(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,14 +60,14 @@ func writeFeed(t *testing.T, dir string, opt feed.Options, extra ...feed.Frame) 
 
 // output is mirrorfeed's JSON output, by flow.
 type output struct {
-	trades map[string][]feed.Trade
-	orders map[string][]feed.Order
-	gaps   map[string][]feed.Range
+	trades map[string][]capgen.Trade
+	orders map[string][]capgen.Order
+	gaps   map[string][]capgen.Range
 }
 
 func parseJSON(t *testing.T, stdout string) output {
 	t.Helper()
-	o := output{map[string][]feed.Trade{}, map[string][]feed.Order{}, map[string][]feed.Range{}}
+	o := output{map[string][]capgen.Trade{}, map[string][]capgen.Order{}, map[string][]capgen.Range{}}
 	sc := bufio.NewScanner(strings.NewReader(stdout))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -84,19 +84,19 @@ func parseJSON(t *testing.T, stdout string) output {
 		}
 		switch line.Type {
 		case "trade":
-			var tr feed.Trade
-			if err := json.Unmarshal(line.Fields, &tr); err != nil || line.Template != feed.TemplateTrade {
+			var tr capgen.Trade
+			if err := json.Unmarshal(line.Fields, &tr); err != nil || line.Template != capgen.TemplateTrade {
 				t.Fatalf("trade line %q: %v", sc.Text(), err)
 			}
 			o.trades[line.Flow] = append(o.trades[line.Flow], tr)
 		case "order":
-			var or feed.Order
-			if err := json.Unmarshal(line.Fields, &or); err != nil || line.Template != feed.TemplateOrder {
+			var or capgen.Order
+			if err := json.Unmarshal(line.Fields, &or); err != nil || line.Template != capgen.TemplateOrder {
 				t.Fatalf("order line %q: %v", sc.Text(), err)
 			}
 			o.orders[line.Flow] = append(o.orders[line.Flow], or)
 		case "gap":
-			o.gaps[line.Flow] = append(o.gaps[line.Flow], feed.Range{Offset: line.Offset, Length: line.Length})
+			o.gaps[line.Flow] = append(o.gaps[line.Flow], capgen.Range{Offset: line.Offset, Length: line.Length})
 		default:
 			t.Fatalf("output line of unknown type: %q", sc.Text())
 		}
@@ -104,7 +104,7 @@ func parseJSON(t *testing.T, stdout string) output {
 	return o
 }
 
-func touches(r feed.Record, lost []feed.Range) bool {
+func touches(r capgen.Record, lost []capgen.Range) bool {
 	for _, l := range lost {
 		if r.Start < l.Offset+l.Length && l.Offset < r.End {
 			return true
@@ -116,8 +116,8 @@ func touches(r feed.Record, lost []feed.Range) bool {
 // expectedGaps is what the reassembler must report for a flow: every lost
 // range before the last delivered byte (a loss at the very end of the
 // stream is not a gap, nothing follows it).
-func expectedGaps(fl *feed.Flow) []feed.Range {
-	gaps := []feed.Range{}
+func expectedGaps(fl *capgen.Flow) []capgen.Range {
+	gaps := []capgen.Range{}
 	for _, l := range fl.Lost {
 		if l.Offset+l.Length < fl.StreamBytes {
 			gaps = append(gaps, l)
@@ -128,7 +128,7 @@ func expectedGaps(fl *feed.Flow) []feed.Range {
 
 // delivered returns the stream without its lost bytes, up to the last
 // delivered byte: the content the .bin file must hold.
-func delivered(fl *feed.Flow) []byte {
+func delivered(fl *capgen.Flow) []byte {
 	var b []byte
 	next := uint64(0)
 	for _, l := range fl.Lost {
@@ -141,12 +141,12 @@ func delivered(fl *feed.Flow) []byte {
 // checkAgainstTruth checks that the output holds, per flow and in order,
 // exactly the records whose STEP message no lost range touches, and that the
 // reported gaps are the lost ranges.
-func checkAgainstTruth(t *testing.T, f *feed.Feed, o output) {
+func checkAgainstTruth(t *testing.T, f *capgen.Feed, o output) {
 	t.Helper()
 	for fi := range f.Flows {
 		fl := &f.Flows[fi]
-		var wantTrades []feed.Trade
-		var wantOrders []feed.Order
+		var wantTrades []capgen.Trade
+		var wantOrders []capgen.Order
 		for _, r := range f.Records {
 			if r.Flow != fi || touches(r, fl.Lost) {
 				continue
@@ -185,7 +185,7 @@ func firstDifference[T any](got, want []T) string {
 // checkRaw checks the -raw files of every generated flow: the server
 // direction's .bin holds the delivered bytes and .gaps.json the gaps; the
 // client directions, which carry no data, have no files.
-func checkRaw(t *testing.T, dir string, f *feed.Feed) {
+func checkRaw(t *testing.T, dir string, f *capgen.Feed) {
 	t.Helper()
 	for fi := range f.Flows {
 		fl := &f.Flows[fi]
@@ -201,7 +201,7 @@ func checkRaw(t *testing.T, dir string, f *feed.Feed) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var gaps []feed.Range
+		var gaps []capgen.Range
 		if err := json.Unmarshal(gj, &gaps); err != nil || gaps == nil {
 			t.Fatalf("%s.gaps.json = %q: not a JSON array (%v)", base, gj, err)
 		}
@@ -219,7 +219,7 @@ func checkRaw(t *testing.T, dir string, f *feed.Feed) {
 	}
 }
 
-func flowKey(fl *feed.Flow) (k mirror.FlowKey) {
+func flowKey(fl *capgen.Flow) (k mirror.FlowKey) {
 	k.SrcIP, k.DstIP = fl.Server.Addr.As4(), fl.Client.Addr.As4()
 	k.SrcPort, k.DstPort = fl.Server.Port, fl.Client.Port
 	return k
@@ -227,7 +227,7 @@ func flowKey(fl *feed.Flow) (k mirror.FlowKey) {
 
 // The embedded demo capture is exactly what its go:generate line writes.
 func TestDemoPcapIsGenerated(t *testing.T) {
-	f, err := feed.Generate(demoOptions)
+	f, err := capgen.Generate(demoOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,9 +244,9 @@ func TestDemoPcapIsGenerated(t *testing.T) {
 }
 
 // demoOptions are the options of the go:generate line in main.go.
-var demoOptions = feed.Options{
+var demoOptions = capgen.Options{
 	Messages: 800, Seed: 2026, Flows: 2,
-	Impair: feed.Impairments{Loss: 0.005, Reorder: 0.02, Dup: 0.02, Overlap: 0.02},
+	Impair: capgen.Impairments{Loss: 0.005, Reorder: 0.02, Dup: 0.02, Overlap: 0.02},
 }
 
 func TestDemo(t *testing.T) {
@@ -274,7 +274,7 @@ func TestDemo(t *testing.T) {
 	t.Log(summary)
 
 	// The same feed as JSON matches the truth.
-	f, _ := feed.Generate(demoOptions)
+	f, _ := capgen.Generate(demoOptions)
 	stdout, stderr, code = mirrorfeed(t, "-format", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -290,18 +290,18 @@ func TestDemo(t *testing.T) {
 // record comes out, in order, and -raw holds each stream whole.
 func TestNoLossRecoversEveryRecord(t *testing.T) {
 	dir := t.TempDir()
-	opt := feed.Options{Messages: 1500, Seed: 11, Flows: 3, VLAN: 42, WrapISN: true,
-		Impair: feed.Impairments{Reorder: 0.05, Dup: 0.05, Overlap: 0.05}}
+	opt := capgen.Options{Messages: 1500, Seed: 11, Flows: 3, VLAN: 42, WrapISN: true,
+		Impair: capgen.Impairments{Reorder: 0.05, Dup: 0.05, Overlap: 0.05}}
 	// A pure ACK repeated a second after the first flow closed must not
 	// start a flow again or overwrite its files.
-	probe, _ := feed.Generate(opt)
-	var lastServerFrame feed.Frame
+	probe, _ := capgen.Generate(opt)
+	var lastServerFrame capgen.Frame
 	for _, fr := range probe.Frames {
 		if bytes.Equal(fr.Data[6:12], probe.Flows[0].Server.MAC[:]) {
 			lastServerFrame = fr
 		}
 	}
-	late := feed.Frame{Time: probe.Frames[len(probe.Frames)-1].Time + int64(time.Second), Data: lastServerFrame.Data}
+	late := capgen.Frame{Time: probe.Frames[len(probe.Frames)-1].Time + int64(time.Second), Data: lastServerFrame.Data}
 	f, pcapPath := writeFeed(t, dir, opt, late)
 
 	raw := filepath.Join(dir, "raw")
@@ -325,8 +325,8 @@ func TestNoLossRecoversEveryRecord(t *testing.T) {
 // reported as gaps, and the STEP sequence numbers show the lost messages.
 func TestLossRecoversEveryUntouchedRecord(t *testing.T) {
 	dir := t.TempDir()
-	f, pcapPath := writeFeed(t, dir, feed.Options{Messages: 1500, Seed: 12, Flows: 2,
-		Impair: feed.Impairments{Loss: 0.03, Reorder: 0.05, Dup: 0.03, Overlap: 0.03}})
+	f, pcapPath := writeFeed(t, dir, capgen.Options{Messages: 1500, Seed: 12, Flows: 2,
+		Impair: capgen.Impairments{Loss: 0.03, Reorder: 0.05, Dup: 0.03, Overlap: 0.03}})
 	lost := 0
 	for _, fl := range f.Flows {
 		lost += len(expectedGaps(&fl))
@@ -348,7 +348,7 @@ func TestLossRecoversEveryUntouchedRecord(t *testing.T) {
 
 func TestTextAndCSV(t *testing.T) {
 	dir := t.TempDir()
-	f, pcapPath := writeFeed(t, dir, feed.Options{Messages: 40, Seed: 13})
+	f, pcapPath := writeFeed(t, dir, capgen.Options{Messages: 40, Seed: 13})
 	stdout, stderr, code := mirrorfeed(t, "-pcap", pcapPath, "-format", "csv")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -433,7 +433,7 @@ func TestRawOnSharedCaptures(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var gaps []feed.Range
+				var gaps []capgen.Range
 				if err := json.Unmarshal(gj, &gaps); err != nil || gaps == nil {
 					t.Fatalf("%s: %q is not a JSON array", bin, gj)
 				}
@@ -460,7 +460,7 @@ func TestRawOnSharedCaptures(t *testing.T) {
 
 func TestBadCaptures(t *testing.T) {
 	dir := t.TempDir()
-	_, good := writeFeed(t, dir, feed.Options{Messages: 100, Seed: 14})
+	_, good := writeFeed(t, dir, capgen.Options{Messages: 100, Seed: 14})
 	whole, _ := os.ReadFile(good)
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
@@ -545,7 +545,7 @@ func TestUsageErrors(t *testing.T) {
 // each.
 func TestCaptureFormats(t *testing.T) {
 	dir := t.TempDir()
-	f, pcapPath := writeFeed(t, dir, feed.Options{Messages: 200, Seed: 18, Flows: 2, Impair: feed.Impairments{Reorder: 0.05}})
+	f, pcapPath := writeFeed(t, dir, capgen.Options{Messages: 200, Seed: 18, Flows: 2, Impair: capgen.Impairments{Reorder: 0.05}})
 	leNano, err := os.ReadFile(pcapPath)
 	if err != nil {
 		t.Fatal(err)
@@ -600,15 +600,15 @@ func TestProgressLine(t *testing.T) {
 // connection's files stay as they were.
 func TestRawSecondConnection(t *testing.T) {
 	dir := t.TempDir()
-	first, err := feed.Generate(feed.Options{Messages: 30, Seed: 19})
+	first, err := capgen.Generate(capgen.Options{Messages: 30, Seed: 19})
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := feed.Generate(feed.Options{Messages: 30, Seed: 20, Start: feed.DefaultStart.Add(time.Minute)})
+	second, err := capgen.Generate(capgen.Options{Messages: 30, Seed: 20, Start: capgen.DefaultStart.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, pcapPath := writeFeed(t, dir, feed.Options{Messages: 30, Seed: 19}, second.Frames...)
+	_, pcapPath := writeFeed(t, dir, capgen.Options{Messages: 30, Seed: 19}, second.Frames...)
 	raw := filepath.Join(dir, "raw")
 	_, stderr, code := mirrorfeed(t, "-pcap", pcapPath, "-raw", raw, "-quiet")
 	if code != 0 {
@@ -674,7 +674,7 @@ func tsharkFollow(t *testing.T, tshark, file string) map[string][]byte {
 }
 
 // convertPcap rewrites a little-endian nanosecond pcap file (what
-// feed.WritePcap writes) in the given byte order and timestamp resolution.
+// capgen.WritePcap writes) in the given byte order and timestamp resolution.
 func convertPcap(t *testing.T, in []byte, order binary.AppendByteOrder, microseconds bool) []byte {
 	t.Helper()
 	if len(in) < 24 || binary.LittleEndian.Uint32(in) != 0xa1b23c4d {

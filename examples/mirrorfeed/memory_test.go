@@ -16,7 +16,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/tickwire/tickwire/fast/sse"
-	"github.com/tickwire/tickwire/internal/feed"
+	"github.com/tickwire/tickwire/internal/capgen"
 	"github.com/tickwire/tickwire/link/pcap"
 )
 
@@ -50,16 +50,16 @@ func writeHoleCapture(t testing.TB, w io.Writer, n int) {
 		t.Fatal(err)
 	}
 	var buf []byte
-	ts := feed.DefaultStart.UnixNano()
+	ts := capgen.DefaultStart.UnixNano()
 	for _, s := range []int{0, 2} {
 		seq := uint32(1000)
 		if s == 2 {
 			seq += uint32(len(segs[0]) + len(segs[1]))
 		}
 		for i := range n {
-			server := feed.Endpoint{MAC: [6]byte{2, 0, 0, 0, 0, 1}, Addr: netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}), Port: 9000}
-			client := feed.Endpoint{MAC: [6]byte{2, 0, 0, 0, 0, 2}, Addr: netip.AddrFrom4([4]byte{10, 2, byte(i >> 16), 1}), Port: 40000}
-			buf = feed.AppendDataFrame(buf[:0], server, client, seq, segs[s])
+			server := capgen.Endpoint{MAC: [6]byte{2, 0, 0, 0, 0, 1}, Addr: netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}), Port: 9000}
+			client := capgen.Endpoint{MAC: [6]byte{2, 0, 0, 0, 0, 2}, Addr: netip.AddrFrom4([4]byte{10, 2, byte(i >> 16), 1}), Port: 40000}
+			buf = capgen.AppendDataFrame(buf[:0], server, client, seq, segs[s])
 			if err := pw.WriteFrame(ts, buf, len(buf)); err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickwire/tickwire/internal/feed"
+	"github.com/tickwire/tickwire/internal/capgen"
 	"github.com/tickwire/tickwire/mirror"
 )
 
@@ -26,8 +26,8 @@ func newTestPipeline(tb testing.TB, format string, quiet bool) (*pipeline, *mirr
 // Frames to records in steady state allocate nothing, whatever the output
 // format: flow state and decoder buffers are made once per flow direction.
 func TestPipelineDoesNotAllocate(t *testing.T) {
-	f, err := feed.Generate(feed.Options{Messages: 3000, Seed: 16, Flows: 2,
-		Impair: feed.Impairments{Reorder: 0.05, Dup: 0.05, Overlap: 0.05}})
+	f, err := capgen.Generate(capgen.Options{Messages: 3000, Seed: 16, Flows: 2,
+		Impair: capgen.Impairments{Reorder: 0.05, Dup: 0.05, Overlap: 0.05}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +59,8 @@ func TestPipelineDoesNotAllocate(t *testing.T) {
 // BenchmarkPipeline measures the demo's path without the file reader: frames
 // in memory through the reassembler, the SSE decoder and the formatter.
 func BenchmarkPipeline(b *testing.B) {
-	f, err := feed.Generate(feed.Options{Messages: 5000, Seed: 17, Flows: 4,
-		Impair: feed.Impairments{Reorder: 0.01, Dup: 0.01, Overlap: 0.01}})
+	f, err := capgen.Generate(capgen.Options{Messages: 5000, Seed: 17, Flows: 4,
+		Impair: capgen.Impairments{Reorder: 0.01, Dup: 0.01, Overlap: 0.01}})
 	if err != nil {
 		b.Fatal(err)
 	}

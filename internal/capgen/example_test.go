@@ -1,15 +1,15 @@
-package feed_test
+package capgen_test
 
 import (
 	"fmt"
 
-	"github.com/tickwire/tickwire/internal/feed"
+	"github.com/tickwire/tickwire/internal/capgen"
 )
 
 // A feed is deterministic for its seed: the truth says what was sent and
 // what the impairments lost.
 func ExampleGenerate() {
-	f, err := feed.Generate(feed.Options{Messages: 20, Seed: 1, Impair: feed.Impairments{Dup: 0.5}})
+	f, err := capgen.Generate(capgen.Options{Messages: 20, Seed: 1, Impair: capgen.Impairments{Dup: 0.5}})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,4 +1,4 @@
-// Package feed generates synthetic Shanghai Stock Exchange Level-2 market-data
+// Package capgen generates synthetic Shanghai Stock Exchange Level-2 market-data
 // captures for tests, benchmarks, examples/feedgen and the mirrorfeed demo:
 // plausible UA3201 trade and UA5801 order records, several per STEP message,
 // FAST- and STEP-encoded by fast/sse, carried over TCP flows segmented at MSS 1408 with
@@ -10,7 +10,7 @@
 // and the stream byte range of the STEP message that carries it, and per flow
 // the stream ranges that no captured segment covers (lost for good).
 //
-//	f, err := feed.Generate(feed.Options{Messages: 1000, Seed: 1, Impair: feed.Impairments{Loss: 0.01}})
+//	f, err := capgen.Generate(capgen.Options{Messages: 1000, Seed: 1, Impair: capgen.Impairments{Loss: 0.01}})
 //	err = f.WritePcap(pcapFile)
 //	err = f.WriteTruth(truthFile)
 //
@@ -18,7 +18,7 @@
 // PCG seeded with Options.Seed. The whole capture is built in memory: about
 // 250 bytes of frames and as much of stream per STEP message, plus the truth
 // (about 4.5 records per message).
-package feed
+package capgen
 
 import (
 	"cmp"

@@ -1,4 +1,4 @@
-package feed
+package capgen
 
 import (
 	"encoding/binary"

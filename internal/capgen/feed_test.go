@@ -1,4 +1,4 @@
-package feed_test
+package capgen_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/tickwire/tickwire/fast/sse"
-	"github.com/tickwire/tickwire/internal/feed"
+	"github.com/tickwire/tickwire/internal/capgen"
 	"github.com/tickwire/tickwire/link/frame"
 	"github.com/tickwire/tickwire/link/pcap"
 )
@@ -28,7 +28,7 @@ type dataSeg struct {
 // parseFlows returns the data segments of each flow's server direction, by
 // client port, in capture order, checking every frame's headers and
 // checksums on the way with gopacket as an independent decoder.
-func parseFlows(t *testing.T, f *feed.Feed, wantVLAN uint16) map[uint16][]dataSeg {
+func parseFlows(t *testing.T, f *capgen.Feed, wantVLAN uint16) map[uint16][]dataSeg {
 	t.Helper()
 	segs := map[uint16][]dataSeg{}
 	for i, fr := range f.Frames {
@@ -57,7 +57,7 @@ func parseFlows(t *testing.T, f *feed.Feed, wantVLAN uint16) map[uint16][]dataSe
 			t.Fatalf("frame %d: %d bytes, shorter than the Ethernet minimum", i, len(fr.Data))
 		}
 		if tcp.SrcPort == 9129 && len(tcp.Payload) > 0 {
-			if len(tcp.Payload) > feed.DefaultMSS {
+			if len(tcp.Payload) > capgen.DefaultMSS {
 				t.Fatalf("frame %d: %d bytes of payload, over the MSS", i, len(tcp.Payload))
 			}
 			segs[uint16(tcp.DstPort)] = append(segs[uint16(tcp.DstPort)], dataSeg{tcp.Seq, tcp.Payload})
@@ -110,17 +110,17 @@ func rebuild(t *testing.T, segs []dataSeg, isn uint32, size uint64) ([]byte, []b
 }
 
 type collector struct {
-	trades []feed.Trade
-	orders []feed.Order
+	trades []capgen.Trade
+	orders []capgen.Order
 	gaps   int
 }
 
-func (c *collector) OnTrade(t *sse.Trade)                   { c.trades = append(c.trades, feed.TradeOf(t)) }
-func (c *collector) OnOrder(o *sse.Order)                   { c.orders = append(c.orders, feed.OrderOf(o)) }
+func (c *collector) OnTrade(t *sse.Trade)                   { c.trades = append(c.trades, capgen.TradeOf(t)) }
+func (c *collector) OnOrder(o *sse.Order)                   { c.orders = append(c.orders, capgen.OrderOf(o)) }
 func (c *collector) OnGap(category uint32, exp, got uint64) { c.gaps++ }
 
 func TestCleanFeedDecodesToTruth(t *testing.T) {
-	f, err := feed.Generate(feed.Options{Messages: 400, Seed: 7, Flows: 3, VLAN: 6})
+	f, err := capgen.Generate(capgen.Options{Messages: 400, Seed: 7, Flows: 3, VLAN: 6})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,8 +144,8 @@ func TestCleanFeedDecodesToTruth(t *testing.T) {
 				t.Fatalf("flow %d: decode: %v", fi, err)
 			}
 		}
-		var wantTrades []feed.Trade
-		var wantOrders []feed.Order
+		var wantTrades []capgen.Trade
+		var wantOrders []capgen.Order
 		for _, r := range f.Records {
 			if r.Flow != fi {
 				continue
@@ -170,8 +170,8 @@ func TestCleanFeedDecodesToTruth(t *testing.T) {
 }
 
 func TestImpairedFeedCoversAllButLost(t *testing.T) {
-	im := feed.Impairments{Loss: 0.05, Reorder: 0.1, Dup: 0.1, Overlap: 0.1}
-	f, err := feed.Generate(feed.Options{Messages: 600, Seed: 3, Flows: 2, Impair: im, WrapISN: true})
+	im := capgen.Impairments{Loss: 0.05, Reorder: 0.1, Dup: 0.1, Overlap: 0.1}
+	f, err := capgen.Generate(capgen.Options{Messages: 600, Seed: 3, Flows: 2, Impair: im, WrapISN: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,33 +208,33 @@ func TestImpairedFeedCoversAllButLost(t *testing.T) {
 }
 
 func TestDeterministic(t *testing.T) {
-	opt := feed.Options{Messages: 50, Seed: 42, Flows: 2, Impair: feed.Impairments{Loss: 0.1, Reorder: 0.1}}
-	a, err := feed.Generate(opt)
+	opt := capgen.Options{Messages: 50, Seed: 42, Flows: 2, Impair: capgen.Impairments{Loss: 0.1, Reorder: 0.1}}
+	a, err := capgen.Generate(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := feed.Generate(opt)
+	b, _ := capgen.Generate(opt)
 	if !reflect.DeepEqual(a, b) {
 		t.Fatal("the same seed gave two different feeds")
 	}
 	opt.Seed++
-	c, _ := feed.Generate(opt)
+	c, _ := capgen.Generate(opt)
 	if reflect.DeepEqual(a.Frames, c.Frames) {
 		t.Fatal("different seeds gave the same frames")
 	}
 }
 
 func TestOptionErrors(t *testing.T) {
-	for _, opt := range []feed.Options{
+	for _, opt := range []capgen.Options{
 		{Messages: -1},
-		{Messages: feed.MaxMessages + 1},
-		{Flows: feed.MaxFlows + 1},
+		{Messages: capgen.MaxMessages + 1},
+		{Flows: capgen.MaxFlows + 1},
 		{MSS: 10},
 		{VLAN: 4095},
-		{Impair: feed.Impairments{Loss: 1.5}},
-		{Impair: feed.Impairments{Dup: -0.1}},
+		{Impair: capgen.Impairments{Loss: 1.5}},
+		{Impair: capgen.Impairments{Dup: -0.1}},
 	} {
-		if _, err := feed.Generate(opt); err == nil || !strings.HasPrefix(err.Error(), "feed: ") {
+		if _, err := capgen.Generate(opt); err == nil || !strings.HasPrefix(err.Error(), "feed: ") {
 			t.Errorf("Generate(%+v) error = %v, want a feed: error", opt, err)
 		}
 	}
@@ -244,7 +244,7 @@ func TestOptionErrors(t *testing.T) {
 // with link/pcap's reader and, when installed, with tshark, which must find
 // every checksum good.
 func TestPcapAndTruthFiles(t *testing.T) {
-	f, err := feed.Generate(feed.Options{Messages: 100, Seed: 5, Impair: feed.Impairments{Loss: 0.05}})
+	f, err := capgen.Generate(capgen.Options{Messages: 100, Seed: 5, Impair: capgen.Impairments{Loss: 0.05}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestPcapAndTruthFiles(t *testing.T) {
 		t.Fatalf("pcap holds %d frames, want %d", n, len(f.Frames))
 	}
 
-	lines, err := feed.ReadTruth(&tbuf)
+	lines, err := capgen.ReadTruth(&tbuf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,17 +318,17 @@ func TestPcapAndTruthFiles(t *testing.T) {
 }
 
 func TestSource(t *testing.T) {
-	f, err := feed.Generate(feed.Options{Messages: 50, Seed: 8})
+	f, err := capgen.Generate(capgen.Options{Messages: 50, Seed: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := f.Source()
 	batch := frame.NewBatch(7, 2048)
-	var got []feed.Frame
+	var got []capgen.Frame
 	for {
 		n, err := src.ReadFrames(batch)
 		for _, fr := range batch[:n] {
-			got = append(got, feed.Frame{Time: fr.Time, Data: bytes.Clone(fr.Data())})
+			got = append(got, capgen.Frame{Time: fr.Time, Data: bytes.Clone(fr.Data())})
 		}
 		if err == io.EOF {
 			break
