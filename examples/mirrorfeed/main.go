@@ -1,8 +1,8 @@
 // Command mirrorfeed is tickwire's passive market-data path end to end:
 // frames from a mirror port or a capture file are reassembled per TCP flow
 // direction (package mirror), the in-order bytes are decoded as the Shanghai
-// Stock Exchange STEP/FAST Level-2 feed (package fast/sse), and every trade
-// and order is printed.
+// Stock Exchange STEP/FAST Level-2 feed (package fast/sse), both joined by
+// package feed, and every trade and order is printed.
 //
 //	go run ./examples/mirrorfeed                  # a small feed embedded in the binary
 //	go run ./examples/mirrorfeed -pcap feed.pcap  # pcap (4 variants) or pcapng, gzip too
@@ -84,6 +84,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/fast/sse/step"
+	"github.com/tickwire/tickwire/feed"
 	"github.com/tickwire/tickwire/link/afpacket"
 	"github.com/tickwire/tickwire/link/frame"
 	"github.com/tickwire/tickwire/link/pcap"
@@ -119,8 +120,9 @@ type options struct {
 	history     bool
 	maxFlows    int
 	bufferTotal int64
-	// stepBudget bounds the decoders' STEP buffers (pipeline); the
-	// reassembly buffers get the rest of bufferTotal.
+	// stepBudget is the decoders' share of bufferTotal, as package feed
+	// splits it (feed.Config.BufferTotal); the reassembly buffers get the
+	// rest. Only -buffer-total's usage check needs it.
 	stepBudget int
 }
 
@@ -205,10 +207,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		summaryTo = stderr
 	}
 	p := newPipeline(o, out)
-	a, err := mirror.New(mirror.Config{
-		BufferPerFlow: o.buffer, MaxFlows: o.maxFlows, HoleTimeout: o.holeTimeout,
-		Checksum: o.checksum, History: o.history, MaxBufferTotal: o.bufferTotal - int64(o.stepBudget),
-	}, p)
+	d, err := feed.New(o.feedConfig(), p.handler())
 	if err != nil {
 		fmt.Fprintf(stderr, "mirrorfeed: %v\n", err)
 		return 2
@@ -216,12 +215,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	p.printHeader()
 
 	start := time.Now()
-	readErr := pump(ctx, src, a, live, stderr, p)
-	a.Close()
+	readErr := pump(ctx, src, d, live, stderr)
+	d.Close()
 	elapsed := time.Since(start)
 	p.finish()
 
-	fmt.Fprintln(summaryTo, p.summary(a, elapsed))
+	fmt.Fprintln(summaryTo, p.summary(d, elapsed))
 	flushErr := out.Flush()
 	if readErr != nil {
 		fmt.Fprintf(stderr, "mirrorfeed: %v\n", readErr)
@@ -265,9 +264,11 @@ const (
 var progressInterval = time.Second
 
 // pump is the one reader loop for files and live capture: frames from src
-// into the Assembler, until the end of the file, Close (live), or an error.
-// It returns the input's error, nil at a clean end.
-func pump(ctx context.Context, src frame.Source, a *mirror.Assembler, live bool, stderr io.Writer, p *pipeline) error {
+// into the feed decoder, until the end of the file, Close (live), or an
+// error. It returns the input's error, nil at a clean end. It is
+// feed.Decoder.Run with the command's progress line, interruption and
+// error messages.
+func pump(ctx context.Context, src frame.Source, d *feed.Decoder, live bool, stderr io.Writer) error {
 	batch := frame.NewBatch(batchFrames, slotSize)
 	var frames, bytesIn uint64
 	lastProgress := time.Now()
@@ -281,14 +282,15 @@ func pump(ctx context.Context, src frame.Source, a *mirror.Assembler, live bool,
 		n, err := src.ReadFrames(batch)
 		for i := range batch[:n] {
 			f := &batch[i]
-			a.HandleLinkFrame(f.LinkType, f.Data(), f.Time) // per-frame errors are counted in a.Stats
+			d.HandleFrame(f.LinkType, f.Data(), f.Time) // per-frame errors are counted in d.Stats
 			bytesIn += uint64(f.N)
 		}
 		frames += uint64(n)
 		if now := time.Now(); now.Sub(lastProgress) >= progressInterval {
 			lastProgress = now
 			progressShown = true
-			fmt.Fprintf(stderr, "\rmirrorfeed: %d frames, %.1f MB, %d records...", frames, float64(bytesIn)/1e6, p.trades+p.orders)
+			st := d.Stats()
+			fmt.Fprintf(stderr, "\rmirrorfeed: %d frames, %.1f MB, %d records...", frames, float64(bytesIn)/1e6, st.Trades+st.Orders)
 		}
 		switch {
 		case err == nil:
@@ -299,7 +301,7 @@ func pump(ctx context.Context, src frame.Source, a *mirror.Assembler, live bool,
 			return nil
 		case live && errors.Is(err, afpacket.ErrTimeout):
 			// A quiet link: let capture time advance so holes time out.
-			a.Flush(time.Now().UnixNano())
+			d.Flush(time.Now().UnixNano())
 		case live && ctx.Err() != nil:
 			return nil
 		default:

@@ -6,21 +6,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickwire/tickwire/feed"
 	"github.com/tickwire/tickwire/internal/capgen"
-	"github.com/tickwire/tickwire/mirror"
+	"github.com/tickwire/tickwire/link/frame"
 )
 
-// newTestPipeline wires a pipeline writing to io.Discard to an Assembler,
-// as run does.
-func newTestPipeline(tb testing.TB, format string, quiet bool) (*pipeline, *mirror.Assembler) {
+// newTestPipeline wires a pipeline writing to io.Discard to a feed
+// decoder, as run does.
+func newTestPipeline(tb testing.TB, format string, quiet bool) (*pipeline, *feed.Decoder) {
 	tb.Helper()
-	o := options{format: format, decode: "sse", quiet: quiet, stepBudget: defaultBufferTotal / 4}
+	o := options{format: format, decode: "sse", quiet: quiet, history: true}
 	p := newPipeline(o, bufio.NewWriterSize(io.Discard, 64<<10))
-	a, err := mirror.New(mirror.Config{History: true}, p)
+	d, err := feed.New(o.feedConfig(), p.handler())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return p, a
+	return p, d
+}
+
+// records is the number of records d has decoded.
+func records(d *feed.Decoder) uint64 {
+	st := d.Stats()
+	return st.Trades + st.Orders
 }
 
 // Frames to records in steady state allocate nothing, whatever the output
@@ -32,22 +39,22 @@ func TestPipelineDoesNotAllocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, format := range []string{"text", "json", "csv"} {
-		p, a := newTestPipeline(t, format, false)
+		_, a := newTestPipeline(t, format, false)
 		warm := len(f.Frames) / 4
 		for _, fr := range f.Frames[:warm] {
-			a.HandleFrame(fr.Data, fr.Time)
+			a.HandleFrame(frame.LinkTypeEthernet, fr.Data, fr.Time)
 		}
 		next := warm
-		before := p.trades + p.orders
+		before := records(a)
 		allocs := testing.AllocsPerRun(400, func() {
 			fr := f.Frames[next]
-			a.HandleFrame(fr.Data, fr.Time)
+			a.HandleFrame(frame.LinkTypeEthernet, fr.Data, fr.Time)
 			next++
 		})
 		if allocs != 0 {
 			t.Errorf("%s: %v allocations per frame, want 0", format, allocs)
 		}
-		if p.trades+p.orders == before {
+		if records(a) == before {
 			t.Fatalf("%s: no record decoded while measuring", format)
 		}
 		if next >= len(f.Frames)-10 {
@@ -75,17 +82,17 @@ func BenchmarkPipeline(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(bytes)
-			var records uint64
+			var n uint64
 			start := time.Now()
 			for b.Loop() {
-				p, a := newTestPipeline(b, bc.format, bc.quiet)
+				_, a := newTestPipeline(b, bc.format, bc.quiet)
 				for _, fr := range f.Frames {
-					a.HandleFrame(fr.Data, fr.Time)
+					a.HandleFrame(frame.LinkTypeEthernet, fr.Data, fr.Time)
 				}
 				a.Close()
-				records += p.trades + p.orders
+				n += records(a)
 			}
-			b.ReportMetric(float64(records)/time.Since(start).Seconds(), "records/s")
+			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "records/s")
 		})
 	}
 }
