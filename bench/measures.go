@@ -146,7 +146,7 @@ var measures = []measure{
 		name: "wire_to_trade", unit: "us", better: lower, latency: true, quick: true,
 		baselineName: "gopacket/reassembly + fast generic",
 		doc: "Latency from handing a frame to the reassembler to the typed Trade callback, one " +
-			"trade per frame (mirror.Assembler, sse.FeedDecoder); baseline: gopacket reassembly, " +
+			"trade per frame (feed.Decoder: mirror.Assembler and sse.FeedDecoder); baseline: gopacket reassembly, " +
 			"step.Parser and the generic decoder.",
 		setup: setupWireToTrade,
 	},

@@ -13,7 +13,9 @@ import (
 	"github.com/tickwire/tickwire/fast"
 	"github.com/tickwire/tickwire/fast/sse"
 	"github.com/tickwire/tickwire/fast/sse/step"
+	"github.com/tickwire/tickwire/feed"
 	"github.com/tickwire/tickwire/internal/capgen"
+	"github.com/tickwire/tickwire/link/frame"
 	"github.com/tickwire/tickwire/mirror"
 )
 
@@ -231,20 +233,10 @@ func (h *streamHandler) Data(_ mirror.FlowKey, _ uint64, d []byte, _ int64) {
 func (h *streamHandler) Gap(mirror.FlowKey, uint64, uint64, int64)       { h.gaps++ }
 func (h *streamHandler) FlowEnd(mirror.FlowKey, mirror.EndReason, int64) {}
 
-// recordCounter is a FeedHandler that counts records; it optionally stamps
-// the time of the last trade.
-type recordCounter struct {
-	records   int64
-	stamp     bool
-	lastTrade time.Time
-}
+// recordCounter is a FeedHandler that counts records.
+type recordCounter struct{ records int64 }
 
-func (c *recordCounter) OnTrade(*sse.Trade) {
-	c.records++
-	if c.stamp {
-		c.lastTrade = time.Now()
-	}
-}
+func (c *recordCounter) OnTrade(*sse.Trade)           { c.records++ }
 func (c *recordCounter) OnOrder(*sse.Order)           { c.records++ }
 func (c *recordCounter) OnGap(uint32, uint64, uint64) {}
 
@@ -384,13 +376,13 @@ func setupWireToTrade(p params) (*pair, error) {
 		return nil, err
 	}
 
-	counter := &recordCounter{stamp: true}
-	fd := sse.NewFeedDecoder(sse.FeedConfig{}, counter)
-	asm, err := mirror.New(mirror.Config{}, &feedHandler{fd: fd})
+	stamper := &tradeStamper{}
+	fd, err := feed.New(feed.Config{}, stamper)
 	if err != nil {
 		return nil, err
 	}
-	if err := asm.HandleFrame(twFrames.syn, 1); err != nil {
+	twHandle := func(f []byte, ts int64) error { return fd.HandleFrame(frame.LinkTypeEthernet, f, ts) }
+	if err := twHandle(twFrames.syn, 1); err != nil {
 		return nil, err
 	}
 
@@ -438,7 +430,7 @@ func setupWireToTrade(p params) (*pair, error) {
 		return s, err
 	}
 	return &pair{
-		tickwire: func() (sample, error) { return latencies(twFrames, asm.HandleFrame, &counter.lastTrade) },
+		tickwire: func() (sample, error) { return latencies(twFrames, twHandle, &stamper.lastTrade) },
 		baseline: func() (sample, error) {
 			s, err := latencies(gpFrames, gp.handle, &gpTrade)
 			if err == nil {
@@ -446,18 +438,15 @@ func setupWireToTrade(p params) (*pair, error) {
 			}
 			return s, err
 		},
-		close: func() { asm.Close() },
+		close: func() { fd.Close() },
 	}, nil
 }
 
-// feedHandler passes a mirror flow's in-order bytes to an SSE FeedDecoder.
-type feedHandler struct{ fd *sse.FeedDecoder }
+// tradeStamper is the feed.Handler of wire_to_trade: it stamps the time of
+// the last trade.
+type tradeStamper struct {
+	feed.HandlerFuncs
+	lastTrade time.Time
+}
 
-func (h *feedHandler) FlowStart(mirror.FlowKey, int64) {}
-func (h *feedHandler) Data(_ mirror.FlowKey, _ uint64, d []byte, _ int64) {
-	h.fd.Feed(d) // errors are counted in the decoder's stats
-}
-func (h *feedHandler) Gap(_ mirror.FlowKey, _ uint64, n uint64, _ int64) {
-	h.fd.Discontinuity(int64(n))
-}
-func (h *feedHandler) FlowEnd(mirror.FlowKey, mirror.EndReason, int64) {}
+func (s *tradeStamper) Trade(*sse.Trade, feed.Meta) { s.lastTrade = time.Now() }
