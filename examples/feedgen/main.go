@@ -34,6 +34,12 @@
 // where lost lists the stream ranges that no captured segment covers ([] when
 // none): a record whose [start, end) meets one cannot be recovered from the
 // capture; every other record can.
+//
+// It ends with a summary line on stdout: frames, flows, messages, records,
+// stream bytes, the bytes lost in TCP gaps (the sum of the lost ranges), the
+// STEP messages those ranges touch and the STEP sequence gaps (breaks in a
+// category's 10072 numbers) a decoder of the capture reports for them, as
+// package feed's Handler.TCPGap and Handler.SequenceGap would.
 package main
 
 import (
@@ -99,22 +105,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	var stream, lost uint64
-	var trades, orders int
-	for _, fl := range f.Flows {
+	var trades, orders, lostMessages, seqGaps int
+	for fi, fl := range f.Flows {
 		stream += fl.StreamBytes
 		for _, r := range fl.Lost {
 			lost += r.Length
 		}
+		seqGaps += len(f.SequenceGaps(fi))
 	}
-	for _, r := range f.Records {
+	for i := range f.Records {
+		r := &f.Records[i]
 		if r.Trade != nil {
 			trades++
 		} else {
 			orders++
 		}
+		if r.Index == 0 && !f.Recoverable(r) {
+			lostMessages++
+		}
 	}
-	fmt.Fprintf(stdout, "feedgen: %s: %d frames, %d flows, %d messages, %d records (%d trades, %d orders), %d stream bytes, %d lost; truth in %s\n",
-		*out, len(f.Frames), len(f.Flows), opt.Messages, len(f.Records), trades, orders, stream, lost, *truth)
+	fmt.Fprintf(stdout, "feedgen: %s: %d frames, %d flows, %d messages, %d records (%d trades, %d orders), %d stream bytes, "+
+		"%d bytes lost in TCP gaps, %d STEP messages lost (%d sequence gaps); truth in %s\n",
+		*out, len(f.Frames), len(f.Flows), opt.Messages, len(f.Records), trades, orders, stream,
+		lost, lostMessages, seqGaps, *truth)
 	return 0
 }
 

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -21,6 +23,7 @@ func TestWritesPcapAndTruth(t *testing.T) {
 	if !strings.Contains(stdout.String(), "2 flows, 200 messages") {
 		t.Errorf("summary %q", stdout.String())
 	}
+	summary := stdout.String()
 	first, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +45,27 @@ func TestWritesPcapAndTruth(t *testing.T) {
 	}
 	if flows != 2 || len(lines) < 200 {
 		t.Errorf("truth: %d lines, %d flows", len(lines), flows)
+	}
+	// The summary counts the lost bytes as bytes, and the STEP messages
+	// and sequence gaps they make apart from them.
+	var lostBytes uint64
+	lostMessages := map[string]bool{}
+	for _, l := range lines {
+		for _, r := range l.Lost {
+			lostBytes += r.Length
+			for _, m := range lines {
+				if m.Type == "record" && m.Flow == l.Flow && m.Start < r.Offset+r.Length && r.Offset < m.End {
+					lostMessages[fmt.Sprint(m.Flow, m.SeqNum)] = true
+				}
+			}
+		}
+	}
+	m := regexp.MustCompile(`, (\d+) bytes lost in TCP gaps, (\d+) STEP messages lost \((\d+) sequence gaps\); truth in `).FindStringSubmatch(summary)
+	if m == nil {
+		t.Fatalf("summary %q does not say the bytes lost in TCP gaps and the STEP messages lost", summary)
+	}
+	if m[1] != fmt.Sprint(lostBytes) || m[2] != fmt.Sprint(len(lostMessages)) || lostBytes == 0 || m[3] == "0" {
+		t.Errorf("summary %q: want %d bytes lost in TCP gaps, %d STEP messages lost, sequence gaps", summary, lostBytes, len(lostMessages))
 	}
 	// Deterministic: the same arguments write the same bytes.
 	if code := run(args, &stdout, &stderr); code != 0 {
