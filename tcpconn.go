@@ -82,6 +82,8 @@ type TCPConn struct {
 	idleWatched bool
 	idleClosed  atomic.Bool
 	endMu       sync.Mutex
+
+	bytesRx, bytesTx atomic.Uint64 // payload bytes read and written (Info)
 }
 
 var _ net.Conn = (*TCPConn)(nil)
@@ -195,9 +197,7 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 		c.rw = nil
 		switch err.(type) {
 		case nil:
-			if res.Count > 0 {
-				c.moved()
-			}
+			c.received(res.Count)
 			return res.Count, nil
 		case *tcpip.ErrWouldBlock:
 			if !spin.again() {
@@ -239,9 +239,7 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 		c.release(held)
 		c.wr.Reset(nil)
 		n += int(m)
-		if m > 0 {
-			c.moved()
-		}
+		c.sent(int(m))
 		switch err.(type) {
 		case nil:
 		case *tcpip.ErrWouldBlock:

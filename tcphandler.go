@@ -175,7 +175,7 @@ func (c *TCPConn) drainLocked() {
 		r.w = nil
 		switch err.(type) {
 		case nil:
-			c.moved()
+			c.received(res.Count)
 			r.running.Store(true)
 			r.handler(c, r.buf[:res.Count], nil)
 			r.running.Store(false)
