@@ -2,9 +2,12 @@ package tickwire_test
 
 import (
 	"context"
+	"encoding/json"
+	"expvar"
 	"fmt"
 	"io"
 	"net/netip"
+	"reflect"
 	"time"
 
 	"github.com/tickwire/tickwire"
@@ -68,4 +71,20 @@ func ExampleTCPConn_Info() {
 	// Output:
 	// ESTABLISHED 20000 20000
 	// RTT measured: true window of 10 segments or more: true
+}
+
+// Publishing a Stack's counters with expvar: they appear, read afresh on
+// each request, under /debug/vars of net/http's DefaultServeMux.
+func ExampleStack_StatsVar() {
+	client, _, stop := examplePair()
+	defer stop()
+	expvar.Publish("tickwire-example", client.StatsVar())
+
+	var stats map[string]uint64
+	if err := json.Unmarshal([]byte(expvar.Get("tickwire-example").String()), &stats); err != nil {
+		panic(err)
+	}
+	fmt.Println(len(stats) == reflect.TypeFor[tickwire.Stats]().NumField(), stats["ConnsOpen"])
+	// Output:
+	// true 0
 }

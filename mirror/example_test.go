@@ -2,6 +2,8 @@ package mirror_test
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"expvar"
 	"fmt"
 
 	"github.com/tickwire/tickwire/mirror"
@@ -60,4 +62,28 @@ func Example() {
 	// data  19 "again"
 	// end   fin
 	// 17 bytes, 2 gap, 1 duplicate
+}
+
+// Publishing an Assembler's counters with expvar: the goroutine that owns
+// the Assembler copies them into a StatsVar, which expvar reads on its own.
+func ExampleStatsVar() {
+	a, err := mirror.New(mirror.Config{Checksum: mirror.ChecksumIgnore}, printer{})
+	if err != nil {
+		panic(err)
+	}
+	v := new(mirror.StatsVar)
+	expvar.Publish("mirror-example", v)
+	a.HandleIPv4(tcpPacket(100, 0x02, ""), 0)
+	a.HandleIPv4(tcpPacket(101, 0x10, "hi"), 1)
+	v.Set(a.Stats()) // after each batch of frames
+
+	var st mirror.Stats
+	if err := json.Unmarshal([]byte(expvar.Get("mirror-example").String()), &st); err != nil {
+		panic(err)
+	}
+	fmt.Println(st.Frames, "frames,", st.DeliveredBytes, "bytes")
+	// Output:
+	// start 192.0.2.1:5000->192.0.2.2:6000
+	// data  0 "hi"
+	// 2 frames, 2 bytes
 }

@@ -1,6 +1,8 @@
 package sse_test
 
 import (
+	"encoding/json"
+	"expvar"
 	"fmt"
 
 	"github.com/tickwire/tickwire/fast/sse"
@@ -82,4 +84,28 @@ func ExampleDecoder() {
 	// 55 82 19 81 87 36 38 38 39 38 b1 03 2e d1 c6
 	// trade 688981 idx=7 55.120 biz=70
 	// 15 <nil>
+}
+
+// Publishing a FeedDecoder's counters with expvar: the goroutine that feeds
+// the decoder copies them into a FeedStatsVar, which expvar reads on its own.
+func ExampleFeedStatsVar() {
+	fe := sse.NewFeedEncoder()
+	stream, err := fe.AppendOrders(nil, []sse.Order{{OrderIndex: 1, SecurityID: sse.SecurityID("600000"), OrderType: 'A', OrderBSFlag: 'B'}})
+	if err != nil {
+		panic(err)
+	}
+	v := new(sse.FeedStatsVar)
+	expvar.Publish("feed-example", v)
+	fd := sse.NewFeedDecoder(sse.FeedConfig{}, printer{})
+	fd.Feed(stream)
+	v.Set(fd.Stats()) // after each chunk, or every so often
+
+	var st sse.FeedStats
+	if err := json.Unmarshal([]byte(expvar.Get("feed-example").String()), &st); err != nil {
+		panic(err)
+	}
+	fmt.Println(st.STEP.Messages, "message,", st.Orders, "order")
+	// Output:
+	// order 600000 idx=1 A B no=0 biz=0
+	// 1 message, 1 order
 }
