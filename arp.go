@@ -37,6 +37,8 @@ type arpTable struct {
 	room bool // a packet was refused: evict one below the bound
 	// +checklocks:mu
 	evicting int // entries in order handed to the evictor, not yet removed
+	// +checklocks:mu
+	failed []tcpip.Address // resolutions given up, for the event watcher (events.go)
 
 	kick chan struct{} // capacity 1: wakes the evictor
 	done chan struct{}
@@ -199,6 +201,9 @@ func (t *arpTable) OnNeighborChanged(_ tcpip.NICID, e gstack.NeighborEntry) {
 	t.mu.Lock()
 	if el, ok := t.index[e.Addr]; ok {
 		el.Value.(*arpEntry).state = e.State
+	}
+	if e.State == gstack.Unreachable {
+		t.noteFailedLocked(e.Addr)
 	}
 	t.mu.Unlock()
 }

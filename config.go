@@ -203,7 +203,14 @@ type Config struct {
 	UDPReceiveQueue int
 
 	// Logger, when not nil, receives the stack's events (accepts reset by
-	// MaxConnections or MaxConnectionsPerSource, at level Warn) and
+	// MaxConnections or MaxConnectionsPerSource, at level Warn, one record
+	// each; and, summarised in at most one record per kind a second with
+	// the count, ARP resolutions given up with the addresses, connections
+	// reset by keepalive, the user timeout or IdleTimeout, handshakes
+	// dropped by a full accept queue, SYN cookies sent, segments and
+	// datagrams dropped by full queues, fragments discarded and link write
+	// errors: a goroutine compares the counters every second, so the data
+	// path pays nothing) and
 	// netstack's own log (its warnings, such as the failures it meets under
 	// a SYN flood), at most 10 records a second: the rest are counted in
 	// Stats.LogSuppressed and the count is attached to the next record that

@@ -157,6 +157,7 @@ func New(cfg Config) (*Stack, error) {
 			s.idle.run(s.done)
 		}()
 	}
+	s.watchEvents() // Config.Logger's summaries (events.go)
 	return s, nil
 }
 
