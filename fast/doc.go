@@ -57,6 +57,13 @@
 // read from the wire is bounded by Limits, so no input makes the decoder
 // allocate without limit.
 //
+// The Encoder checks each value against its field: a value of the wrong kind
+// (AddBytes for an integer field), an integer out of range for the field's
+// type, a missing or extra value or sequence element, or a value the
+// operator cannot express is an *EncodeError{TemplateID, Template, Field,
+// Want, Got, Err} naming the field's path, what it takes and what it was
+// given.
+//
 // # Choices where implementations differ
 //
 //   - tail with an empty previous value and its bit clear is absent, even

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"strconv"
 )
 
 // ErrNotEncodable means a value cannot be expressed with its field's
-// operator: a delta that does not fit 64 bits, a tail that would shorten the
-// previous value, a value that contradicts a constant, a mandatory field
-// without a value, or a Message whose values do not follow its template.
+// operator: a delta that does not fit 64 bits, a delta or tail whose
+// previous value is empty, a tail that would shorten the previous value, a
+// value that contradicts a constant, or an ascii string that starts with NUL
+// and is longer than one character. Values that do not follow the template
+// have errors of their own (ErrWrongKind and the others at EncodeError).
 var ErrNotEncodable = errors.New("fast: value not encodable with its operator")
 
 // EncoderOptions configures an Encoder.
@@ -85,8 +88,14 @@ func (e *Encoder) resetDicts() {
 // kind and the End of composite values), so the message can be walked and
 // rendered afterwards.
 //
-// On error the dictionary state may be out of step with a decoder's: call
-// Reset before encoding more.
+// Errors are *EncodeError values naming the template, the field, what it
+// takes and what m holds there, and wrapping the cause: ErrWrongKind for a
+// value an Add method of the wrong kind built (AddBytes for an integer
+// field, say), ErrRange for an integer that does not fit the field's type,
+// ErrMissingValue, ErrMissingElement or ErrExtraValue when m's values do not
+// line up with the template's fields, ErrNotEncodable when the operator has
+// no encoding for the value. On error the dictionary state may be out of
+// step with a decoder's: call Reset before encoding more.
 func (e *Encoder) Encode(dst []byte, m *Message) ([]byte, error) {
 	p := e.c.lookup(m.TemplateID)
 	if p == nil {
@@ -95,7 +104,7 @@ func (e *Encoder) Encode(dst []byte, m *Message) ([]byte, error) {
 			e.hasTID = false
 			return append(dst, 0xc0, 0xf8), nil // pmap with the TID bit, then 120
 		}
-		return dst, ErrUnknownTemplate
+		return dst, &EncodeError{TemplateID: m.TemplateID, Err: ErrUnknownTemplate}
 	}
 	if e.resetEach {
 		e.Reset()
@@ -117,11 +126,20 @@ func (e *Encoder) Encode(dst []byte, m *Message) ([]byte, error) {
 	}
 	body, err := e.fields(body, pmb, p.fields, m, 0)
 	e.bufs[0] = body
-	if err != nil {
-		return dst, err
+	if err == nil && e.vi != len(m.Values) {
+		got := m.describe(&m.Values[e.vi])
+		if n := len(m.Values) - e.vi - 1; n == 1 {
+			got += " and 1 more value"
+		} else if n > 1 {
+			got += " and " + strconv.Itoa(n) + " more values"
+		}
+		err = &EncodeError{Err: ErrExtraValue, Got: got}
 	}
-	if e.vi != len(m.Values) {
-		return dst, ErrNotEncodable
+	if err != nil {
+		if ee, ok := err.(*EncodeError); ok {
+			ee.TemplateID, ee.Template = m.TemplateID, p.t.Name
+		}
+		return dst, err
 	}
 	if m.TemplateID == ResetTemplateID {
 		e.resetDicts()
@@ -146,57 +164,54 @@ func (e *Encoder) fields(body []byte, pmb *PMapBuilder, ins []instr, m *Message,
 		in := &ins[i]
 		var err error
 		if in.kind == KindGroup || in.kind == KindSequence || in.kind == KindTemplateRef {
-			body, err = e.composite(body, pmb, in, m, depth)
-		} else {
-			v := e.next(m)
-			if v == nil {
-				return body, ErrNotEncodable
+			if body, err = e.composite(body, pmb, in, m, depth); err != nil {
+				return body, err
 			}
-			v.field, v.Kind = in.fid, in.kind
-			switch {
-			case in.kind.IsInteger():
-				body, err = e.intOp(body, pmb, in, v.U, v.Present)
-			case in.kind == KindDecimal && in.exp != nil:
-				if v.Present && (v.Exp < -63 || v.Exp > 63) {
-					return body, ErrExponent
-				}
-				body, err = e.intOp(body, pmb, in.exp, uint64(int64(v.Exp)), v.Present)
-				if err == nil && v.Present {
-					body, err = e.intOp(body, pmb, in.mant, v.U, true)
-				}
-			case in.kind == KindDecimal:
-				body, err = e.decimalOp(body, pmb, in, int64(v.U), v.Exp, v.Present)
-			default:
-				var b []byte
-				if v.Present {
-					var ok bool
-					if b, ok = m.valueBytes(v); !ok {
-						return body, ErrNotEncodable
-					}
-				}
-				body, err = e.bytesOp(body, pmb, in, b, v.Present)
+			continue
+		}
+		v := e.next(m)
+		if v == nil {
+			return body, m.fieldError(in, v, ErrMissingValue)
+		}
+		if !takes(in.kind, v) {
+			return body, m.fieldError(in, v, ErrWrongKind)
+		}
+		v.field, v.Kind = in.fid, in.kind
+		switch {
+		case in.kind.IsInteger():
+			// intOp checks the range of the value's bits; an AddInt or
+			// AddUint whose sign the field's type does not share is out of
+			// range with the top bit set.
+			if int64(v.U) < 0 && v.src != srcDecoded && (v.src == srcInt) != in.signed {
+				return body, m.fieldError(in, v, ErrRange)
 			}
+			body, err = e.intOp(body, pmb, in, v.U, v.Present)
+		case in.kind == KindDecimal && in.exp != nil:
+			if v.Present && (v.Exp < -63 || v.Exp > 63) {
+				return body, m.fieldError(in, v, ErrExponent)
+			}
+			body, err = e.intOp(body, pmb, in.exp, uint64(int64(v.Exp)), v.Present)
+			if err == nil && v.Present {
+				body, err = e.intOp(body, pmb, in.mant, v.U, true)
+			}
+		case in.kind == KindDecimal:
+			body, err = e.decimalOp(body, pmb, in, int64(v.U), v.Exp, v.Present)
+		default:
+			var b []byte
+			if v.Present {
+				var ok bool
+				if b, ok = m.valueBytes(v); !ok {
+					return body, m.fieldError(in, v, ErrNotEncodable)
+				}
+			}
+			body, err = e.bytesOp(body, pmb, in, b, v.Present)
 		}
 		if err != nil {
-			var fe *FieldError
-			if !errors.As(err, &fe) {
-				err = &FieldError{Field: in.f.Name, Err: err}
-			}
-			return body, err
+			return body, m.fieldError(in, v, err)
 		}
 	}
 	return body, nil
 }
-
-// FieldError names the field an Encoder could not encode.
-type FieldError struct {
-	Field string
-	Err   error
-}
-
-func (e *FieldError) Error() string { return "fast: field " + e.Field + ": " + e.Err.Error() }
-
-func (e *FieldError) Unwrap() error { return e.Err }
 
 // nested encodes members that carry their own presence map, appending the
 // map and then their bytes to body.
@@ -218,12 +233,15 @@ func (e *Encoder) nested(body []byte, ins []instr, needPMap bool, m *Message, de
 
 func (e *Encoder) composite(body []byte, pmb *PMapBuilder, in *instr, m *Message, depth int) ([]byte, error) {
 	if depth >= e.maxDepth {
-		return body, ErrLimit
+		return body, depthError(in, e.maxDepth)
 	}
 	vi := e.vi
 	v := e.next(m)
-	if v == nil || v.Kind != 0 && v.Kind != in.kind {
-		return body, ErrNotEncodable
+	if v == nil {
+		return body, m.fieldError(in, v, ErrMissingValue)
+	}
+	if !takes(in.kind, v) {
+		return body, m.fieldError(in, v, ErrWrongKind)
 	}
 	// Link the subtree, so that a message built with the Add methods can
 	// also be walked and rendered once encoded.
@@ -235,25 +253,32 @@ func (e *Encoder) composite(body []byte, pmb *PMapBuilder, in *instr, m *Message
 		if in.optional {
 			pmb.Add(v.Present)
 		} else if !v.Present {
-			return body, ErrNotEncodable
+			return body, m.fieldError(in, v, ErrMissingValue)
 		}
 		if v.Present {
-			return e.nested(body, in.children, in.needPMap, m, depth)
+			body, err = e.nested(body, in.children, in.needPMap, m, depth)
+			return body, prefixField(err, in.f.Name)
 		}
 		return body, nil
 	case KindSequence:
-		if body, err = e.intOp(body, pmb, in.length, v.U, v.Present); err != nil || !v.Present {
-			return body, err
+		if !v.Present && !in.optional {
+			return body, m.fieldError(in, v, ErrMissingValue)
+		}
+		if body, err = e.intOp(body, pmb, in.length, v.U, v.Present); err != nil {
+			return body, m.fieldError(in, v, err)
+		}
+		if !v.Present {
+			return body, nil
 		}
 		for k := uint64(0); k < v.U; k++ {
 			ei := e.vi
 			el := e.next(m)
-			if el == nil || !el.Elem {
-				return body, ErrNotEncodable
+			if el == nil || !isElement(el) {
+				return body, m.missingElement(in, v, el, k)
 			}
 			el.field, el.Kind = in.fid, KindGroup
 			if body, err = e.nested(body, in.children, in.needPMap, m, depth); err != nil {
-				return body, err
+				return body, prefixElement(err, in, k)
 			}
 			m.Values[ei].End = int32(e.vi)
 		}
@@ -263,7 +288,7 @@ func (e *Encoder) composite(body []byte, pmb *PMapBuilder, in *instr, m *Message
 	tid := uint32(v.U)
 	p := e.c.lookup(tid)
 	if p == nil {
-		return body, ErrUnknownTemplate
+		return body, m.fieldError(in, v, ErrUnknownTemplate)
 	}
 	sub := &e.pmbs[depth+1]
 	sub.Reset()
@@ -278,7 +303,7 @@ func (e *Encoder) composite(body []byte, pmb *PMapBuilder, in *instr, m *Message
 	buf, err = e.fields(buf, sub, p.fields, m, depth+1)
 	e.bufs[depth+1] = buf
 	if err != nil {
-		return body, err
+		return body, prefixRef(err, p.t)
 	}
 	body = sub.AppendTo(body)
 	return append(body, buf...), nil
@@ -395,10 +420,10 @@ func constOrDefault(pmb *PMapBuilder, in *instr, present, isInit bool) (write bo
 // and the individual operators of decimals.
 func (e *Encoder) intOp(body []byte, pmb *PMapBuilder, in *instr, u uint64, present bool) ([]byte, error) {
 	if present && !fits(in.kind, u) {
-		return body, ErrNotEncodable
+		return body, ErrRange
 	}
 	if !present && !in.optional {
-		return body, ErrNotEncodable
+		return body, ErrMissingValue
 	}
 	switch in.op {
 	case OpNone:
@@ -488,7 +513,7 @@ func (e *Encoder) decimalOp(body []byte, pmb *PMapBuilder, in *instr, mant int64
 		return body, ErrExponent
 	}
 	if !present && !in.optional {
-		return body, ErrNotEncodable
+		return body, ErrMissingValue
 	}
 	isInit := present && in.hasInit && uint64(mant) == in.init.u && exp == in.init.exp
 	switch in.op {
@@ -575,12 +600,12 @@ func appendBytesKind(dst []byte, kind Kind, b []byte, present, nullable bool) []
 
 func (e *Encoder) bytesOp(body []byte, pmb *PMapBuilder, in *instr, b []byte, present bool) ([]byte, error) {
 	if !present && !in.optional {
-		return body, ErrNotEncodable
+		return body, ErrMissingValue
 	}
 	if in.kind == KindASCII {
 		for _, c := range b {
 			if c >= 0x80 {
-				return body, ErrNotEncodable
+				return body, ErrRange
 			}
 		}
 		if badLeadingNUL(b) {
@@ -709,42 +734,48 @@ func (m *Message) add(v Value) {
 	m.Values = append(m.Values, v)
 }
 
-// AddUint appends a present unsigned integer (or a sequence length's
-// value: see AddSequence).
-func (m *Message) AddUint(u uint64) { m.add(Value{U: u, Present: true}) }
+// AddUint appends a present unsigned integer. Any integer field takes it if
+// the value fits the field's type (Encode returns ErrRange otherwise).
+func (m *Message) AddUint(u uint64) { m.add(Value{U: u, Present: true, src: srcUint}) }
 
-// AddInt appends a present signed integer.
-func (m *Message) AddInt(i int64) { m.add(Value{U: uint64(i), Present: true}) }
+// AddInt appends a present signed integer. Any integer field takes it if the
+// value fits the field's type: a negative one does not fit an unsigned field.
+func (m *Message) AddInt(i int64) { m.add(Value{U: uint64(i), Present: true, src: srcInt}) }
 
-// AddDecimal appends a present decimal mantissa * 10^exponent.
+// AddDecimal appends a present decimal mantissa * 10^exponent, for a
+// decimal field.
 func (m *Message) AddDecimal(mantissa int64, exponent int32) {
-	m.add(Value{U: uint64(mantissa), Exp: exponent, Present: true})
+	m.add(Value{U: uint64(mantissa), Exp: exponent, Present: true, src: srcDecimal})
 }
 
 // AddBytes appends a present string or byte vector; b is copied.
 func (m *Message) AddBytes(b []byte) {
 	off := len(m.arena)
 	m.arena = append(m.arena, b...)
-	m.add(Value{off: uint32(off), n: uint32(len(b)), Present: true})
+	m.add(Value{off: uint32(off), n: uint32(len(b)), Present: true, src: srcBytes})
 }
 
 // AddAbsent appends an absent optional field, group or sequence.
-func (m *Message) AddAbsent() { m.add(Value{}) }
+func (m *Message) AddAbsent() { m.add(Value{src: srcAbsent}) }
 
 // AddSequence appends a present sequence of n elements; follow it with n
 // times AddElement and the element's fields.
-func (m *Message) AddSequence(n int) { m.add(Value{U: uint64(n), Kind: KindSequence, Present: true}) }
+func (m *Message) AddSequence(n int) {
+	m.add(Value{U: uint64(n), Kind: KindSequence, Present: true, src: srcSequence})
+}
 
 // AddElement starts a sequence element.
-func (m *Message) AddElement() { m.add(Value{Kind: KindGroup, Present: true, Elem: true}) }
+func (m *Message) AddElement() {
+	m.add(Value{Kind: KindGroup, Present: true, Elem: true, src: srcElement})
+}
 
 // AddGroup appends a present group; follow it with the group's fields.
-func (m *Message) AddGroup() { m.add(Value{Kind: KindGroup, Present: true}) }
+func (m *Message) AddGroup() { m.add(Value{Kind: KindGroup, Present: true, src: srcGroup}) }
 
 // AddTemplateRef starts a dynamic templateRef to template id; follow it with
 // that template's fields.
 func (m *Message) AddTemplateRef(id uint32) {
-	m.add(Value{U: uint64(id), Kind: KindTemplateRef, Present: true})
+	m.add(Value{U: uint64(id), Kind: KindTemplateRef, Present: true, src: srcTemplateRef})
 }
 
 // badLeadingNUL reports whether an ASCII string cannot be sent because it

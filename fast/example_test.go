@@ -94,6 +94,38 @@ func ExampleMessage_Values() {
 	// 11 2
 }
 
+// The Encoder refuses a value the field's type does not take, naming the
+// template, the field, what it takes and what it was given.
+func ExampleEncodeError() {
+	ts, _ := fast.ParseTemplates([]byte(exampleTemplates))
+	trade, _ := ts.ByID(7)
+	enc, _ := fast.NewEncoder(ts, nil)
+	var m fast.Message
+	for _, qty := range []func(){
+		func() { m.AddBytes([]byte("300")) },
+		func() { m.AddInt(-300) },
+	} {
+		m.SetTemplate(trade)
+		m.AddUint(100)
+		m.AddBytes([]byte("600000"))
+		m.AddDecimal(12345, -2)
+		qty()
+		_, err := enc.Encode(nil, &m)
+		fmt.Println(err)
+		var ee *fast.EncodeError
+		if errors.As(err, &ee) {
+			fmt.Printf("field %s, wrong kind %v, out of range %v\n",
+				ee.Field, errors.Is(err, fast.ErrWrongKind), errors.Is(err, fast.ErrRange))
+		}
+		enc.Reset()
+	}
+	// Output:
+	// fast: template Trade (id 7), field Qty: value of the wrong kind for its field: want uInt64 (AddUint or AddInt), got bytes "300" (AddBytes)
+	// field Qty, wrong kind true, out of range false
+	// fast: template Trade (id 7), field Qty: -300 out of range for uInt64
+	// field Qty, wrong kind false, out of range true
+}
+
 // A malformed template file names the line and the element.
 func ExampleParseTemplates_error() {
 	_, err := fast.ParseTemplates([]byte("<templates>\n<template name=\"T\">\n<uInt32 name=\"X\"><tail/></uInt32>\n</template></templates>"))

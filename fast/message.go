@@ -62,6 +62,10 @@ type Value struct {
 	Present bool
 	// Elem marks a sequence element.
 	Elem bool
+	// src records the Add method that built the value (srcDecoded for the
+	// values a Decoder writes), so that Encode can refuse a value of the
+	// wrong kind. It fills the word's last byte, which setValue clears.
+	src valueSrc
 }
 
 // Int returns the value of a signed integer field, or the mantissa of a

@@ -328,7 +328,7 @@ func genFields(r *rand.Rand, ts *Templates, fs []*Field, m *Message, tails map[*
 		default:
 			if f.Op.Kind == OpConstant {
 				in, _ := parseInitial(f.Kind, f.Op.Value)
-				m.AddUint(in.u)
+				addInteger(m, f.Kind, in.u)
 				continue
 			}
 			u := genIntValue(r, f.Kind, f.Op.Kind == OpDelta || f.Op.Kind == OpIncrement)
@@ -343,8 +343,18 @@ func genFields(r *rand.Rand, ts *Templates, fs []*Field, m *Message, tails map[*
 				}
 			}
 			lastInt[f.Name] = u
-			m.AddUint(u)
+			addInteger(m, f.Kind, u)
 		}
+	}
+}
+
+// addInteger appends u, the bits of a value of the integer kind k, with
+// AddInt for a signed kind and AddUint for an unsigned one.
+func addInteger(m *Message, k Kind, u uint64) {
+	if k == KindInt32 || k == KindInt64 {
+		m.AddInt(int64(u))
+	} else {
+		m.AddUint(u)
 	}
 }
 

@@ -16,6 +16,10 @@ func setValue(v *Value, u uint64, exp, end int32, off, n uint32, tag uint64) {
 	w[3] = tag
 }
 
+// kindTag returns the bytes of v from Kind to src as one word: Kind,
+// Present<<8, Elem<<16, src<<24.
+func kindTag(v *Value) uint32 { return *(*uint32)(unsafe.Pointer(&v.Kind)) }
+
 var (
 	_ = [1]int{}[unsafe.Sizeof(Value{})-32]
 	_ = [1]int{}[unsafe.Offsetof(Value{}.Exp)-8]
@@ -26,4 +30,5 @@ var (
 	_ = [1]int{}[unsafe.Offsetof(Value{}.Kind)-28]
 	_ = [1]int{}[unsafe.Offsetof(Value{}.Present)-29]
 	_ = [1]int{}[unsafe.Offsetof(Value{}.Elem)-30]
+	_ = [1]int{}[unsafe.Offsetof(Value{}.src)-31]
 )
