@@ -195,7 +195,7 @@ func (c *compiler) scalar(f *Field, op Operator, kind Kind, optional bool, t *Te
 	if op.HasValue {
 		v, err := parseInitial(kind, op.Value)
 		if err != nil {
-			return in, compileError(f, "bad initial value %q: %v", op.Value, err)
+			return in, compileError(f, "bad initial value %q: %s", op.Value, causeText(err))
 		}
 		in.init, in.hasInit = v, true
 		in.poolOff = len(c.pool)

@@ -141,7 +141,7 @@ func (e *DecodeError) Error() string {
 		}
 		s += ")"
 	}
-	return s + ": " + e.Err.Error()
+	return s + ": " + causeText(e.Err)
 }
 
 func (e *DecodeError) Unwrap() error { return e.Err }

@@ -214,7 +214,7 @@ func (e *TemplateError) Error() string {
 	b.WriteString(e.Msg)
 	if e.Err != nil {
 		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		b.WriteString(causeText(e.Err))
 	}
 	return b.String()
 }
