@@ -23,7 +23,9 @@
 //	}
 //
 // A Message is a flat, pointer-free list of values in template order (see
-// Message). Message.AppendJSON renders one as a JSON line.
+// Message). Message.Elements iterates over a sequence's elements, and
+// Message.GetIn finds a group's or an element's field by name;
+// Message.AppendJSON renders a message as a JSON line.
 //
 // # Dictionaries and resets
 //

@@ -76,22 +76,67 @@ func ExampleDecoder_Decode_needMoreBytes() {
 func ExampleMessage_Values() {
 	ts, _ := fast.ParseTemplates([]byte(`<templates>
 	  <template name="Book" id="1">
+	    <uInt32 name="Seq"/>
 	    <sequence name="Levels"><length name="N"/><uInt32 name="Px"/><uInt32 name="Qty"/></sequence>
+	    <string name="Venue"/>
 	  </template></templates>`))
 	dec, _ := fast.NewDecoder(ts, nil)
 	var m fast.Message
-	if _, err := dec.Decode([]byte{0xc0, 0x81, 0x82, 0x8a, 0x81, 0x8b, 0x82}, &m); err != nil {
+	if _, err := dec.Decode([]byte{0xc0, 0x81, 0x85, 0x82, 0x8a, 0x81, 0x8b, 0x82, 0xd8}, &m); err != nil {
 		log.Fatal(err)
 	}
-	levels := m.Index("Levels")
-	first, end := m.Children(levels)
-	for e := first; e < end; e = int(m.Values[e].End) {
-		px, qty := m.Values[e+1].Uint(), m.Values[e+2].Uint()
-		fmt.Println(px, qty)
+	for i := 0; i < len(m.Values); i = int(m.Values[i].End) {
+		fmt.Println(m.Field(i).Name, m.Values[i].Kind, m.Values[i].End-int32(i))
 	}
 	// Output:
-	// 10 1
-	// 11 2
+	// Seq uInt32 1
+	// Levels sequence 7
+	// Venue string 1
+}
+
+// Read a sequence's elements and a group's fields by name, without index
+// arithmetic.
+func ExampleMessage_Elements() {
+	ts, _ := fast.ParseTemplates([]byte(`<templates>
+	  <template name="Book" id="1">
+	    <sequence name="Levels"><length name="N"/>
+	      <uInt32 name="Px"/><uInt32 name="Qty"/>
+	      <group name="Src" presence="optional"><string name="Venue"/></group>
+	    </sequence>
+	  </template></templates>`))
+	book, _ := ts.ByID(1)
+	var m fast.Message
+	m.SetTemplate(book)
+	m.AddSequence(2)
+	m.AddElement()
+	m.AddUint(10)
+	m.AddUint(1)
+	m.AddGroup()
+	m.AddBytes([]byte("XSHG"))
+	m.AddElement()
+	m.AddUint(11)
+	m.AddUint(2)
+	m.AddAbsent()
+	enc, _ := fast.NewEncoder(ts, nil)
+	b, err := enc.Encode(nil, &m)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	dec, _ := fast.NewDecoder(ts, nil)
+	if _, err := dec.Decode(b, &m); err != nil {
+		log.Fatal(err)
+	}
+	for k, e := range m.Elements(m.Index("Levels")) {
+		venue := "-"
+		if v := m.IndexIn(m.IndexIn(e, "Src"), "Venue"); v >= 0 {
+			venue = string(m.Bytes(v))
+		}
+		fmt.Println(k, m.GetIn(e, "Px").Uint(), m.GetIn(e, "Qty").Uint(), venue)
+	}
+	// Output:
+	// 0 10 1 XSHG
+	// 1 11 2 -
 }
 
 // The Encoder refuses a value the field's type does not take, naming the

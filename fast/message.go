@@ -1,6 +1,7 @@
 package fast
 
 import (
+	"iter"
 	"strconv"
 	"unicode/utf8"
 )
@@ -15,6 +16,9 @@ import (
 //	for i := 0; i < len(m.Values); i = int(m.Values[i].End) {
 //		fmt.Println(m.Field(i).Name, m.Values[i].Present)
 //	}
+//
+// Elements and Members walk a sequence's elements and a group's members
+// that way, and IndexIn and GetIn find a member by name.
 //
 // Values hold no pointers (the garbage collector never scans them and
 // appending them needs no write barrier); Field and Bytes resolve a value's
@@ -162,6 +166,74 @@ func (m *Message) end(i int) int {
 // composite value at index i. Step through them with j = Values[j].End.
 func (m *Message) Children(i int) (first, end int) {
 	return i + 1, m.end(i)
+}
+
+// Elements returns an iterator over the elements of the sequence at
+// Values[i]: it yields each element's number, from 0, and its index in
+// Values, where IndexIn and GetIn find the element's fields by name. It
+// yields nothing when Values[i] is not a present sequence, or when i is out
+// of range (such as the -1 Index returns for a missing field). m must be a
+// decoded message or one Encode has completed.
+//
+//	for _, e := range m.Elements(m.Index("MDEntries")) {
+//		px := m.GetIn(e, "MDEntryPx")
+//	}
+func (m *Message) Elements(i int) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		if i < 0 || i >= len(m.Values) || m.Values[i].Kind != KindSequence || !m.Values[i].Present {
+			return
+		}
+		for j, k, end := i+1, 0, m.end(i); j < end; j, k = m.end(j), k+1 {
+			if !yield(k, j) {
+				return
+			}
+		}
+	}
+}
+
+// Members returns an iterator over the indexes in Values of the direct
+// members of the group, sequence element or dynamic templateRef at
+// Values[i], in template order (the fields of a static templateRef are
+// members of the group that holds it). It yields nothing when i is out of
+// range or Values[i] is absent or not one of those.
+func (m *Message) Members(i int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		if i < 0 || i >= len(m.Values) || !m.Values[i].Present {
+			return
+		}
+		switch m.Values[i].Kind {
+		case KindGroup, KindTemplateRef:
+		default:
+			return
+		}
+		for j, end := i+1, m.end(i); j < end; j = m.end(j) {
+			if !yield(j) {
+				return
+			}
+		}
+	}
+}
+
+// IndexIn returns the index in Values of the member with the given field
+// name of the group, sequence element or dynamic templateRef at Values[i]
+// (see Members), or -1. Like Index, it does not look inside the member
+// dynamic templateRefs.
+func (m *Message) IndexIn(i int, name string) int {
+	for j := range m.Members(i) {
+		if m.Values[j].Kind != KindTemplateRef && m.Field(j).Name == name {
+			return j
+		}
+	}
+	return -1
+}
+
+// GetIn returns the member with the given field name of the group, sequence
+// element or dynamic templateRef at Values[i] (see IndexIn), or nil.
+func (m *Message) GetIn(i int, name string) *Value {
+	if j := m.IndexIn(i, name); j >= 0 {
+		return &m.Values[j]
+	}
+	return nil
 }
 
 // AppendJSON appends m as one JSON object:
