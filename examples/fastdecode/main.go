@@ -12,8 +12,14 @@
 //
 // Output: {"template": 3201, "name": "...", "fields": {"Name": value, ...}}
 // as fast.Message.AppendJSON writes it. On an error, one line on stderr
-// names the error code and the byte offset in INPUT, and the exit status is 1.
-// Input that ends exactly at a message boundary is success.
+// names the error code and the byte offset in INPUT, and the exit status is 1:
+//
+//	fastdecode: CODE at byte OFFSET: message
+//
+// OFFSET is where the failing value starts, except for SHORT: a message cut
+// short by the end of the input (or of its record or STEP payload) is
+// reported at the offset where that message starts. Input that ends exactly
+// at a message boundary is success.
 package main
 
 import (
@@ -135,12 +141,15 @@ func RenderJSON(dst []byte, m *fast.Message) []byte {
 	return append(m.AppendJSON(dst), '\n')
 }
 
-// decodeError converts a decoder error at base+offset into an inputError.
+// decodeError converts an error decoding the message that starts at byte
+// base of the input into an inputError. A message cut short is reported at
+// base, where it starts: the decoder's offset is where it ran out of bytes,
+// which is the end of the input.
 func decodeError(err error, base int64) error {
 	var de *fast.DecodeError
 	if errors.As(err, &de) {
 		if de.Code == "SHORT" {
-			return &inputError{"SHORT", base + int64(de.Offset), errors.New("input ends inside a message")}
+			return &inputError{"SHORT", base, errors.New("input ends inside a message")}
 		}
 		ctx := ""
 		if de.TemplateID != 0 {

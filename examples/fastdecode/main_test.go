@@ -111,6 +111,8 @@ func TestErrors(t *testing.T) {
 	var len32 []byte
 	len32 = binary.LittleEndian.AppendUint32(len32, 200)
 	len32 = append(len32, msgs[:40]...)
+	cutRec := binary.LittleEndian.AppendUint32(nil, 10)
+	cutRec = append(cutRec, msgs[:10]...)
 	for _, tc := range []struct {
 		name    string
 		data    []byte
@@ -118,12 +120,13 @@ func TestErrors(t *testing.T) {
 		code    string
 		lines   int
 	}{
-		{"cut inside a message", msgs[:100], "raw", "SHORT at byte 100", 2},
-		{"cut after the presence map", msgs[:1], "raw", "SHORT at byte 1", 0},
-		{"unknown template", []byte{0xc0, 0x81, 0x80}, "raw", "D9 at byte 1", 0},
+		{"cut inside a message", msgs[:100], "raw", "SHORT at byte 67:", 2}, // the third message starts at 67
+		{"cut after the presence map", msgs[:1], "raw", "SHORT at byte 0:", 0},
+		{"unknown template", []byte{0xc0, 0x81, 0x80}, "raw", "D9 at byte 1:", 0},
 		{"overflow", append([]byte{0xe0, 0xa3}, bytes.Repeat([]byte{0x7f}, 12)...), "raw", "D2", 0},
-		{"record past the end", len32, "len32le", "SHORT at byte 0", 0},
-		{"cut length", []byte{1, 0}, "len32le", "SHORT at byte 0", 0},
+		{"record past the end", len32, "len32le", "SHORT at byte 0:", 0},
+		{"cut length", []byte{1, 0}, "len32le", "SHORT at byte 0:", 0},
+		{"message cut inside its record", cutRec, "len32le", "SHORT at byte 4:", 0},
 	} {
 		p := writeFile(t, "in", tc.data)
 		out, errs, st := runCLI(t, "-templates", tmpl, "-framing", tc.framing, p)
