@@ -9,6 +9,12 @@ import (
 	"github.com/tickwire/tickwire/mirror"
 )
 
+// fuzzMaxFlows is the Config.MaxFlows of the targets that feed a few frames:
+// New makes the flow table whole, and the default 1024 directions cost
+// about 1 MB and a millisecond per Assembler, more than the frames. Their
+// inputs have at most 2 directions.
+const fuzzMaxFlows = 4
+
 // FuzzHandleFrame feeds arbitrary bytes as one Ethernet frame, after a SYN
 // for the direction most seeds use, and checks that parsing never panics and
 // that the package's invariants hold.
@@ -18,7 +24,7 @@ func FuzzHandleFrame(f *testing.F) {
 		for _, mode := range []mirror.ChecksumMode{mirror.ChecksumAuto, mirror.ChecksumIgnore} {
 			rec := newRecorder(t)
 			rec.quiet = true
-			a, err := mirror.New(mirror.Config{Checksum: mode, BufferPerFlow: 64, History: true}, rec)
+			a, err := mirror.New(mirror.Config{Checksum: mode, BufferPerFlow: 64, MaxFlows: fuzzMaxFlows, History: true}, rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +152,7 @@ func FuzzLinkTypes(f *testing.F) {
 	syn := linkFrame{link: frame.LinkTypeEthernet, data: ethernet(appendIPv4(nil, ab(1000, fSYN, ""))), ts: 0}
 	f.Fuzz(func(t *testing.T, eth []byte) {
 		frames := []linkFrame{syn, {link: frame.LinkTypeEthernet, data: eth, ts: 1}, {link: frame.LinkTypeEthernet, data: eth, ts: 2}}
-		checkSameAsEthernet(t, "input", mirror.Config{BufferPerFlow: 64, History: true}, frames)
-		checkSameAsEthernet(t, "input", mirror.Config{Checksum: mirror.ChecksumIgnore}, frames)
+		checkSameAsEthernet(t, "input", mirror.Config{BufferPerFlow: 64, MaxFlows: fuzzMaxFlows, History: true}, frames)
+		checkSameAsEthernet(t, "input", mirror.Config{Checksum: mirror.ChecksumIgnore, MaxFlows: fuzzMaxFlows}, frames)
 	})
 }
