@@ -193,6 +193,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer src.Close()
+	return process(ctx, o, src, live, frame.NewBatch(batchFrames, slotSize), stdout, stderr)
+}
+
+// process runs the opened source through the reassembler and the pipeline
+// and prints the summary; it returns run's exit status. batch is the read
+// buffer; it is reused after the call returns.
+func process(ctx context.Context, o options, src frame.Source, live bool, batch []frame.Frame, stdout, stderr io.Writer) int {
 	if live {
 		// Close wakes a blocked ReadFrames, which then ends the loop with
 		// io.EOF.
@@ -215,7 +222,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	p.printHeader()
 
 	start := time.Now()
-	readErr := pump(ctx, src, d, live, stderr)
+	readErr := pump(ctx, src, batch, d, live, stderr)
 	d.Close()
 	elapsed := time.Since(start)
 	p.finish()
@@ -263,13 +270,12 @@ const (
 // progressInterval is the wall time between progress lines on stderr.
 var progressInterval = time.Second
 
-// pump is the one reader loop for files and live capture: frames from src
-// into the feed decoder, until the end of the file, Close (live), or an
-// error. It returns the input's error, nil at a clean end. It is
-// feed.Decoder.Run with the command's progress line, interruption and
-// error messages.
-func pump(ctx context.Context, src frame.Source, d *feed.Decoder, live bool, stderr io.Writer) error {
-	batch := frame.NewBatch(batchFrames, slotSize)
+// pump is the one reader loop for files and live capture: frames from src,
+// read into batch, go into the feed decoder, until the end of the file,
+// Close (live), or an error. It returns the input's error, nil at a clean
+// end. It is feed.Decoder.Run with the command's progress line,
+// interruption and error messages.
+func pump(ctx context.Context, src frame.Source, batch []frame.Frame, d *feed.Decoder, live bool, stderr io.Writer) error {
 	var frames, bytesIn uint64
 	lastProgress := time.Now()
 	progressShown := false

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,14 +23,27 @@ const maxOpenRaw = 128
 // (.bin) and the skipped holes (.gaps.json).
 type rawWriter struct {
 	dir      string
+	open     openFunc
 	dirs     map[mirror.FlowKey]*rawDirection
 	sessions map[mirror.FlowKey]int // connections seen per key, for the file suffix
-	open     int
+	nOpen    int                    // .bin files open
+}
+
+// openFunc opens a -raw output file with os.OpenFile's flags: openFile in
+// the program, an in-memory file system in the fuzz tests.
+type openFunc func(name string, flag int) (io.WriteCloser, error)
+
+func openFile(name string, flag int) (io.WriteCloser, error) {
+	f, err := os.OpenFile(name, flag, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 type rawDirection struct {
 	base     string // path without extension
-	file     *os.File
+	file     io.WriteCloser
 	w        *bufio.Writer
 	created  bool // the .bin exists (data was delivered)
 	gaps     []gap
@@ -42,7 +56,7 @@ type gap struct {
 }
 
 func newRawWriter(dir string) *rawWriter {
-	return &rawWriter{dir: dir, dirs: map[mirror.FlowKey]*rawDirection{}, sessions: map[mirror.FlowKey]int{}}
+	return &rawWriter{dir: dir, open: openFile, dirs: map[mirror.FlowKey]*rawDirection{}, sessions: map[mirror.FlowKey]int{}}
 }
 
 // rawName returns "<srcIP>_<srcPort>-<dstIP>_<dstPort>", with ".N" added
@@ -83,7 +97,7 @@ func (r *rawWriter) data(k mirror.FlowKey, data []byte) error {
 			r.sessions[k]++
 			d.base = filepath.Join(r.dir, rawName(k, r.sessions[k]))
 		}
-		if r.open >= maxOpenRaw {
+		if r.nOpen >= maxOpenRaw {
 			if err := r.closeAll(); err != nil {
 				return err
 			}
@@ -92,12 +106,12 @@ func (r *rawWriter) data(k mirror.FlowKey, data []byte) error {
 		if d.created {
 			flags = os.O_WRONLY | os.O_APPEND
 		}
-		f, err := os.OpenFile(d.base+".bin", flags, 0o644)
+		f, err := r.open(d.base+".bin", flags)
 		if err != nil {
 			return fmt.Errorf("-raw: %w", err)
 		}
 		d.file, d.w, d.created = f, bufio.NewWriterSize(f, 64<<10), true
-		r.open++
+		r.nOpen++
 	}
 	if _, err := d.w.Write(data); err != nil {
 		return fmt.Errorf("-raw: %s.bin: %w", d.base, err)
@@ -139,12 +153,22 @@ func (r *rawWriter) finishDirection(d *rawDirection) error {
 	}
 	b, jerr := json.Marshal(gaps)
 	if jerr == nil {
-		jerr = os.WriteFile(d.base+".gaps.json", append(b, '\n'), 0o644)
+		jerr = r.writeFile(d.base+".gaps.json", append(b, '\n'))
 	}
 	if jerr != nil {
 		jerr = fmt.Errorf("-raw: %w", jerr)
 	}
 	return errors.Join(err, jerr)
+}
+
+// writeFile writes a whole file, as os.WriteFile does.
+func (r *rawWriter) writeFile(name string, b []byte) error {
+	f, err := r.open(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	return errors.Join(err, f.Close())
 }
 
 func (r *rawWriter) closeFile(d *rawDirection) error {
@@ -153,7 +177,7 @@ func (r *rawWriter) closeFile(d *rawDirection) error {
 	}
 	err := errors.Join(d.w.Flush(), d.file.Close())
 	d.file, d.w = nil, nil
-	r.open--
+	r.nOpen--
 	if err != nil {
 		return fmt.Errorf("-raw: %s.bin: %w", d.base, err)
 	}
