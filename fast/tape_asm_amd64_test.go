@@ -324,17 +324,39 @@ func FuzzAsmLoop(f *testing.F) {
 		f.Fatal(err)
 	}
 	opts := &DecoderOptions{Limits: Limits{MaxSequenceLen: 64, MaxStringLen: 256, MaxByteVectorLen: 256}}
+	// Decoders and guarded memory are made once: compiling the templates
+	// and mapping guard pages cost more than decoding a short input.
+	type pair struct{ dt, dr *Decoder }
+	newPair := func(ts *Templates, opts *DecoderOptions) pair {
+		dt, dr := decoderPair(f, ts, opts)
+		return pair{dt, dr}
+	}
+	fd := newPair(fts, opts)
+	fg := newGuardedDecoders(f, fts, opts, maxFuzzStream)
+	var cd pair
+	if cts != nil {
+		cd = newPair(cts, nil)
+	}
+	var ed []pair
+	var eg []*guardedDecoders
+	for _, eopts := range asmEdgeLimits {
+		ed = append(ed, newPair(ets, eopts))
+		eg = append(eg, newGuardedDecoders(f, ets, eopts, maxFuzzStream))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > maxFuzzStream {
+			return
+		}
 		useLoop(t, loopDiff)
 		r := rand.New(rand.NewPCG(uint64(len(b)), 9))
-		diffStream(t, r, fts, opts, b)
+		diffDecoders(t, r, fd.dt, fd.dr, b)
 		if cts != nil {
-			diffStream(t, r, cts, nil, b)
+			diffDecoders(t, r, cd.dt, cd.dr, b)
 		}
-		eopts := asmEdgeLimits[len(b)%len(asmEdgeLimits)]
-		diffStream(t, r, ets, eopts, b)
-		guardedStream(t, r, fts, opts, b)
-		guardedStream(t, r, ets, eopts, b)
+		e := len(b) % len(asmEdgeLimits)
+		diffDecoders(t, r, ed[e].dt, ed[e].dr, b)
+		fg.stream(t, r, b)
+		eg[e].stream(t, r, b)
 	})
 }
 

@@ -43,22 +43,53 @@ func guard(t testing.TB, d *Decoder) {
 // page, the latter two with random room (from none to 64 values or bytes).
 func guardedStream(t *testing.T, r *rand.Rand, ts *Templates, opts *DecoderOptions, stream []byte) {
 	t.Helper()
+	newGuardedDecoders(t, ts, opts, len(stream)).stream(t, r, stream)
+}
+
+// guardedDecoders is guardedStream's guarded memory and decoders, made once
+// for streams of up to maxLen bytes, so that a fuzz target does not map
+// pages and compile templates for every input.
+type guardedDecoders struct {
+	dt, dr *Decoder
+	in     []byte  // guarded; a stream is copied to its end
+	vals   []Value // guarded, room values
+	arena  []byte  // guarded, room bytes
+}
+
+const guardedRoom = 64
+
+func newGuardedDecoders(t testing.TB, ts *Templates, opts *DecoderOptions, maxLen int) *guardedDecoders {
+	t.Helper()
 	if !haveAsmLoop {
+		return nil
+	}
+	g := &guardedDecoders{}
+	g.dt, g.dr = decoderPair(t, ts, opts)
+	guard(t, g.dt)
+	g.in = guardmem.Bytes(t, maxLen, true)
+	g.vals = guardedSlice[Value](t, nil, guardedRoom)
+	g.arena = guardmem.Bytes(t, guardedRoom, true)
+	return g
+}
+
+// stream is guardedStream with g's decoders, reset first; stream is at
+// most the maxLen g was made for.
+func (g *guardedDecoders) stream(t *testing.T, r *rand.Rand, stream []byte) {
+	t.Helper()
+	if g == nil {
 		return
+	}
+	if len(stream) > len(g.in) {
+		t.Fatalf("guarded stream of %d bytes, room for %d", len(stream), len(g.in))
 	}
 	on, check := asmLoopOn, loopCheck
 	asmLoopOn, loopCheck = true, nil
 	defer func() { asmLoopOn, loopCheck = on, check }()
-	dt, err := NewDecoder(ts, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	guard(t, dt)
-	dr, _ := NewDecoder(ts, opts)
-	in := guardmem.Bytes(t, len(stream), true)
-	const room = 64
-	vals := guardedSlice[Value](t, nil, room)
-	arena := guardmem.Bytes(t, room, true)
+	dt, dr := g.dt, g.dr
+	dt.Reset()
+	dr.Reset()
+	const room = guardedRoom
+	in, vals, arena := g.in, g.vals, g.arena
 	var mt, mr Message
 	decode := func(b []byte) (int, string, error) {
 		g := in[len(in)-len(b):]
