@@ -78,7 +78,7 @@ func convertError(err tcpip.Error) error {
 	case *tcpip.ErrNetworkUnreachable, *tcpip.ErrHostDown:
 		errno = syscall.ENETUNREACH
 	case *tcpip.ErrNoNet:
-		errno = syscall.ENONET
+		errno = errnoNoNet
 	case *tcpip.ErrNoPortAvailable:
 		errno = syscall.EAGAIN
 	case *tcpip.ErrConnectionRefused:
