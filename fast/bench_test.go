@@ -2,9 +2,9 @@ package fast
 
 import (
 	"os"
-	"syscall"
 	"testing"
 
+	"github.com/tickwire/tickwire/internal/cputime"
 	"github.com/tickwire/tickwire/internal/shareddata"
 )
 
@@ -38,7 +38,7 @@ func BenchmarkDecodeComplex30000(b *testing.B) {
 	b.SetBytes(int64(size / len(recs)))
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	for i := 0; i < b.N; i++ {
 		k := i % len(recs)
 		if k == 0 {
@@ -51,21 +51,12 @@ func BenchmarkDecodeComplex30000(b *testing.B) {
 	reportCPU(b, cpu)
 }
 
-// cpuTime returns the process's user+system CPU time in nanoseconds.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
-
 // reportCPU adds CPU nanoseconds per op: on a machine shared with other
 // work, wall-clock ns/op includes time spent waiting for a core, CPU time
 // does not.
 func reportCPU(b *testing.B, start int64) {
 	if start > 0 {
-		b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(cputime.Process()-start)/float64(b.N), "cpu-ns/op")
 	}
 }
 
@@ -116,7 +107,7 @@ func BenchmarkEncodeComplex30000(b *testing.B) {
 	b.SetBytes(int64(size / len(recs)))
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	for i := 0; i < b.N; i++ {
 		k := i % len(msgs)
 		if k == 0 {
@@ -241,7 +232,7 @@ func BenchmarkReadUint32(b *testing.B) {
 	buf := AppendUint32(AppendUint32(AppendUint32(nil, 5), 300), 40000)
 	var sum uint32
 	b.ReportAllocs()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	for i := 0; i < b.N; i++ {
 		v1, off, _ := ReadUint32(buf, 0)
 		v2, off, _ := ReadUint32(buf, off)

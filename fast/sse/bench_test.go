@@ -1,29 +1,18 @@
 package sse
 
 import (
-	"syscall"
 	"testing"
 
 	"github.com/tickwire/tickwire/fast"
+	"github.com/tickwire/tickwire/internal/cputime"
 )
-
-// cpuNanos returns the process's user+system CPU time. On a machine shared
-// with other work, wall-clock time per op includes waiting for a core; CPU
-// time per record is the steadier figure, reported beside it.
-func cpuNanos() int64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
 
 // reportPerRecord adds wall and CPU nanoseconds per record.
 func reportPerRecord(b *testing.B, records int, cpuStart int64) {
 	n := float64(b.N) * float64(records)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/record")
 	if cpuStart > 0 {
-		b.ReportMetric(float64(cpuNanos()-cpuStart)/n, "cpu-ns/record")
+		b.ReportMetric(float64(cputime.Process()-cpuStart)/n, "cpu-ns/record")
 	}
 }
 
@@ -63,7 +52,7 @@ func benchFeed(b *testing.B, trades bool) {
 	fd := NewFeedDecoder(FeedConfig{}, nopHandler{})
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
-	cpu := cpuNanos()
+	cpu := cputime.Process()
 	for b.Loop() {
 		for off := 0; off < len(stream); off += 1408 {
 			if err := fd.Feed(stream[off:min(off+1408, len(stream))]); err != nil {
@@ -102,7 +91,7 @@ func benchRecords(b *testing.B, trades, batch bool) {
 	h := nopHandler{}
 	b.SetBytes(int64(len(payload)))
 	b.ReportAllocs()
-	cpu := cpuNanos()
+	cpu := cputime.Process()
 	for b.Loop() {
 		dec.Reset()
 		if batch {
@@ -139,7 +128,7 @@ func BenchmarkEncodeFeed(b *testing.B) {
 	buf, _ = fe.AppendTrades(buf, ts)
 	b.SetBytes(int64(len(buf)))
 	b.ReportAllocs()
-	cpu := cpuNanos()
+	cpu := cputime.Process()
 	for b.Loop() {
 		var err error
 		if buf, err = fe.AppendTrades(buf[:0], ts); err != nil {
@@ -164,7 +153,7 @@ func BenchmarkGenericDecode3201(b *testing.B) {
 	var m fast.Message
 	b.SetBytes(int64(len(payload)))
 	b.ReportAllocs()
-	cpu := cpuNanos()
+	cpu := cputime.Process()
 	for b.Loop() {
 		gd.Reset()
 		for off := 0; off < len(payload); {
