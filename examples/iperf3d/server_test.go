@@ -14,8 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 func TestParseParams(t *testing.T) {
@@ -381,23 +379,14 @@ func TestServeStopsDuringTest(t *testing.T) {
 // some 90 datagrams of 1400 bytes) holds 50 ms of the 20 Mb/s test: a
 // reader starved longer than that on a loaded machine (CI runs -race
 // beside other packages) loses datagrams the test would blame on the
-// server. Root may go past net.core.rmem_max (SO_RCVBUFFORCE); others get
-// what the cap allows.
+// server. Root on Linux may go past net.core.rmem_max (forceReadBuffer);
+// others get what the system's cap allows.
 func bigReadBuffer(t *testing.T, c *net.UDPConn) {
 	const size = 4 << 20
-	rc, err := c.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
+	if forceReadBuffer(t, c, size) == nil {
+		return
 	}
-	var forceErr error
-	if err := rc.Control(func(fd uintptr) {
-		forceErr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, size)
-	}); err != nil {
+	if err := c.SetReadBuffer(size); err != nil {
 		t.Fatal(err)
-	}
-	if forceErr != nil {
-		if err := c.SetReadBuffer(size); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
