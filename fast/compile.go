@@ -269,7 +269,9 @@ func compileTemplates(ts *Templates, limits Limits) (*compiled, error) {
 }
 
 func (c *compiled) lookup(id uint32) *program {
-	if int(id) < len(c.dense) {
+	// Compared as uint32: where int is 32 bits, int(id) of a wire id past
+	// MaxInt32 is negative and would pass an int comparison.
+	if id < uint32(len(c.dense)) {
 		return c.dense[id]
 	}
 	return c.sparse[id]

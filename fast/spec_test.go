@@ -291,12 +291,13 @@ func TestDecodeErrors(t *testing.T) {
 <template name="R" id="5"><int32 name="I"><delta value="2147483647"/></int32></template>`)
 	var m Message
 	for _, tc := range []struct{ hex, code string }{
-		{"c081", "D5"},          // copy, no previous, no initial value
-		{"c0f7", "D9"},          // template 119
-		{"c083" + "8281", "D7"}, // delta removes 2 bytes from ""
-		{"c084" + "c081", "R1"}, // exponent 64
-		{"c085" + "81", "R4"},   // MaxInt32 + 1
-		{"80", "D5"},            // no previous template id
+		{"c081", "D5"},              // copy, no previous, no initial value
+		{"c0f7", "D9"},              // template 119
+		{"c0" + "0f7f7f7ffe", "D9"}, // template 2^32-2: negative as a 32-bit int
+		{"c083" + "8281", "D7"},     // delta removes 2 bytes from ""
+		{"c084" + "c081", "R1"},     // exponent 64
+		{"c085" + "81", "R4"},       // MaxInt32 + 1
+		{"80", "D5"},                // no previous template id
 		{"c083" + "80" + "7f7f7f7f7f7f7f7f7f7f", "LIMIT"}, // string longer than MaxStringLen... or never stopping
 	} {
 		d := mustDecoder(t, ts, &DecoderOptions{Limits: Limits{MaxStringLen: 8}})
