@@ -10,7 +10,7 @@ import (
 func TestFlowLayout(t *testing.T) {
 	var f flow
 	if n := unsafe.Sizeof(f); n%64 != 0 {
-		t.Errorf("flow is %d bytes; set flowPad to %d", n, (flowPad+64-n%64)%64)
+		t.Errorf("flow is %d bytes (%d of them padding), not whole cache lines", n, flowPad)
 	}
 	if end := unsafe.Offsetof(f.pending) + 1; end > 64 {
 		t.Errorf("hot fields end at byte %d, beyond the first cache line", end)

@@ -3,6 +3,7 @@ package mirror
 import (
 	"encoding/binary"
 	"math/bits"
+	"unsafe"
 )
 
 // Flow direction states.
@@ -27,6 +28,19 @@ type run struct {
 // that the direction holds only while it needs one, so a direction that
 // holds nothing costs this struct alone (a few hundred bytes).
 type flow struct {
+	flowFields
+	_ [flowPad]byte
+}
+
+// flowPad rounds the size of a flow up to a multiple of 64 bytes, so that
+// the first cache line of every flow in the (page-aligned) table holds its
+// hot fields; TestFlowLayout checks it. It is computed because the fields
+// take fewer bytes where int and pointers are 32 bits wide. It is 1 to 64,
+// never 0: a zero-size last field would make Go pad the struct.
+const flowPad = 64 - unsafe.Sizeof(flowFields{})%64
+
+// flowFields are the fields of a flow before its held runs.
+type flowFields struct {
 	// First cache line: what a lookup and an in-order segment read. The
 	// key is kept as the words it has on the wire (see wireKey): a frame
 	// is matched with two loads and two compares, no FlowKey built.
@@ -60,13 +74,7 @@ type flow struct {
 	// bufNext link the flows holding a buffer, oldest first.
 	buf              *buffer
 	bufPrev, bufNext int32
-	_                [flowPad]byte
 }
-
-// flowPad rounds the size of a flow up to a multiple of 64 bytes, so that
-// the first cache line of every flow in the (page-aligned) table holds its
-// hot fields; TestFlowLayout checks it.
-const flowPad = 48
 
 // table maps FlowKeys to flows with open addressing and linear probing, and
 // keeps the flows in least-recently-active order for eviction.
@@ -199,7 +207,7 @@ func (t *table) insert(w wireKey, h uint64) int32 {
 	}
 	t.slots[i] = fi + 1
 	f := &t.flows[fi]
-	*f = flow{wireAddrs: w.addrs, wirePorts: w.ports, key: w.flowKey(), hash: h, idx: fi, lruPrev: -1, lruNext: -1, pendPrev: -1, pendNext: -1, bufPrev: -1, bufNext: -1}
+	*f = flow{flowFields: flowFields{wireAddrs: w.addrs, wirePorts: w.ports, key: w.flowKey(), hash: h, idx: fi, lruPrev: -1, lruNext: -1, pendPrev: -1, pendNext: -1, bufPrev: -1, bufNext: -1}}
 	t.pushFront(fi)
 	t.inUse++
 	t.last = fi
