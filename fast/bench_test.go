@@ -145,7 +145,7 @@ func BenchmarkEncodeComplex30000Built(b *testing.B) {
 	b.SetBytes(int64(size / len(recs)))
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	for i := 0; i < b.N; i++ {
 		k := i % len(msgs)
 		if k == 0 {
