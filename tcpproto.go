@@ -229,11 +229,6 @@ func (p *tcpProtocol) QueuePacket(ep gstack.TransportEndpoint, id gstack.Transpo
 		p.queue.QueuePacket(ep, id, pkt)
 		return
 	}
-	if tcpHdr := header.TCP(pkt.TransportHeader().Slice()); len(tcpHdr) >= header.TCPMinimumSize &&
-		isListenRST(tcpHdr.Flags()) && tep.EndpointState() == tcp.StateListen {
-		p.drops.Increment() // as netstack counts it
-		return
-	}
 	rx := p.rx.get(pkt)
 	if rx == 0 {
 		rx = rxclock.Now() // the stash was full
@@ -270,17 +265,6 @@ func (p *tcpProtocol) queueLocked(tep *tcp.Endpoint, id gstack.TransportEndpoint
 		p.sy.fallbacks.Add(1)
 		netstackunsafe.Kick(tep)
 	}
-}
-
-// isListenRST reports whether a segment with flags is a reset that a
-// listener ignores (RFC 9293 3.10.7.2), which netstack does after queueing
-// and processing it: tickwire drops it before, counted in DropTotal as
-// netstack counts it. Under a SYN flood from a host that resets every
-// SYN-ACK (a kernel does), these are as many as the SYN-ACKs, and queued
-// they would take the listener's queue from real clients' SYNs. A reset
-// with SYN set is left to netstack, which answers it.
-func isListenRST(flags header.TCPFlags) bool {
-	return flags&header.TCPFlagRst != 0 && flags&header.TCPFlagSyn == 0
 }
 
 // listenerPort is a TCP listener and its port.
@@ -334,12 +318,11 @@ func (p *tcpProtocol) refuseEarly(ip header.IPv4, tcpHdr header.TCP, payload int
 		return false
 	}
 	port := tcpHdr.DestinationPort()
-	rst := isListenRST(tcpHdr.Flags())
 	for _, l := range *ls {
 		if l.port != port {
 			continue
 		}
-		if !rst && int64(netstackunsafe.QueuedBytes(l.ep)) <= l.ep.SocketOptions().GetReceiveBufferSize()-listenDataReserve {
+		if int64(netstackunsafe.QueuedBytes(l.ep)) <= l.ep.SocketOptions().GetReceiveBufferSize()-listenDataReserve {
 			return false
 		}
 		id := gstack.TransportEndpointID{
@@ -349,10 +332,6 @@ func (p *tcpProtocol) refuseEarly(ip header.IPv4, tcpHdr header.TCP, payload int
 		// A connection's or handshake's segment is not the listener's.
 		if ep := p.st.FindTransportEndpoint(ipv4.ProtocolNumber, tcp.ProtocolNumber, id, nicID); ep != gstack.TransportEndpoint(l.ep) {
 			return false
-		}
-		if rst {
-			p.drops.Increment() // as netstack counts it
-			return true
 		}
 		// A retry is left to count when it reaches QueuePacket.
 		if ok, _ := p.decide(l.ep, id, tcpHdr, payload); !ok {
