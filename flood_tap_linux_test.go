@@ -148,8 +148,8 @@ func TestFlood(t *testing.T) {
 			if st.DropTCPQueueFull == 0 {
 				t.Error("DropTCPQueueFull is 0: the flood never found a queue full (did hping3 run?)")
 			}
-			if ok, n := connsOK.Load(), conns.Load(); ok*100 < n*60 {
-				t.Errorf("%d of %d connections succeeded, want at least 60%%", ok, n)
+			if ok, n := connsOK.Load(), conns.Load(); ok*100 < n*50 {
+				t.Errorf("%d of %d connections succeeded, want at least 50%%", ok, n)
 			}
 			if echoesOK*100 < echoes*85 {
 				t.Errorf("%d of %d echoes on the kept connection succeeded, want at least 85%%", echoesOK, echoes)
