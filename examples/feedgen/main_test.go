@@ -28,6 +28,16 @@ func TestWritesPcapAndTruth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	raw, err := os.ReadFile(out + ".truth.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := bytes.Index(raw, []byte(`\u00`)); i >= 0 {
+		t.Errorf("truth file escapes a character: %q", raw[max(i-20, 0):min(i+20, len(raw))])
+	}
+	if !bytes.Contains(raw, []byte(`"flow":"10.`)) || !bytes.Contains(raw, []byte(`->`)) {
+		t.Errorf("truth file does not name flows as addr:port->addr:port: %.200s", raw)
+	}
 	tf, err := os.Open(out + ".truth.jsonl")
 	if err != nil {
 		t.Fatal(err)

@@ -335,6 +335,7 @@ func (f *Feed) WritePcap(w io.Writer) error {
 // when none).
 func (f *Feed) WriteTruth(w io.Writer) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // flow keys hold "->": keep them readable, not \u003e
 	for i := range f.Records {
 		r := &f.Records[i]
 		if err := enc.Encode(truthRecord{

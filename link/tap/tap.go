@@ -14,6 +14,22 @@
 // the endpoint closes its descriptor. A device that existed before (for
 // example made with `ip tuntap add mode tap`) is left in place.
 //
+// What the device's lifetime means for a server on the kernel side: the Host
+// address lives on the device, so it exists only while the device does. A
+// kernel program can bind a listener to it only after New (or bind to
+// 0.0.0.0, or set net.ipv4.ip_nonlocal_bind); when the endpoint closes and a
+// device New created goes away, the address and its route go with it, but a
+// listener already bound to it stays open, and serves again as soon as a new
+// endpoint brings the same address back, so a kernel-side server need not be
+// restarted with the stack. Connections do not survive: Stack.Close resets
+// every connection it holds (the kernel's reads fail with ECONNRESET), and
+// if the process dies instead, the kernel's side of each connection lives on
+// until its retransmissions or keepalive give up, or until it sends to a new
+// stack at the same address, which does not know the connection and
+// resets it. To keep the address and routes across restarts of the stack,
+// create the device beforehand (`ip tuntap add mode tap name tw0`, address
+// it with `ip addr add`) and leave Config.Host unset.
+//
 // One goroutine reads the device and delivers each frame inline to the
 // stack; the stack joins it when it removes the link. (gVisor's fdbased
 // endpoint is not used: its readv dispatcher stops for good at the first
