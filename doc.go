@@ -69,10 +69,16 @@
 //     without payload may fill the last 64 KiB only when they repeat one
 //     refused in the last second or two, as a client's retransmission does
 //     and a flood's segments do not [DropTCPQueueFull, TCPQueueRetries].
-//     So a SYN or ACK flood costs a constant amount of memory, whatever its
-//     rate: what the stack cannot process in time is dropped and counted,
-//     like a full kernel backlog, and a real client, whose retransmissions
-//     get in first, is still served. Under such a flood, a segment for the
+//     Once its queue has been full, a listener is flooded until a second
+//     after the last segment it refused, and takes at most 10,000 segments
+//     without payload a second (bursts of 256) beside the retries
+//     [DropTCPQueueFull]: a flood's SYN costs netstack a SYN cookie and a
+//     SYN-ACK, and the bound leaves the CPU to the link's reader.
+//     So a SYN or ACK flood costs a constant amount of memory and CPU,
+//     whatever its rate: what the stack cannot process in time is dropped
+//     and counted, like a full kernel backlog, and a real client, whose
+//     retransmissions get in first, is still served, a retransmission
+//     (about a second) later than without the flood. Under such a flood, a segment for the
 //     full listener is refused before netstack's IPv4 layer, at the cost of
 //     one demultiplexer lookup.
 //   - Per UDP socket: Config.UDPReceiveQueue datagrams, default 128, each at

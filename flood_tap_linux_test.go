@@ -29,9 +29,12 @@ import (
 //
 // It asserts the memory bound (heap objects at most 96 MiB at any time)
 // and the client's success rates with a margin below issue 12's goals
-// (90% of connections, 95% of echoes, measured in its note with the
-// whole machine to the flood), since this runs beside other packages'
-// tests. The race detector slows the stack several times, so that it
+// (90% of connections, 95% of echoes; 96% and 99% measured here), since
+// CI's machine may be busy with more than the flood. A connection may take
+// 4 s, three SYNs (at 0, 1 and 3 s): the kernel drops a third of what
+// hping3 sends at the TAP device, which the stack cannot read as fast, and
+// a real client's first SYN may be among them (a program's connect
+// timeout is usually longer: Linux's own is two minutes). The race detector slows the stack several times, so that it
 // could not read what one hping3 sends; the test is built without it, and
 // .ci/run runs it on its own.
 func TestFlood(t *testing.T) {
@@ -110,7 +113,7 @@ func TestFlood(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						c, err := dial(2 * time.Second)
+						c, err := dial(4 * time.Second)
 						if err == nil {
 							err = echo(c, 2*time.Second)
 							c.Close()
@@ -148,8 +151,8 @@ func TestFlood(t *testing.T) {
 			if st.DropTCPQueueFull == 0 {
 				t.Error("DropTCPQueueFull is 0: the flood never found a queue full (did hping3 run?)")
 			}
-			if ok, n := connsOK.Load(), conns.Load(); ok*100 < n*50 {
-				t.Errorf("%d of %d connections succeeded, want at least 50%%", ok, n)
+			if ok, n := connsOK.Load(), conns.Load(); ok*100 < n*75 {
+				t.Errorf("%d of %d connections succeeded, want at least 75%%", ok, n)
 			}
 			if echoesOK*100 < echoes*85 {
 				t.Errorf("%d of %d echoes on the kept connection succeeded, want at least 85%%", echoesOK, echoes)

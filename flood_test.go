@@ -98,6 +98,67 @@ func TestListenQueueBound(t *testing.T) {
 	ping(t, c, "after the flood")
 }
 
+// TestListenFlooded: once a listener's queue has been full, it takes no
+// more than a burst and floodAdmitRate first-time SYNs a second, even with
+// room in its queue, and refuses (and counts) the rest; a refused SYN sent
+// again is taken.
+func TestListenFlooded(t *testing.T) {
+	p := newPair(t, nil)
+	ln, err := p.b.ListenTCP(echoPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	echoServer(ln)
+	other := netip.MustParseAddr("10.0.0.3")
+	server := addrPort(addrB, echoPort)
+	if err := p.pa.Send(arpRequest(net.HardwareAddr{2, 0, 0, 0, 0, 3}, other, addrB.Addr())); err != nil {
+		t.Fatal(err)
+	}
+	syn := func(port uint16) []byte {
+		return tcpFrame(p, netip.AddrPortFrom(other, port), server, uint32(port)*7919, 0, header.TCPFlagSyn, nil)
+	}
+	release := tickwire.HoldListener(ln)
+	for i := range 1000 { // fills the queue: the listener is flooded
+		if err := p.pa.Send(syn(uint16(10000 + i))); err != nil {
+			release()
+			t.Fatal(err)
+		}
+	}
+	release()
+	if !waitFor(10*time.Second, func() bool { used, _ := tickwire.ListenerQueued(ln); return used == 0 }) {
+		t.Fatal("the listener did not empty its queue")
+	}
+	const n = 5000
+	before := p.b.Stats()
+	start := time.Now()
+	for i := range n {
+		if err := p.pa.Send(syn(uint16(20000 + i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	after := p.b.Stats()
+	refused := after.DropTCPQueueFull - before.DropTCPQueueFull
+	taken := n - refused - (after.TCPQueueRetries - before.TCPQueueRetries)
+	bound := uint64(256 + 10000*elapsed.Seconds() + 1)
+	t.Logf("%d SYNs in %v to a flooded listener with room: %d taken (bound %d), %d refused, %d false retries",
+		n, elapsed, taken, bound, refused, after.TCPQueueRetries-before.TCPQueueRetries)
+	if taken > bound {
+		t.Errorf("a flooded listener took %d first-time SYNs in %v, want at most %d", taken, elapsed, bound)
+	}
+	if refused == 0 {
+		t.Error("a flooded listener refused nothing")
+	}
+	// A refused SYN sent again is a retry, and taken.
+	if err := p.pa.Send(syn(20000 + n - 1)); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.b.Stats(); st.DropTCPQueueFull != after.DropTCPQueueFull {
+		t.Error("a retransmitted SYN was refused by the flooded listener")
+	}
+}
+
 // TestConnQueueBound: an ACK flood on an established connection's own
 // addresses and ports, while the connection processes nothing, stops
 // queueing 64 KiB past its receive buffer; the connection then carries on.

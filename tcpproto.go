@@ -34,6 +34,18 @@ const (
 	// RSTs, FINs): about 80, so that a connection whose program does not
 	// read still hears its peer's acknowledgments.
 	emptySegmentAllowance = 64 << 10
+	// floodAdmitRate is how many segments without payload a flooded
+	// listener takes a second that are not retries (see floodGate):
+	// about a fifth of a core of netstack's SYN-cookie work, so that the
+	// link's reader keeps most of the machine for reading, and refusing,
+	// what arrives.
+	floodAdmitRate = 10000
+	// floodAdmitBurst is how many of them may come at once: the queue's
+	// open part holds about 240.
+	floodAdmitBurst = 256
+	// floodHold is how long a listener stays flooded after its last
+	// refused segment.
+	floodHold = 1e9 // ns
 )
 
 // queuedProtocol is netstack's interface for transport protocols that queue
@@ -135,15 +147,115 @@ func (p *tcpProtocol) decide(ep *tcp.Endpoint, id gstack.TransportEndpointID, tc
 	case payload > 0:
 		return used <= limit, false
 	case ep.EndpointState() == tcp.StateListen:
-		if used <= limit-listenDataReserve {
+		g, now := p.gate(ep), netstackunsafe.Nanotime()
+		if used <= limit-listenDataReserve && g.allow(now) {
 			return true, false
 		}
 		if used <= limit && p.refused.checkAndAdd(id, tcpHdr, payload) {
 			return true, true
 		}
+		g.flooded(now)
 		return false, false
 	}
 	return used <= limit+emptySegmentAllowance, false
+}
+
+// gate returns the floodGate of listener ep, nil if ep is not in the
+// registry (it has just been removed).
+func (p *tcpProtocol) gate(ep *tcp.Endpoint) *floodGate {
+	if ls := p.listeners.Load(); ls != nil {
+		for _, l := range *ls {
+			if l.ep == ep {
+				return l.gate
+			}
+		}
+	}
+	return nil
+}
+
+// floodGate is what a listener admits, beside retries, while it is flooded:
+// from a refusal (its queue was full) until floodHold after the last one.
+// The queue alone would let netstack's listener work as fast as segments
+// come, and a flood's SYNs each cost a SYN cookie and a SYN-ACK written to
+// the link (15 to 30 us here): that work took most of the CPU the link's
+// reader needed, the kernel in front of it dropped half of what the reader
+// could not read, and a real client's SYN dropped there is not remembered
+// as refused, so its retransmission found no reserve either. Flooded, a
+// listener takes at most floodAdmitRate first-time segments without payload
+// a second (a token bucket of floodAdmitBurst); the rest are refused, and
+// remembered (refusedSet), so that a real client's retransmission gets in.
+// Segments with payload are not throttled. A nil *floodGate admits all.
+type floodGate struct {
+	mu sync.Mutex
+	// until is when the listener stops being flooded (Nanotime).
+	// +checklocks:mu
+	until int64
+	// credit is the bucket's content in ns of floodAdmitRate: one
+	// segment costs 1e9/floodAdmitRate.
+	// +checklocks:mu
+	credit int64
+	// +checklocks:mu
+	last int64
+}
+
+const (
+	floodCost      = 1e9 / floodAdmitRate
+	floodMaxCredit = floodAdmitBurst * floodCost
+)
+
+// allow reports whether a first-time segment without payload may join the
+// listener's queue, which has room, at now.
+func (g *floodGate) allow(now int64) bool {
+	if g == nil {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if now >= g.until {
+		return true
+	}
+	g.refill(now)
+	if g.credit < floodCost {
+		return false
+	}
+	g.credit -= floodCost
+	return true
+}
+
+// open is allow without taking a token.
+func (g *floodGate) open(now int64) bool {
+	if g == nil {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if now >= g.until {
+		return true
+	}
+	g.refill(now)
+	return g.credit >= floodCost
+}
+
+// refill adds the credit earned since the last call.
+// +checklocks:g.mu
+func (g *floodGate) refill(now int64) {
+	g.credit = min(g.credit+now-g.last, floodMaxCredit)
+	g.last = now
+}
+
+// flooded records a refused segment at now: the listener is flooded for
+// floodHold more. A listener that becomes flooded starts with a full
+// bucket.
+func (g *floodGate) flooded(now int64) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if now >= g.until {
+		g.credit, g.last = floodMaxCredit, now
+	}
+	g.until = now + floodHold
 }
 
 // refuse counts a segment admit refused.
@@ -267,10 +379,11 @@ func (p *tcpProtocol) queueLocked(tep *tcp.Endpoint, id gstack.TransportEndpoint
 	}
 }
 
-// listenerPort is a TCP listener and its port.
+// listenerPort is a TCP listener, its port and its floodGate.
 type listenerPort struct {
 	port uint16
 	ep   *tcp.Endpoint
+	gate *floodGate
 }
 
 // addListener lets refuseEarly screen segments for ep, listening on port.
@@ -281,7 +394,7 @@ func (p *tcpProtocol) addListener(port uint16, ep *tcp.Endpoint) {
 	if old := p.listeners.Load(); old != nil {
 		ls = append(ls, (*old)...)
 	}
-	ls = append(ls, listenerPort{port, ep})
+	ls = append(ls, listenerPort{port, ep, new(floodGate)})
 	p.listeners.Store(&ls)
 }
 
@@ -305,13 +418,14 @@ func (p *tcpProtocol) removeListener(ep *tcp.Endpoint) {
 // refuseEarly applies admit, before netstack's IPv4 layer and
 // demultiplexer, to a TCP segment (IPv4 header ip, TCP header tcpHdr,
 // payload bytes of payload) for a listener whose queue is past the part
-// open to all: under a flood, a refused segment then costs the wire's
+// open to all, or whose floodGate is closed: under a flood, a refused segment then costs the wire's
 // screening and one demultiplexer lookup instead of netstack's whole
 // inbound path, which lets the link's reader keep up with more of the
 // flood, and the kernel (or NIC) in front of it drop less of what real
 // clients send. It reports whether it refused (and counted) the segment.
 // Segments for ports without a listener, and any segment while no
-// listener's queue is that full, cost a load and a short loop.
+// listener's queue is that full or flooded, cost a load, a short loop and,
+// for a listener's port, a lock.
 func (p *tcpProtocol) refuseEarly(ip header.IPv4, tcpHdr header.TCP, payload int) bool {
 	ls := p.listeners.Load()
 	if ls == nil {
@@ -322,7 +436,8 @@ func (p *tcpProtocol) refuseEarly(ip header.IPv4, tcpHdr header.TCP, payload int
 		if l.port != port {
 			continue
 		}
-		if int64(netstackunsafe.QueuedBytes(l.ep)) <= l.ep.SocketOptions().GetReceiveBufferSize()-listenDataReserve {
+		if int64(netstackunsafe.QueuedBytes(l.ep)) <= l.ep.SocketOptions().GetReceiveBufferSize()-listenDataReserve &&
+			l.gate.open(netstackunsafe.Nanotime()) {
 			return false
 		}
 		id := gstack.TransportEndpointID{
