@@ -70,7 +70,7 @@
 //     refused in the last second or two, as a client's retransmission does
 //     and a flood's segments do not [DropTCPQueueFull, TCPQueueRetries].
 //     Once its queue has been full, a listener is flooded until a second
-//     after the last segment it refused, and takes at most 10,000 segments
+//     after the last segment it refused, and takes at most 2,000 segments
 //     without payload a second (bursts of 256) beside the retries
 //     [DropTCPQueueFull]: a flood's SYN costs netstack a SYN cookie and a
 //     SYN-ACK, and the bound leaves the CPU to the link's reader.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
@@ -34,7 +35,9 @@ import (
 // 4 s, three SYNs (at 0, 1 and 3 s): the kernel drops a third of what
 // hping3 sends at the TAP device, which the stack cannot read as fast, and
 // a real client's first SYN may be among them (a program's connect
-// timeout is usually longer: Linux's own is two minutes). The race detector slows the stack several times, so that it
+// timeout is usually longer: Linux's own is two minutes).
+// TICKWIRE_FLOOD_DURATION and TICKWIRE_FLOOD_CONNECT_TIMEOUT change the
+// flood's length and the connect timeout, e.g. to issue 12's 20 s and 2 s. The race detector slows the stack several times, so that it
 // could not read what one hping3 sends; the test is built without it, and
 // .ci/run runs it on its own.
 func TestFlood(t *testing.T) {
@@ -80,7 +83,7 @@ func TestFlood(t *testing.T) {
 			}
 			defer kept.Close()
 
-			const flood = 10 * time.Second
+			flood, connectTimeout := envDuration(t, "TICKWIRE_FLOOD_DURATION", 10*time.Second), envDuration(t, "TICKWIRE_FLOOD_CONNECT_TIMEOUT", 4*time.Second)
 			ctx, cancel := context.WithTimeout(context.Background(), flood)
 			defer cancel()
 			hping := ns.Command(ctx, "hping3", tc.flag, "--flood", "-p", "7", stackIP.String())
@@ -113,7 +116,7 @@ func TestFlood(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						c, err := dial(4 * time.Second)
+						c, err := dial(connectTimeout)
 						if err == nil {
 							err = echo(c, 2*time.Second)
 							c.Close()
@@ -142,8 +145,8 @@ func TestFlood(t *testing.T) {
 				t.Logf("failure %dx: %v", v.(*atomic.Int64).Load(), k)
 				return true
 			})
-			t.Logf("%s flood %v: connections %d/%d, echoes %d/%d, heap objects peak %.1f MiB; DropTCPQueueFull %d, TCPQueueRetries %d, SYN cookies sent %d, TCP frames in %d",
-				tc.flag, flood, connsOK.Load(), conns.Load(), echoesOK, echoes, float64(peak.Load())/(1<<20),
+			t.Logf("%s flood %v, connect timeout %v: connections %d/%d, echoes %d/%d, heap objects peak %.1f MiB; DropTCPQueueFull %d, TCPQueueRetries %d, SYN cookies sent %d, TCP frames in %d",
+				tc.flag, flood, connectTimeout, connsOK.Load(), conns.Load(), echoesOK, echoes, float64(peak.Load())/(1<<20),
 				st.DropTCPQueueFull, st.TCPQueueRetries, st.TCPSYNCookiesTx, st.TCPRxPackets)
 			if p := peak.Load(); p > 96<<20 {
 				t.Errorf("heap objects reached %.1f MiB during the flood, want at most 96 MiB", float64(p)/(1<<20))
@@ -159,4 +162,18 @@ func TestFlood(t *testing.T) {
 			}
 		})
 	}
+}
+
+// envDuration returns the duration in environment variable name, def when
+// it is not set.
+func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return d
 }

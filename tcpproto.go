@@ -36,10 +36,10 @@ const (
 	emptySegmentAllowance = 64 << 10
 	// floodAdmitRate is how many segments without payload a flooded
 	// listener takes a second that are not retries (see floodGate):
-	// about a fifth of a core of netstack's SYN-cookie work, so that the
-	// link's reader keeps most of the machine for reading, and refusing,
-	// what arrives.
-	floodAdmitRate = 10000
+	// about 5% of a core of netstack's SYN-cookie work, so that the
+	// link's reader keeps the machine for reading, and refusing, what
+	// arrives.
+	floodAdmitRate = 2000
 	// floodAdmitBurst is how many of them may come at once: the queue's
 	// open part holds about 240.
 	floodAdmitBurst = 256
