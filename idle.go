@@ -59,9 +59,7 @@ func (w *idleSweeper) run(stop <-chan struct{}) {
 		case now := <-t.C:
 			expired = w.sweep(now, expired[:0])
 			for i, c := range expired {
-				if c.closeIdle() {
-					w.closed.Add(1)
-				}
+				c.closeIdle(&w.closed)
 				expired[i] = nil
 			}
 		}

@@ -83,11 +83,12 @@ const rxEarlyMax = 256
 // time they keep (TCPConn.rx): at most MaxConnections entries. It also
 // keeps the time of the newest data of an endpoint the program does not
 // hold yet (a connection whose first bytes arrive before Accept returns
-// it), at most rxEarlyMax, which add hands over.
+// it), at most rxEarlyMax, which add hands over. Every segment with payload
+// looks its endpoint up; a sync.Map's reads take no lock, so the link
+// readers of a multi-queue link do not contend on one.
 type rxConns struct {
-	mu sync.RWMutex
-	// +checklocks:mu
-	m map[*tcp.Endpoint]*atomic.Int64
+	m  sync.Map // *tcp.Endpoint -> *atomic.Int64
+	mu sync.Mutex
 	// +checklocks:mu
 	early map[*tcp.Endpoint]int64
 }
@@ -96,10 +97,7 @@ type rxConns struct {
 func (r *rxConns) add(ep *tcp.Endpoint, rx *atomic.Int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.m == nil {
-		r.m = make(map[*tcp.Endpoint]*atomic.Int64)
-	}
-	r.m[ep] = rx
+	r.m.Store(ep, rx)
 	if t, ok := r.early[ep]; ok {
 		rx.Store(t)
 		delete(r.early, ep)
@@ -110,23 +108,20 @@ func (r *rxConns) add(ep *tcp.Endpoint, rx *atomic.Int64) {
 func (r *rxConns) remove(ep *tcp.Endpoint) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.m, ep)
+	r.m.Delete(ep)
 	delete(r.early, ep)
 }
 
 // stamp records rx as ep's newest receive time.
 func (r *rxConns) stamp(ep *tcp.Endpoint, rx int64) {
-	r.mu.RLock()
-	t := r.m[ep]
-	r.mu.RUnlock()
-	if t != nil {
-		t.Store(rx)
+	if t, ok := r.m.Load(ep); ok {
+		t.(*atomic.Int64).Store(rx)
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if t := r.m[ep]; t != nil { // added meanwhile
-		t.Store(rx)
+	if t, ok := r.m.Load(ep); ok { // added meanwhile
+		t.(*atomic.Int64).Store(rx)
 		return
 	}
 	if r.early == nil {

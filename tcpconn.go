@@ -122,17 +122,17 @@ func (c *TCPConn) moved() {
 	}
 }
 
-// closeIdle resets the connection for Config.IdleTimeout, reporting false
-// when the program closed it first.
-func (c *TCPConn) closeIdle() bool {
+// closeIdle resets the connection for Config.IdleTimeout, and counts it in
+// count, unless the program closed it first.
+func (c *TCPConn) closeIdle(count *atomic.Uint64) {
 	c.endMu.Lock()
 	defer c.endMu.Unlock()
 	if c.closed.Load() {
-		return false
+		return
 	}
 	c.idleClosed.Store(true)
+	count.Add(1) // before the reset, which the program and the peer see
 	c.ep.Abort() // sends a RST; Reads, Writes and the handler see ErrIdleTimeout
-	return true
 }
 
 // cause converts a netstack error as sock.cause does, reporting

@@ -118,7 +118,7 @@ func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuff
 		if w.inboundTCP(proto, pkt) {
 			return
 		}
-		if w.tcp != nil {
+		if w.tcp != nil && isTCP(pkt) { // only TCP's QueuePacket reads the stash
 			slot := w.tcp.rx.put(pkt, rx)
 			w.Endpoint.DeliverNetworkPacket(proto, pkt)
 			w.tcp.rx.clear(slot)
@@ -129,6 +129,12 @@ func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuff
 		return
 	}
 	w.Endpoint.DeliverNetworkPacket(proto, pkt)
+}
+
+// isTCP reports whether pkt, an IPv4 packet, carries TCP.
+func isTCP(pkt *gstack.PacketBuffer) bool {
+	b, ok := pkt.Data().PullUp(header.IPv4MinimumSize)
+	return ok && header.IPv4(b).Protocol() == uint8(header.TCPProtocolNumber)
 }
 
 // inboundIPv4 counts an IPv4 packet by protocol and reports whether it may go
