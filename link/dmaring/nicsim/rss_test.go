@@ -3,6 +3,7 @@ package nicsim
 import (
 	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 )
@@ -261,6 +262,34 @@ func TestClassifyUnhashedGoesToQueue0(t *testing.T) {
 	arp := buildFrame(frameSpec{etype: 0x0806, src: "10.0.0.1", dst: "10.0.0.2"})
 	if h, typ, q := r.Classify(arp); h != 0 || typ != 0 || q != 0 {
 		t.Errorf("Classify(ARP) = %#x, %#x, %d; want 0, 0, 0", h, typ, q)
+	}
+}
+
+// TestClassifySpreadsFlows checks that the default table spreads random
+// TCP flows evenly, and keeps each flow on one queue whatever its payload,
+// VLAN tag or IPv4 options.
+func TestClassifySpreadsFlows(t *testing.T) {
+	const queues, flows = 4, 20000
+	r := mustRSS(t, RSSConfig{Queues: queues})
+	rng := rand.New(rand.NewPCG(7, 8))
+	var count [queues]int
+	for range flows {
+		var a, b [4]byte
+		binary.BigEndian.PutUint32(a[:], rng.Uint32())
+		binary.BigEndian.PutUint32(b[:], rng.Uint32())
+		s := frameSpec{proto: protoTCP, src: netip.AddrFrom4(a).String(), dst: netip.AddrFrom4(b).String(),
+			sport: uint16(rng.Uint32()), dport: uint16(rng.Uint32()), l4: 20 + rng.IntN(100)}
+		_, _, q := r.Classify(buildFrame(s))
+		count[q]++
+		s.vlan, s.options = true, 4*rng.IntN(11)
+		if _, _, q2 := r.Classify(buildFrame(s)); q2 != q {
+			t.Fatalf("flow %+v: queue %d, but %d with a VLAN tag and options", s, q, q2)
+		}
+	}
+	for q, n := range count {
+		if share := float64(n) / flows; share < 0.23 || share > 0.27 {
+			t.Errorf("queue %d got %.1f%% of %d flows, want 25%% +- 2", q, 100*share, flows)
+		}
 	}
 }
 
