@@ -7,7 +7,8 @@ import (
 )
 
 // QueueMask is a set of TX queues: bit q stands for queue q. A scheduler
-// therefore serves at most MaxSchedQueues queues.
+// therefore serves at most MaxSchedQueues queues; a device with more TX
+// queues than that needs a wider interface.
 type QueueMask uint64
 
 // MaxSchedQueues is the number of queues a QueueMask can name.
@@ -29,12 +30,12 @@ const Never int64 = math.MaxInt64
 //
 // The device calls Next whenever the link is free and at least one queue has
 // a frame: ready holds the enabled queues with a descriptor to send, now is
-// the device clock in nanoseconds. Next returns the queue to send one frame
-// from, a member of ready, and the device sends exactly one frame from it
-// before asking again. Or Next returns -1 when no queue of ready may send at
-// now, with retry, the earliest device time at which one may (after now), or
-// Never; the device then waits until retry or until ready changes, whichever
-// comes first.
+// the device clock in nanoseconds. Next returns either a queue of ready, and
+// the device sends exactly one frame from it before asking again (if it
+// cannot, say the descriptor is bad, it just asks again); or -1 when no queue
+// of ready may send at now, with retry, the earliest device time after now at
+// which one may, or Never. The device then waits until retry or until ready
+// changes, whichever comes first.
 //
 // Next is called from the device's TX goroutine only, so an implementation
 // may keep state without locking. It must not allocate: it runs once per
