@@ -216,12 +216,13 @@ const (
 //     send tagged frames and a tag should not move a flow to another queue
 //     from its untagged peer.
 //   - rx_hash.v hashes ports only when IHL is 5 (skipping options is a TODO
-//     there); nicsim skips the options, so a flow whose packets carry
-//     options still hashes with its ports.
+//     there); nicsim skips the options, as Microsoft's "RSS Hashing Types"
+//     page requires, so a flow whose packets carry options still hashes
+//     with its ports.
 //   - rx_hash.v hashes the ports of IPv4 fragments too, which puts the
 //     first fragment of a datagram on another queue than the rest; nicsim
-//     hashes every fragment by addresses only, as Microsoft's RSS rules
-//     ask, so a datagram's fragments share a queue.
+//     hashes every fragment, the first included, by addresses only, as the
+//     same page requires, so a datagram's fragments share a queue.
 //   - Corundum sends an unhashed frame to Table[0]; nicsim sends it to
 //     queue 0, whatever Table[0] holds, so non-IP traffic such as ARP has a
 //     fixed queue. With the default table the two agree.
