@@ -115,14 +115,22 @@ func parseUDP4(b []byte, self *udpSelf) (udpDatagram, udpVerdict) {
 }
 
 // udpTable maps the local ports of a Stack's UDP sockets to the sockets, for
-// the wire. Lookups take no lock: the map is replaced, never changed, when a
-// socket opens or closes.
+// the wire. Lookups take no lock: two atomic loads, the page of 256 ports
+// and the port's slot in it. A page is allocated when a socket first opens
+// one of its ports and kept (2 KiB, at most 512 KiB for all 65,536 ports),
+// so that opening and closing a socket costs the same however many are
+// open (a map replaced whole on every change made opening n sockets cost
+// n^2).
 type udpTable struct {
 	self  udpSelf
 	stats tcpip.UDPStats // netstack's counters, which Stats reports
-	ports atomic.Pointer[map[uint16]*UDPConn]
-	mu    sync.Mutex // serialises replacements of ports
+	pages [256]atomic.Pointer[udpPortPage]
+	open  atomic.Int32 // sockets registered
+	mu    sync.Mutex   // serialises add and remove
 }
+
+// udpPortPage holds the sockets of 256 consecutive ports.
+type udpPortPage [256]atomic.Pointer[UDPConn]
 
 // DefaultUDPReceiveQueue and MaxUDPReceiveQueue are Config.UDPReceiveQueue's
 // default and largest value.
@@ -151,32 +159,31 @@ func newUDPTable(s *Stack) *udpTable {
 func (t *udpTable) add(port uint16, c *UDPConn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old := t.ports.Load()
-	m := make(map[uint16]*UDPConn, 1)
-	if old != nil {
-		for k, v := range *old {
-			m[k] = v
-		}
+	p := t.pages[port>>8].Load()
+	if p == nil {
+		p = new(udpPortPage)
+		t.pages[port>>8].Store(p)
 	}
-	m[port] = c
-	t.ports.Store(&m)
+	if p[port&0xff].Swap(c) == nil {
+		t.open.Add(1)
+	}
 }
 
 // remove unregisters c from port, if it is still registered there.
 func (t *udpTable) remove(port uint16, c *UDPConn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old := t.ports.Load()
-	if old == nil || (*old)[port] != c {
-		return
+	if p := t.pages[port>>8].Load(); p != nil && p[port&0xff].CompareAndSwap(c, nil) {
+		t.open.Add(-1)
 	}
-	m := make(map[uint16]*UDPConn, len(*old))
-	for k, v := range *old {
-		if k != port {
-			m[k] = v
-		}
+}
+
+// lookup returns the socket on port, nil if none.
+func (t *udpTable) lookup(port uint16) *UDPConn {
+	if p := t.pages[port>>8].Load(); p != nil {
+		return p[port&0xff].Load()
 	}
-	t.ports.Store(&m)
+	return nil
 }
 
 // deliver takes pkt, an inbound IPv4 packet (network header not yet
@@ -188,8 +195,7 @@ func (t *udpTable) deliver(pkt *gstack.PacketBuffer, rx int64) bool {
 	if t == nil {
 		return false
 	}
-	ports := t.ports.Load()
-	if ports == nil || len(*ports) == 0 {
+	if t.open.Load() == 0 {
 		return false
 	}
 	// A first look at the fixed headers spares the full pull-up (which may
@@ -198,7 +204,7 @@ func (t *udpTable) deliver(pkt *gstack.PacketBuffer, rx int64) bool {
 	if !ok || h[0] != 0x45 || h[9] != uint8(header.UDPProtocolNumber) {
 		return false
 	}
-	c := (*ports)[binary.BigEndian.Uint16(h[header.IPv4MinimumSize+2:])]
+	c := t.lookup(binary.BigEndian.Uint16(h[header.IPv4MinimumSize+2:]))
 	if c == nil {
 		return false
 	}
