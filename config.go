@@ -354,16 +354,6 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// keepaliveTimeout is how long after its last answer a dead peer is found:
-// KeepaliveIdle + KeepaliveCount x KeepaliveInterval, 0 when keepalive is
-// off. It is also the connections' TCP user timeout.
-func (c *Config) keepaliveTimeout() time.Duration {
-	if c.KeepaliveIdle < 0 {
-		return 0
-	}
-	return c.KeepaliveIdle + time.Duration(c.KeepaliveCount)*c.KeepaliveInterval
-}
-
 func checkMAC(field string, mac net.HardwareAddr) error {
 	if len(mac) != header.EthernetAddressSize {
 		return configErrorf(field, "%q is not a 6-byte MAC address", mac.String())

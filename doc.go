@@ -13,8 +13,10 @@
 //	ln, err := s.ListenTCP(7)                                           // *TCPListener, a net.Listener
 //	c, err := s.DialTCP(ctx, netip.MustParseAddrPort("10.0.0.1:9000")) // *TCPConn, a net.Conn
 //	pc, err := s.ListenUDP(7)                                           // *UDPConn, a net.PacketConn
+//	d := &tickwire.Dialer{Stack: s, Timeout: 5 * time.Second}          // for http.Transport.DialContext, gRPC
+//	nc, err := d.DialContext(ctx, "tcp", "10.0.0.1:8080")
 //	st := s.Stats()
-//	s.Close()
+//	err = s.Shutdown(ctx) // or s.Close()
 //
 // # What netstack does and what tickwire adds
 //
@@ -97,6 +99,22 @@
 //     progress (pipe.Stats.Dropped).
 //   - Config.Logger: at most 10 records a second per Logger, the stack's
 //     events and netstack's log together [LogSuppressed].
+//
+// # Dialing, accepting, options and shutdown as in package net
+//
+// Dialer is tickwire's net.Dialer: its DialContext(ctx, network, address)
+// is what http.Transport and gRPC take, for "tcp", "tcp4", "udp" and
+// "udp4" and numeric IPv4 addresses (the stack resolves no names), with
+// Timeout, Deadline, LocalAddr, KeepAlive and KeepAliveConfig as net.Dialer
+// has them. TCPListener.AcceptContext and TCPListener.SetDeadline bound an
+// Accept as net.TCPListener's SetDeadline does, failing with errors whose
+// Timeout method reports true. A TCPConn has net.TCPConn's options:
+// SetKeepAlive, SetKeepAlivePeriod, SetKeepAliveConfig, SetLinger,
+// SetNoDelay, SetReadBuffer, SetWriteBuffer, and SetTOS for the IPv4 TOS
+// byte (the DSCP) of its segments. Stack.Shutdown(ctx) stops a stack
+// gracefully, as http.Server.Shutdown stops a server: it stops accepting,
+// sends every connection's written bytes and FIN, waits for the peers to
+// acknowledge them until ctx ends, then resets what is left and closes.
 //
 // # net.Conn or the handler API
 //

@@ -1,10 +1,13 @@
 package tickwire
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
@@ -12,13 +15,15 @@ import (
 )
 
 // TCPListener is a TCP listener from ListenTCP or ServeTCP. It implements
-// net.Listener; AcceptTCP returns the concrete *TCPConn. All methods are
-// safe for concurrent use.
+// net.Listener; AcceptTCP returns the concrete *TCPConn, AcceptContext
+// takes a context and SetDeadline bounds every Accept, as
+// net.TCPListener's does. All methods are safe for concurrent use.
 type TCPListener struct {
 	s    *Stack
 	ep   tcpip.Endpoint
 	wq   *waiter.Queue
 	addr *net.TCPAddr
+	dl   deadline // SetDeadline's
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -39,18 +44,55 @@ func (l *TCPListener) Accept() (net.Conn, error) {
 // AcceptTCP waits for the next connection. A connection beyond
 // Config.MaxConnectionsPerSource from its peer's address, or beyond
 // Config.MaxConnections, is reset and counted, and AcceptTCP keeps waiting.
-// After Close it returns an error wrapping net.ErrClosed.
+// After Close it returns an error wrapping net.ErrClosed; past the
+// deadline (SetDeadline), one wrapping os.ErrDeadlineExceeded, whose
+// Timeout method reports true.
 func (l *TCPListener) AcceptTCP() (*TCPConn, error) {
+	return l.accept(context.Background())
+}
+
+// AcceptContext is AcceptTCP until ctx ends: then it returns an error
+// wrapping ctx's error (a *net.OpError whose Timeout method reports true
+// for context.DeadlineExceeded). A connection that completes its
+// handshake meanwhile stays in the accept queue for the next Accept.
+func (l *TCPListener) AcceptContext(ctx context.Context) (*TCPConn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, opError("accept", "tcp", nil, l.addr, err)
+	}
+	return l.accept(ctx)
+}
+
+// SetDeadline sets the deadline of pending and future Accepts, as
+// net.TCPListener.SetDeadline does; the zero t means none. It always
+// returns nil.
+func (l *TCPListener) SetDeadline(t time.Time) error {
+	l.dl.set(t)
+	return nil
+}
+
+// accept is AcceptContext without the first check of ctx.
+func (l *TCPListener) accept(ctx context.Context) (*TCPConn, error) {
+	cancel := ctx.Done() // nil for context.Background()
+	expired := l.dl.expired()
 	entry, notify := waiter.NewChannelEntry(waiter.ReadableEvents)
 	l.wq.EventRegister(&entry)
 	defer l.wq.EventUnregister(&entry)
 	for {
+		select {
+		case <-expired:
+			return nil, opError("accept", "tcp", nil, l.addr, os.ErrDeadlineExceeded)
+		default:
+		}
 		var peer tcpip.FullAddress
 		n, wq, err := l.ep.Accept(&peer)
 		if _, ok := err.(*tcpip.ErrWouldBlock); ok {
 			select {
 			case <-notify:
 				continue
+			case <-expired:
+				return nil, opError("accept", "tcp", nil, l.addr, os.ErrDeadlineExceeded)
+			case <-cancel:
+				return nil, opError("accept", "tcp", nil, l.addr, ctx.Err())
 			case <-l.done:
 				return nil, opError("accept", "tcp", nil, l.addr, net.ErrClosed)
 			}
@@ -101,6 +143,8 @@ func (l *TCPListener) isClosed() bool {
 // Close stops listening; connections in the accept queue are reset.
 func (l *TCPListener) Close() error {
 	l.closeOnce.Do(func() {
+		l.s.open.removeListener(l)
+		l.dl.stop()
 		close(l.done)
 		if tep, ok := l.ep.(*tcp.Endpoint); ok && l.s.tcp != nil {
 			l.s.tcp.removeListener(tep)

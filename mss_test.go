@@ -161,10 +161,11 @@ func TestConnOptions(t *testing.T) {
 			c.KeepaliveIdle, c.KeepaliveInterval, c.KeepaliveCount = time.Second, 100*time.Millisecond, 2
 		}, tickwire.ConnOptions{Delay: true, SendBuffer: 64 << 10, ReceiveBuffer: 128 << 10, Congestion: "cubic", SndCwnd: 10,
 			Keepalive: true, KeepaliveIdle: time.Second, KeepaliveInterval: 100 * time.Millisecond, KeepaliveCount: 2, UserTimeout: 1200 * time.Millisecond}},
-		// Keepalive off: netstack's own settings (2 h, 75 s, 9), unused.
+		// Keepalive off: the parameters, unused, are tickwire's defaults,
+		// which SetKeepAlive(true) would turn on.
 		{"keepalive off", func(c *tickwire.Config) { c.KeepaliveIdle = -1 }, tickwire.ConnOptions{
 			SendBuffer: 32 << 10, ReceiveBuffer: 32 << 10, Congestion: "reno", SndCwnd: 10,
-			KeepaliveIdle: 2 * time.Hour, KeepaliveInterval: 75 * time.Second, KeepaliveCount: 9}},
+			KeepaliveIdle: 30 * time.Second, KeepaliveInterval: 5 * time.Second, KeepaliveCount: 5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPair(t, tc.tweak)

@@ -52,6 +52,11 @@ type Stack struct {
 	goroutines sync.WaitGroup
 	done       chan struct{}
 
+	// open holds the listeners and connections the program holds, for
+	// Shutdown; stopping is set when Shutdown begins.
+	open     openSet
+	stopping atomic.Bool
+
 	closeOnce sync.Once
 	closed    atomic.Bool
 }
@@ -240,6 +245,35 @@ func (s *Stack) Close() error {
 	return nil
 }
 
+// Shutdown closes the stack gracefully: it stops accepting (every
+// listener is closed and the connections in their accept queues are reset;
+// ListenTCP and DialTCP fail with net.ErrClosed from now on), shuts down
+// the sending side of every open TCP connection, as CloseWrite does (the
+// peer receives all the bytes written before Shutdown, then EOF; Writes
+// fail from now on, Reads and handlers go on), and waits until the peer of
+// every connection, open or closed by the program, has acknowledged
+// everything, FIN included, or until ctx ends; then it closes the stack as
+// Close does, resetting what has not drained. It returns nil when every
+// connection drained, ctx's error otherwise. A peer that keeps its own
+// side open receives a RST at the end, after its EOF. Like Close, Shutdown
+// is idempotent; after Close it returns nil at once.
+func (s *Stack) Shutdown(ctx context.Context) error {
+	if s.closed.Load() {
+		return nil
+	}
+	s.stopping.Store(true)
+	ls, cs := s.open.beginDrain()
+	for _, l := range ls {
+		l.Close()
+	}
+	for _, c := range cs {
+		c.CloseWrite() // fails only on a connection already closed or reset: nothing to drain
+	}
+	err := waitDrained(ctx, s.open.drained)
+	s.Close()
+	return err
+}
+
 // tcpEndpoint creates a TCP endpoint with tickwire's per-connection options.
 func (s *Stack) tcpEndpoint(wq *waiter.Queue) (tcpip.Endpoint, tcpip.Error) {
 	ep, err := s.st.NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, wq)
@@ -254,30 +288,20 @@ func (s *Stack) tcpEndpoint(wq *waiter.Queue) (tcpip.Endpoint, tcpip.Error) {
 	return ep, nil
 }
 
-// setKeepalive turns keepalive and the user timeout on for an established
-// connection's endpoint (netstack's accepted endpoints do not inherit them
-// from the listener). A peer that reset the connection meanwhile is no
-// error: the endpoint is closed, and the options have nothing left to do.
+// setKeepalive applies Config's keepalive and user timeout to an
+// established connection's endpoint (netstack's accepted endpoints do not
+// inherit them from the listener). A peer that reset the connection
+// meanwhile is no error: the endpoint is closed, and the options have
+// nothing left to do.
 func (s *Stack) setKeepalive(ep tcpip.Endpoint) {
-	timeout := s.cfg.keepaliveTimeout()
-	if timeout == 0 {
-		return
-	}
-	idle := tcpip.KeepaliveIdleOption(s.cfg.KeepaliveIdle)
-	interval := tcpip.KeepaliveIntervalOption(s.cfg.KeepaliveInterval)
-	user := tcpip.TCPUserTimeoutOption(timeout)
-	_ = ep.SetSockOpt(&idle)
-	_ = ep.SetSockOpt(&interval)
-	_ = ep.SetSockOptInt(tcpip.KeepaliveCountOption, s.cfg.KeepaliveCount)
-	_ = ep.SetSockOpt(&user)
-	ep.SocketOptions().SetKeepAlive(true)
+	_ = s.cfg.configKeepAlive().apply(ep)
 }
 
 // ListenTCP listens on port of the stack's address (0 picks a free port).
 // Accepted connections count against Config.MaxConnections until closed.
 func (s *Stack) ListenTCP(port uint16) (*TCPListener, error) {
 	laddr := &net.TCPAddr{IP: s.cfg.Addr.Addr().AsSlice(), Port: int(port)}
-	if s.closed.Load() {
+	if s.closed.Load() || s.stopping.Load() {
 		return nil, opError("listen", "tcp", nil, laddr, net.ErrClosed)
 	}
 	wq := new(waiter.Queue)
@@ -303,7 +327,12 @@ func (s *Stack) ListenTCP(port uint16) (*TCPListener, error) {
 	if tep, ok := ep.(*tcp.Endpoint); ok && s.tcp != nil {
 		s.tcp.addListener(uint16(laddr.Port), tep)
 	}
-	return &TCPListener{s: s, ep: ep, wq: wq, addr: laddr, done: make(chan struct{})}, nil
+	l := &TCPListener{s: s, ep: ep, wq: wq, addr: laddr, dl: newDeadline(), done: make(chan struct{})}
+	if !s.open.addListener(l) {
+		l.Close()
+		return nil, opError("listen", "tcp", nil, laddr, net.ErrClosed)
+	}
+	return l, nil
 }
 
 // listenBacklog sizes netstack's accept queue. Its SYN queue holds as many
@@ -320,8 +349,13 @@ func listenBacklog(maxConns int) int {
 // Gateway, ECONNREFUSED on a reset, ETIMEDOUT when SYNs go unanswered, and
 // returns ctx's error when ctx ends first.
 func (s *Stack) DialTCP(ctx context.Context, addr netip.AddrPort) (*TCPConn, error) {
+	return s.dialTCP(ctx, 0, addr)
+}
+
+// dialTCP is DialTCP from local port lport (0: a free one).
+func (s *Stack) dialTCP(ctx context.Context, lport uint16, addr netip.AddrPort) (*TCPConn, error) {
 	raddr := net.TCPAddrFromAddrPort(addr)
-	if s.closed.Load() {
+	if s.closed.Load() || s.stopping.Load() {
 		return nil, opError("dial", "tcp", nil, raddr, net.ErrClosed)
 	}
 	if !addr.Addr().Is4() {
@@ -330,7 +364,7 @@ func (s *Stack) DialTCP(ctx context.Context, addr netip.AddrPort) (*TCPConn, err
 	if !s.conns.acquire() {
 		return nil, opError("dial", "tcp", nil, raddr, ErrTooManyConnections)
 	}
-	c, err := s.dial(ctx, addr, raddr)
+	c, err := s.dial(ctx, lport, addr, raddr)
 	if err != nil {
 		s.conns.release()
 		s.conns.failed.Add(1)
@@ -340,11 +374,18 @@ func (s *Stack) DialTCP(ctx context.Context, addr netip.AddrPort) (*TCPConn, err
 	return c, nil
 }
 
-func (s *Stack) dial(ctx context.Context, addr netip.AddrPort, raddr *net.TCPAddr) (*TCPConn, error) {
+func (s *Stack) dial(ctx context.Context, lport uint16, addr netip.AddrPort, raddr *net.TCPAddr) (*TCPConn, error) {
 	wq := new(waiter.Queue)
 	ep, terr := s.tcpEndpoint(wq)
 	if terr != nil {
 		return nil, opError("dial", "tcp", nil, raddr, convertError(terr))
+	}
+	if lport != 0 {
+		if terr := ep.Bind(tcpip.FullAddress{NIC: nicID, Port: lport}); terr != nil {
+			ep.Close()
+			laddr := &net.TCPAddr{IP: s.cfg.Addr.Addr().AsSlice(), Port: int(lport)}
+			return nil, opError("dial", "tcp", laddr, raddr, convertError(terr))
+		}
 	}
 	entry, notify := waiter.NewChannelEntry(waiter.WritableEvents)
 	wq.EventRegister(&entry)
@@ -383,11 +424,16 @@ func (s *Stack) ListenUDP(port uint16) (*UDPConn, error) {
 
 // DialUDP opens a UDP socket connected to addr, from a free local port.
 func (s *Stack) DialUDP(addr netip.AddrPort) (*UDPConn, error) {
+	return s.dialUDP(0, addr)
+}
+
+// dialUDP is DialUDP from local port lport (0: a free one).
+func (s *Stack) dialUDP(lport uint16, addr netip.AddrPort) (*UDPConn, error) {
 	raddr := net.UDPAddrFromAddrPort(addr)
 	if !addr.Addr().Is4() {
 		return nil, opError("dial", "udp", nil, raddr, syscall.EAFNOSUPPORT)
 	}
-	c, err := s.udpEndpoint(tcpip.FullAddress{NIC: nicID}, &tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4(addr.Addr().As4()), Port: addr.Port()})
+	c, err := s.udpEndpoint(tcpip.FullAddress{NIC: nicID, Port: lport}, &tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4(addr.Addr().As4()), Port: addr.Port()})
 	if err != nil {
 		return nil, opError("dial", "udp", nil, raddr, err)
 	}

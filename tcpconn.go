@@ -84,6 +84,9 @@ type TCPConn struct {
 	endMu       sync.Mutex
 
 	bytesRx, bytesTx atomic.Uint64 // payload bytes read and written (Info)
+	// linger is the wait SetLinger asked Close for, in nanoseconds (0:
+	// none).
+	linger atomic.Int64
 }
 
 var _ net.Conn = (*TCPConn)(nil)
@@ -111,6 +114,9 @@ func (s *Stack) newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *TCPConn {
 	}
 	if c.idleWatched {
 		s.idle.add(c)
+	}
+	if s.open.addConn(c) {
+		c.CloseWrite() // Shutdown began while the connection was made
 	}
 	return c
 }
@@ -256,11 +262,13 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 }
 
 // Close closes the connection (with a RST when unread data remains, as
-// Linux does) and frees its MaxConnections slot. Blocked Reads and Writes
+// Linux does) and frees its MaxConnections slot; SetLinger changes what
+// happens to data not yet acknowledged. Blocked Reads and Writes
 // return net.ErrClosed; an OnReceive handler is not called again. It may be
 // called from the handler. A second Close returns an error wrapping
 // net.ErrClosed.
 func (c *TCPConn) Close() error {
+	c.lingerClose()
 	if c.sy != nil {
 		c.sy.flows.remove(c.tep)
 	}
@@ -274,6 +282,7 @@ func (c *TCPConn) Close() error {
 		return c.opError("close", net.ErrClosed)
 	}
 	c.stopReceiving()
+	c.s.open.closeConn(c)
 	if c.idleWatched {
 		c.s.idle.remove(c)
 	}

@@ -183,10 +183,14 @@ func (c *TCPConn) drainLocked() {
 			return
 		case *tcpip.ErrClosedForReceive:
 			r.finished.Store(true)
+			r.running.Store(true)
 			r.handler(c, nil, io.EOF)
+			r.running.Store(false)
 		default:
 			r.finished.Store(true)
+			r.running.Store(true)
 			r.handler(c, nil, c.opError("read", c.cause(err)))
+			r.running.Store(false)
 		}
 	}
 }
