@@ -195,6 +195,23 @@ type Config struct {
 	// Latency is off.
 	BusyPoll time.Duration
 
+	// LockOSThread locks the goroutines that carry received data to the
+	// program to their OS threads (runtime.LockOSThread): the link's reader
+	// (a link.ThreadLocker such as link/tap), which in latency mode also
+	// runs TCP and the handlers, and each OnReceive handler's goroutine, so
+	// that the program can pin those threads to cores (sched_setaffinity,
+	// taskset) and keep the scheduler from moving the hot path between
+	// them. netstack's own goroutines (its TCP processors and timers) are
+	// not locked: with Latency, they carry only the segments that cannot
+	// be processed on the reader. Off by default. The cost: a locked goroutine that parks is
+	// woken on its own thread, a futex wake-up and a thread switch more
+	// than an unlocked one, tens of microseconds per round trip on a loaded
+	// machine: bench/README.md (tcp_rtt_64B_locked,
+	// tap_tcp_rtt_64B_latency_locked) has the figures. A goroutine that
+	// busy-polls (BusyPoll) does not park while it spins. Lock only with
+	// cores to pin the threads to.
+	LockOSThread bool
+
 	// UDPReceiveQueue bounds the datagrams each UDP socket holds unread: one
 	// arriving at a full socket is dropped and counted in
 	// Stats.DropUDPBufferFull. A socket's queue takes at most

@@ -197,5 +197,7 @@
 // OnReceive handler (it runs the handler when the synchronous path did not)
 // and one per ServeTCP listener (it accepts), and a timer while fragments
 // await reassembly; netstack runs its TCP processors and timers. Close
-// joins them all.
+// joins them all. Shutdown and a lingering Close wait on the caller's
+// goroutine. With Config.LockOSThread, the link's reader (link.ThreadLocker)
+// and the OnReceive goroutines are locked to their OS threads.
 package tickwire

@@ -97,10 +97,13 @@ type sock struct {
 	// busyPoll is how long a wait spins first (Config.BusyPoll; 0 outside
 	// latency mode).
 	busyPoll time.Duration
+	// lockThread locks the handler's goroutine to its OS thread
+	// (Config.LockOSThread).
+	lockThread bool
 }
 
-func (k *sock) init(wq *waiter.Queue, ep tcpip.Endpoint, busyPoll time.Duration) {
-	k.ep, k.wq, k.busyPoll = ep, wq, busyPoll
+func (k *sock) init(wq *waiter.Queue, ep tcpip.Endpoint, cfg *Config) {
+	k.ep, k.wq, k.busyPoll, k.lockThread = ep, wq, cfg.BusyPoll, cfg.LockOSThread
 	k.rd, k.wd = newDeadline(), newDeadline()
 	k.done = make(chan struct{})
 	k.readEntry, k.readCh = waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
@@ -112,8 +115,13 @@ func (k *sock) init(wq *waiter.Queue, ep tcpip.Endpoint, busyPoll time.Duration)
 // handlerLoop is the body of a handler's own goroutine: it calls run
 // whenever the socket may hold something for the handler, until run reports
 // finished, Close, or stop (the Stack's Close). Before sleeping it spins for
-// busyPoll; a run that found work starts the spin afresh.
+// busyPoll; a run that found work starts the spin afresh. With
+// Config.LockOSThread it runs locked to its OS thread.
 func (k *sock) handlerLoop(stop <-chan struct{}, run func() (found, finished bool)) {
+	if k.lockThread {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	spin := spinner{budget: k.busyPoll}
 	for {
 		found, finished := run()

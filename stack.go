@@ -150,6 +150,9 @@ func New(cfg Config) (*Stack, error) {
 	if bp, ok := cfg.Link.(link.BusyPoller); ok && cfg.BusyPoll > 0 {
 		bp.SetBusyPoll(cfg.BusyPoll) // link/tap polls the device before it parks
 	}
+	if tl, ok := cfg.Link.(link.ThreadLocker); ok && cfg.LockOSThread {
+		tl.SetLockOSThread(true)
+	}
 	s.log = acquireEventLog(cfg.Logger)
 	s.arp.start(func(addr tcpip.Address) {
 		_ = s.st.RemoveNeighbor(nicID, ipv4.ProtocolNumber, addr) // gone already is fine

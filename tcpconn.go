@@ -94,7 +94,7 @@ var _ net.Conn = (*TCPConn)(nil)
 func (s *Stack) newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *TCPConn {
 	s.setKeepalive(ep)
 	c := &TCPConn{s: s, idleWatched: s.idle != nil}
-	c.init(wq, ep, s.cfg.BusyPoll)
+	c.init(wq, ep, &s.cfg)
 	if s.sy != nil {
 		c.tep, _ = ep.(*tcp.Endpoint)
 		if c.tep != nil {

@@ -145,7 +145,7 @@ func (s *Stack) udpEndpoint(local tcpip.FullAddress, remote *tcpip.FullAddress) 
 	}
 	c := &UDPConn{s: s, t: s.wire.udp, port: a.Port}
 	c.local = tcpip.AddrFrom4(s.cfg.Addr.Addr().As4())
-	c.init(wq, ep, s.cfg.BusyPoll)
+	c.init(wq, ep, &s.cfg)
 	c.laddr = &net.UDPAddr{IP: s.cfg.Addr.Addr().AsSlice(), Port: int(a.Port)}
 	if remote != nil {
 		c.connected, c.remote, c.remotePort = true, remote.Addr, remote.Port

@@ -129,7 +129,7 @@ func TestSelectMeasures(t *testing.T) {
 	for _, m := range selectMeasures(measures, re, false) {
 		names = append(names, m.name)
 	}
-	if got := strings.Join(names, " "); got != "tcp_rtt_64B udp_rtt_64B udp_rtt_64B_latency tcp_rtt_64B_latency tap_tcp_rtt_64B tap_tcp_rtt_64B_latency" {
+	if got := strings.Join(names, " "); got != "tcp_rtt_64B udp_rtt_64B udp_rtt_64B_latency tcp_rtt_64B_latency tcp_rtt_64B_locked tap_tcp_rtt_64B tap_tcp_rtt_64B_latency tap_tcp_rtt_64B_latency_locked" {
 		t.Errorf("-only rtt selects %q", got)
 	}
 }

@@ -36,6 +36,15 @@ var measures = []measure{
 		setup: setupTCPRTTLatency,
 	},
 	{
+		name: "tcp_rtt_64B_locked", unit: "us", better: lower, latency: true,
+		baselineName: "tickwire, threads not locked",
+		doc: "The cost of Config.LockOSThread on a goroutine that parks: tcp_rtt_64B's net.Conn " +
+			"client against a Stack.ServeTCP echo handler (stock mode, so the handler runs on its " +
+			"connection's goroutine), with that goroutine locked to its OS thread; baseline: the " +
+			"same without LockOSThread. Over link/pipe there is no reader goroutine to lock.",
+		setup: setupTCPRTTLocked,
+	},
+	{
 		name: "tcp_bulk", unit: "Gb/s", better: higher, quick: true,
 		baselineName: "kernel TCP, loopback",
 		doc: "One TCP stream, 64 KiB writes for the sample's duration, then a half-close; rate of " +
@@ -89,6 +98,14 @@ var measures = []measure{
 			"woken between the device and the answer); the kernel client and the veth baseline " +
 			"are unchanged.",
 		setup: setupTapRTT(true),
+	},
+	{
+		name: "tap_tcp_rtt_64B_latency_locked", unit: "us", better: lower, latency: true,
+		baselineName: "tickwire, threads not locked",
+		doc: "Root only. The cost of Config.LockOSThread where it matters: tap_tcp_rtt_64B_latency " +
+			"(the echo handler runs on the TAP reader goroutine) with the reader locked to its " +
+			"OS thread; baseline: the same on a second TAP device without LockOSThread.",
+		setup: setupTapRTTLocked,
 	},
 	{
 		name: "fast_sse_decode", unit: "records/s", better: higher, quick: true,

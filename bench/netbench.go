@@ -40,14 +40,19 @@ type stackPair struct {
 // latency is set. Every connection comes from the client's one address, so
 // the server's per-source limit is maxConns too.
 func newStackPair(maxConns, queueLen int, latency bool) (*stackPair, error) {
+	return newStackPairLocked(maxConns, queueLen, latency, false)
+}
+
+// newStackPairLocked is newStackPair with Config.LockOSThread set to lock.
+func newStackPairLocked(maxConns, queueLen int, latency, lock bool) (*stackPair, error) {
 	a, b := pipe.New(pipe.Options{QueueLen: queueLen})
 	arp := map[netip.Addr]net.HardwareAddr{clientPrefix.Addr(): a.MAC(), serverPrefix.Addr(): b.MAC()}
-	client, err := tickwire.New(tickwire.Config{Link: a, MAC: a.MAC(), Addr: clientPrefix, MaxConnections: maxConns, MaxConnectionsPerSource: maxConns, StaticARP: arp, Latency: latency})
+	client, err := tickwire.New(tickwire.Config{Link: a, MAC: a.MAC(), Addr: clientPrefix, MaxConnections: maxConns, MaxConnectionsPerSource: maxConns, StaticARP: arp, Latency: latency, LockOSThread: lock})
 	if err != nil {
 		b.Close()
 		return nil, err
 	}
-	server, err := tickwire.New(tickwire.Config{Link: b, MAC: b.MAC(), Addr: serverPrefix, MaxConnections: maxConns, MaxConnectionsPerSource: maxConns, StaticARP: arp, Latency: latency})
+	server, err := tickwire.New(tickwire.Config{Link: b, MAC: b.MAC(), Addr: serverPrefix, MaxConnections: maxConns, MaxConnectionsPerSource: maxConns, StaticARP: arp, Latency: latency, LockOSThread: lock})
 	if err != nil {
 		client.Close()
 		return nil, err
@@ -188,6 +193,42 @@ func setupTCPRTT(p params) (*pair, error) {
 		return nil, err
 	}
 	return &pair{tickwire: tw, baseline: k, close: func() { twClose(); kClose(); sp.Close() }}, nil
+}
+
+// setupTCPRTTLocked builds tcp_rtt_64B_locked: a net.Conn client pinging
+// a Stack.ServeTCP echo handler, whose goroutine is locked to its OS thread
+// (Config.LockOSThread), against the same with nothing locked.
+func setupTCPRTTLocked(p params) (*pair, error) {
+	var sides [2]func() (sample, error)
+	var closes []func()
+	closeAll := func() {
+		for _, c := range closes {
+			c()
+		}
+	}
+	for i, lock := range []bool{true, false} {
+		sp, err := newStackPairLocked(0, 0, false, lock)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		ln, err := sp.server.ServeTCP(echoPort, echoHandler)
+		if err != nil {
+			sp.Close()
+			closeAll()
+			return nil, err
+		}
+		c, err := tickwireDial(sp.client, serverPrefix.Addr(), echoPort)()
+		if err != nil {
+			ln.Close()
+			sp.Close()
+			closeAll()
+			return nil, err
+		}
+		closes = append(closes, func() { c.Close(); ln.Close(); sp.Close() })
+		sides[i] = func() (sample, error) { return tcpPingPong(c, p) }
+	}
+	return &pair{tickwire: sides[0], baseline: sides[1], close: closeAll}, nil
 }
 
 // kernelTCPRTTSide is the loopback baseline of the in-process TCP

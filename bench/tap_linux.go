@@ -90,11 +90,8 @@ func setupTapRTT(latency bool) func(params) (*pair, error) {
 }
 
 func setupTapRTTMode(p params, latency bool) (*pair, error) {
-	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("%w: needs root to create namespaces, a TAP device and a veth pair", errSkip)
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		return nil, fmt.Errorf("%w: needs iproute2 (ip)", errSkip)
+	if err := tapCheck(); err != nil {
+		return nil, err
 	}
 	var cleanups []func()
 	cleanup := func() {
@@ -104,50 +101,10 @@ func setupTapRTTMode(p params, latency bool) (*pair, error) {
 	}
 	fail := func(err error) (*pair, error) { cleanup(); return nil, err }
 
-	// tickwire side.
-	tapNS, remove, err := newNetns()
-	if err != nil {
-		return nil, err
-	}
-	cleanups = append(cleanups, remove)
-	var s *tickwire.Stack
-	var kc net.Conn
-	err = tapNS.Do(func() error {
-		ep, err := tap.New(tap.Config{Name: kerneltest.Name(netPrefix + "t"), Host: tapHost})
-		if err != nil {
-			return err
-		}
-		if s, err = tickwire.New(tickwire.Config{Link: ep, MAC: ep.MAC(), Addr: tapStack, Latency: latency}); err != nil {
-			ep.Close()
-			return err
-		}
-		return nil
-	})
+	kc, err := tapEchoSide(latency, false, &cleanups)
 	if err != nil {
 		return fail(err)
 	}
-	cleanups = append(cleanups, func() { s.Close() })
-	if latency {
-		ln, err := s.ServeTCP(echoPort, echoHandler)
-		if err != nil {
-			return fail(err)
-		}
-		cleanups = append(cleanups, func() { ln.Close() })
-	} else {
-		ln, err := s.ListenTCP(echoPort)
-		if err != nil {
-			return fail(err)
-		}
-		srv := serveTCP(ln, echo)
-		cleanups = append(cleanups, srv.stop)
-	}
-	if err := tapNS.Do(func() (err error) {
-		kc, err = net.DialTimeout("tcp", netip.AddrPortFrom(tapStack.Addr(), echoPort).String(), stallTimeout)
-		return err
-	}); err != nil {
-		return fail(err)
-	}
-	cleanups = append(cleanups, func() { kc.Close() })
 
 	// Baseline: kernel to kernel over veth.
 	serverNS, remove, err := newNetns()
@@ -196,6 +153,100 @@ func setupTapRTTMode(p params, latency bool) (*pair, error) {
 	return &pair{
 		tickwire: func() (sample, error) { return tcpPingPong(kc, p) },
 		baseline: func() (sample, error) { return tcpPingPong(vconn, p) },
+		close:    cleanup,
+	}, nil
+}
+
+// tapCheck returns errSkip (wrapped) when the TAP measures cannot run.
+func tapCheck() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: needs root to create namespaces, a TAP device and a veth pair", errSkip)
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return fmt.Errorf("%w: needs iproute2 (ip)", errSkip)
+	}
+	return nil
+}
+
+// tapEchoSide builds tickwire's side of the TAP measures: a namespace, a
+// TAP device in it, tickwire on the device (in this process, with
+// Config.LockOSThread set to lock) echoing on echoPort, from a goroutine
+// per connection on net.Conn or, in latency mode, from a ServeTCP handler;
+// and a kernel TCP client in the namespace, connected. It appends what
+// undoes each step to cleanups.
+func tapEchoSide(latency, lock bool, cleanups *[]func()) (net.Conn, error) {
+	tapNS, remove, err := newNetns()
+	if err != nil {
+		return nil, err
+	}
+	*cleanups = append(*cleanups, remove)
+	var s *tickwire.Stack
+	err = tapNS.Do(func() error {
+		ep, err := tap.New(tap.Config{Name: kerneltest.Name(netPrefix + "t"), Host: tapHost})
+		if err != nil {
+			return err
+		}
+		if s, err = tickwire.New(tickwire.Config{Link: ep, MAC: ep.MAC(), Addr: tapStack, Latency: latency, LockOSThread: lock}); err != nil {
+			ep.Close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	*cleanups = append(*cleanups, func() { s.Close() })
+	if latency {
+		ln, err := s.ServeTCP(echoPort, echoHandler)
+		if err != nil {
+			return nil, err
+		}
+		*cleanups = append(*cleanups, func() { ln.Close() })
+	} else {
+		ln, err := s.ListenTCP(echoPort)
+		if err != nil {
+			return nil, err
+		}
+		srv := serveTCP(ln, echo)
+		*cleanups = append(*cleanups, srv.stop)
+	}
+	var kc net.Conn
+	if err := tapNS.Do(func() (err error) {
+		kc, err = net.DialTimeout("tcp", netip.AddrPortFrom(tapStack.Addr(), echoPort).String(), stallTimeout)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	*cleanups = append(*cleanups, func() { kc.Close() })
+	return kc, nil
+}
+
+// setupTapRTTLocked builds tap_tcp_rtt_64B_latency_locked: two
+// tap_tcp_rtt_64B_latency setups, each in its own namespace, the measured
+// one with Config.LockOSThread.
+func setupTapRTTLocked(p params) (*pair, error) {
+	if err := tapCheck(); err != nil {
+		return nil, err
+	}
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	locked, err := tapEchoSide(true, true, &cleanups)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	unlocked, err := tapEchoSide(true, false, &cleanups)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	return &pair{
+		tickwire: func() (sample, error) { return tcpPingPong(locked, p) },
+		baseline: func() (sample, error) { return tcpPingPong(unlocked, p) },
 		close:    cleanup,
 	}, nil
 }

@@ -11,3 +11,7 @@ func setupTapRTT(bool) func(params) (*pair, error) {
 }
 
 func cleanupStale() {}
+
+func setupTapRTTLocked(params) (*pair, error) {
+	return nil, fmt.Errorf("%w: TAP devices and network namespaces need Linux", errSkip)
+}

@@ -23,10 +23,12 @@ func Example() {
 	for _, l := range []any{a, rec} {
 		_, busy := l.(link.BusyPoller)
 		_, drops := l.(link.ChecksumDropCounter)
-		fmt.Printf("%T: BusyPoller %v, ChecksumDropCounter %v\n", l, busy, drops)
+		_, locks := l.(link.ThreadLocker)
+		fmt.Printf("%T: BusyPoller %v, ChecksumDropCounter %v, ThreadLocker %v\n", l, busy, drops, locks)
 	}
 	rec.SetBusyPoll(20 * time.Microsecond) // a no-op: the pipe does not poll
+	rec.SetLockOSThread(true)              // a no-op: the pipe has no reader goroutine
 	// Output:
-	// *pipe.Endpoint: BusyPoller false, ChecksumDropCounter false
-	// *recorder.Endpoint: BusyPoller true, ChecksumDropCounter true
+	// *pipe.Endpoint: BusyPoller false, ChecksumDropCounter false, ThreadLocker false
+	// *recorder.Endpoint: BusyPoller true, ChecksumDropCounter true, ThreadLocker true
 }

@@ -29,6 +29,18 @@ type BusyPoller interface {
 	SetBusyPoll(d time.Duration)
 }
 
+// ThreadLocker is a link with reader goroutines of its own, which it can
+// lock to their OS threads (runtime.LockOSThread), so that a program can
+// pin those threads to cores (sched_setaffinity, taskset, isolcpus) and
+// keep them there. The Stack calls SetLockOSThread(true) when
+// Config.LockOSThread is set.
+type ThreadLocker interface {
+	// SetLockOSThread has the reader goroutines lock themselves to their
+	// threads (true) or unlock (false) before they read their next frame.
+	// Safe to call while traffic flows.
+	SetLockOSThread(lock bool)
+}
+
 // ChecksumDropCounter is a link that verifies checksums itself (receive
 // checksum offload) and drops the frames that fail, which the Stack then
 // never sees. The Stack adds the counts to its own Stats (DropIPv4Checksum,

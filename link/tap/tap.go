@@ -57,11 +57,12 @@ import (
 	"github.com/tickwire/tickwire/link"
 )
 
-// The optional link features the Stack looks for (SetBusyPoll is a no-op
-// and the checksum drops are zeros off Linux).
+// The optional link features the Stack looks for (SetBusyPoll and
+// SetLockOSThread are no-ops and the checksum drops are zeros off Linux).
 var (
 	_ link.BusyPoller          = (*Endpoint)(nil)
 	_ link.ChecksumDropCounter = (*Endpoint)(nil)
+	_ link.ThreadLocker        = (*Endpoint)(nil)
 )
 
 // DefaultMTU is the IP MTU of the device when Config.MTU is 0.

@@ -74,6 +74,8 @@ type Endpoint struct {
 	// found nothing before it parks in the runtime poller; 0: it parks at
 	// once.
 	busyPoll atomic.Int64
+	// lockThread asks the reader to lock itself to its OS thread.
+	lockThread atomic.Bool
 
 	stats struct {
 		rxFrames, rxBytes, rxOtherHost, rxTooLong, rxErrors atomic.Uint64
@@ -269,6 +271,14 @@ func (*Endpoint) Wait() {}
 // tickwire's latency mode (Config.Latency) calls it with Config.BusyPoll.
 func (e *Endpoint) SetBusyPoll(d time.Duration) { e.busyPoll.Store(int64(max(d, 0))) }
 
+// SetLockOSThread has the reader lock itself to its OS thread
+// (runtime.LockOSThread) before it reads its next frame (true), or unlock
+// (false, the default). It implements link.ThreadLocker: tickwire's
+// Config.LockOSThread calls it. A locked reader that parks waits for the
+// wake-up of its own thread rather than of any; see Config.LockOSThread for
+// what that costs.
+func (e *Endpoint) SetLockOSThread(lock bool) { e.lockThread.Store(lock) }
+
 // spinReader is the reader's state for the runtime poller's callback, made
 // once per reader so that the callback does not allocate per frame.
 type spinReader struct {
@@ -361,7 +371,21 @@ func (e *Endpoint) read(done chan struct{}) {
 	if raw, err := e.file.SyscallConn(); err == nil {
 		r.raw = raw
 	}
+	locked := false
+	defer func() {
+		if locked {
+			runtime.UnlockOSThread()
+		}
+	}()
 	for {
+		if lock := e.lockThread.Load(); lock != locked {
+			if lock {
+				runtime.LockOSThread()
+			} else {
+				runtime.UnlockOSThread()
+			}
+			locked = lock
+		}
 		size := vnetHdrLen + linkbase.HeaderLength + int(e.MTU()) + frameSlack
 		v := buffer.NewViewSize(size)
 		n, err := e.readFrame(r, v.AsSlice())

@@ -35,6 +35,9 @@ func (e *Endpoint) Created() bool { return false }
 // SetBusyPoll does nothing on this system.
 func (e *Endpoint) SetBusyPoll(time.Duration) {}
 
+// SetLockOSThread does nothing on this system.
+func (e *Endpoint) SetLockOSThread(bool) {}
+
 // Stats returns the endpoint's counters.
 func (e *Endpoint) Stats() Stats { return Stats{} }
 

@@ -460,3 +460,52 @@ func BenchmarkWritePackets(b *testing.B) {
 		ep.WritePackets(pkts)
 	}
 }
+
+// tidSink is a dispatcher that sends the thread each frame was delivered
+// on.
+type tidSink chan int
+
+func (s tidSink) DeliverNetworkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {
+	s <- unix.Gettid()
+}
+
+func (tidSink) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
+
+// TestLockOSThread: after SetLockOSThread(true), the reader delivers every
+// frame on one thread, while goroutines blocking in system calls move the
+// others around; after SetLockOSThread(false) it may move again.
+func TestLockOSThread(t *testing.T) {
+	name := kerneltest.Name("twl")
+	ns, ep := newNetnsTAP(t, Config{Name: name})
+	send := kernelSender(t, ns, name)
+	frame := ethernetFrame(ep.MAC(), net.HardwareAddr{2, 1, 1, 1, 1, 1}, make([]byte, 100))
+	got := make(tidSink, 1)
+	ep.Attach(got)
+	defer ep.Attach(nil)
+	threads := func() int {
+		tids := map[int]bool{}
+		for i := range 300 {
+			if i%10 == 0 {
+				go time.Sleep(time.Millisecond) // churn
+			}
+			send(frame)
+			select {
+			case tid := <-got:
+				tids[tid] = true
+			case <-time.After(30 * time.Second):
+				t.Fatal("no frame in 30 s")
+			}
+		}
+		return len(tids)
+	}
+	ep.SetLockOSThread(true)
+	send(frame) // the reader locks before the read after this frame's
+	<-got
+	locked := threads()
+	ep.SetLockOSThread(false)
+	unlocked := threads()
+	t.Logf("300 frames delivered on %d threads locked, %d unlocked", locked, unlocked)
+	if locked != 1 {
+		t.Errorf("with SetLockOSThread(true), frames were delivered on %d threads, want 1", locked)
+	}
+}

@@ -15,7 +15,10 @@ import (
 type featureLink struct {
 	*ethernet.Endpoint
 	busyPoll time.Duration
+	locked   bool
 }
+
+func (l *featureLink) SetLockOSThread(lock bool) { l.locked = lock }
 
 func (l *featureLink) SetBusyPoll(d time.Duration) { l.busyPoll = d }
 
@@ -47,6 +50,14 @@ func TestForwardsLinkFeatures(t *testing.T) {
 	if a, b, c, d := cd.RxChecksumDrops(); a != 1 || b != 2 || c != 3 || d != 4 {
 		t.Errorf("RxChecksumDrops = %d %d %d %d, want the wrapped link's 1 2 3 4", a, b, c, d)
 	}
+	tl, ok := l.(link.ThreadLocker)
+	if !ok {
+		t.Fatal("the recorder is not a link.ThreadLocker")
+	}
+	tl.SetLockOSThread(true)
+	if !inner.locked {
+		t.Error("SetLockOSThread(true) did not reach the wrapped link")
+	}
 
 	plain, err := New(ethernet.New(channel.New(16, 1500, macA)), io.Discard)
 	if err != nil {
@@ -54,6 +65,7 @@ func TestForwardsLinkFeatures(t *testing.T) {
 	}
 	defer plain.Close()
 	plain.SetBusyPoll(time.Millisecond) // nothing to pass it to
+	plain.SetLockOSThread(true)
 	if a, b, c, d := plain.RxChecksumDrops(); a+b+c+d != 0 {
 		t.Errorf("RxChecksumDrops over a plain link = %d %d %d %d, want zeros", a, b, c, d)
 	}

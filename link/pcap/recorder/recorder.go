@@ -272,6 +272,7 @@ func (e *Endpoint) InjectFrameAt(frame []byte, rx int64) error {
 var (
 	_ link.BusyPoller          = (*Endpoint)(nil)
 	_ link.ChecksumDropCounter = (*Endpoint)(nil)
+	_ link.ThreadLocker        = (*Endpoint)(nil)
 )
 
 // RxChecksumDrops implements link.ChecksumDropCounter: the wrapped link's
@@ -288,6 +289,14 @@ func (e *Endpoint) RxChecksumDrops() (ipv4, tcp, udp, icmp uint64) {
 func (e *Endpoint) SetBusyPoll(d time.Duration) {
 	if l, ok := e.Child().(link.BusyPoller); ok {
 		l.SetBusyPoll(d)
+	}
+}
+
+// SetLockOSThread implements link.ThreadLocker: it passes lock on to the
+// wrapped link, and does nothing when that link has no reader of its own.
+func (e *Endpoint) SetLockOSThread(lock bool) {
+	if l, ok := e.Child().(link.ThreadLocker); ok {
+		l.SetLockOSThread(lock)
 	}
 }
 
