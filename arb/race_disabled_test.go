@@ -1,0 +1,5 @@
+//go:build !race
+
+package arb_test
+
+const raceEnabled = false
