@@ -1,0 +1,272 @@
+// Command mcastfeed arbitrates the A and B lines of a MoldUDP64 market-data
+// feed sent as UDP multicast, from a capture file, and prints the merged
+// stream: one JSON object per delivered message, in sequence order, and one
+// per run of messages that neither line delivered.
+//
+//	go run ./examples/mcastfeed -pcap FILE -line A=239.1.1.1:5000 -line B=239.1.1.2:5000 -format json
+//
+// Flags:
+//
+//	-pcap FILE             capture to read (pcap in all variants or pcapng,
+//	                       gzip too; Ethernet with up to one VLAN tag, Linux
+//	                       cooked or raw IPv4)
+//	-line NAME=GROUP:PORT[@SRC]
+//	                       a line: the UDP datagrams sent to GROUP:PORT (from
+//	                       SRC, when given). Repeat it for every line, in any
+//	                       number up to 64. Lines on the same GROUP:PORT must
+//	                       each name their source address.
+//	-gap-timeout D         how long a missing message is waited for, in capture
+//	                       time, before it is declared lost (default 100ms)
+//	-format json           output format; json is the only one
+//
+// Output, one object per line of stdout:
+//
+//	{"session":"<session>","seq":N,"line":"A","data":"<hex>"}
+//	{"gap_from":N,"gap_to":M}
+//
+// session is the MoldUDP64 session with its trailing space padding removed;
+// data is the message in lowercase hex, without its length prefix; a gap is
+// inclusive at both ends. A session's first message is 1, so a loss at the
+// start is a gap from 1; heartbeats and the end of session reveal messages
+// lost at the end. At the end of the capture every open gap is declared.
+// The arbitration rules are package arb's: the first copy wins, a copy that
+// arrives after its gap was declared lost is counted as late.
+//
+// A summary goes to stderr: datagrams per line, messages delivered, gaps,
+// and per line the messages it won, its duplicates and how far behind it
+// was, its late and malformed datagrams, and the frames the capture held
+// that were not the feed's. The exit status is 0 at the end of the capture,
+// 1 when the capture cannot be read, 2 for bad flags.
+package main
+
+import (
+	"bufio"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tickwire/tickwire/arb"
+	"github.com/tickwire/tickwire/link/frame"
+	"github.com/tickwire/tickwire/link/pcap"
+	"github.com/tickwire/tickwire/udpcap"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// line is one -line flag.
+type line struct {
+	name   string
+	stream udpcap.Stream
+}
+
+type lineFlags []line
+
+func (l *lineFlags) String() string { return fmt.Sprint(*l) }
+
+// Set parses NAME=GROUP:PORT[@SRC].
+func (l *lineFlags) Set(v string) error {
+	name, rest, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return errors.New("want NAME=GROUP:PORT[@SRC]")
+	}
+	addr, srcText, hasSrc := strings.Cut(rest, "@")
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().Is4() {
+		return fmt.Errorf("%q is not an IPv4 GROUP:PORT", addr)
+	}
+	s := udpcap.Stream{Group: ap.Addr(), Port: ap.Port()}
+	if hasSrc {
+		if s.Source, err = netip.ParseAddr(srcText); err != nil || !s.Source.Is4() {
+			return fmt.Errorf("%q is not an IPv4 source address", srcText)
+		}
+	}
+	for _, o := range *l {
+		if o.name == name {
+			return fmt.Errorf("line %s given twice", name)
+		}
+		if o.stream.Group == s.Group && o.stream.Port == s.Port &&
+			(!o.stream.Source.IsValid() || !s.Source.IsValid() || o.stream.Source == s.Source) {
+			return fmt.Errorf("lines %s and %s are both %v: tell them apart by source, NAME=GROUP:PORT@SRC", o.name, name, addr)
+		}
+	}
+	*l = append(*l, line{name: name, stream: s})
+	return nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcastfeed", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var lines lineFlags
+	path := fs.String("pcap", "", "capture `file` to read")
+	fs.Var(&lines, "line", "a line, `NAME=GROUP:PORT[@SRC]`; repeat per line")
+	timeout := fs.Duration("gap-timeout", arb.DefaultGapTimeout, "capture time a missing message is waited for")
+	format := fs.String("format", "json", "output format (json)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "mcastfeed: unexpected arguments %q\n", fs.Args())
+		return 2
+	case *path == "":
+		fmt.Fprintln(stderr, "mcastfeed: -pcap FILE is required")
+		return 2
+	case len(lines) == 0:
+		fmt.Fprintln(stderr, "mcastfeed: at least one -line NAME=GROUP:PORT is required")
+		return 2
+	case len(lines) > arb.MaxLines:
+		fmt.Fprintf(stderr, "mcastfeed: at most %d lines\n", arb.MaxLines)
+		return 2
+	case *format != "json":
+		fmt.Fprintf(stderr, "mcastfeed: -format %q: only json is supported\n", *format)
+		return 2
+	case *timeout <= 0:
+		fmt.Fprintln(stderr, "mcastfeed: -gap-timeout must be positive")
+		return 2
+	}
+
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	p := newPrinter(out, lines)
+	a, err := arb.New(arb.Config{Lines: len(lines), GapTimeout: *timeout}, p)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcastfeed:", err)
+		return 2
+	}
+	p.arb = a
+	streams := make([]udpcap.Stream, len(lines))
+	for i, l := range lines {
+		streams[i] = l.stream
+	}
+	dec, err := udpcap.New(udpcap.Config{Streams: streams})
+	if err != nil {
+		fmt.Fprintln(stderr, "mcastfeed:", err)
+		return 2
+	}
+	src, err := pcap.Open(*path)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcastfeed:", err)
+		return 1
+	}
+	defer src.Close()
+
+	start := time.Now()
+	var last int64
+	var firstErr [arb.MaxLines]error
+	runErr := dec.Run(src, frame.NewBatch(64, pcap.DefaultSnapLen), func(dg *udpcap.Datagram) {
+		if dg.Time > last {
+			last = dg.Time
+		}
+		if err := a.Datagram(dg.Stream, dg.Payload, dg.Time); err != nil && firstErr[dg.Stream] == nil {
+			firstErr[dg.Stream] = err
+		}
+	})
+	a.End(last)
+	if err := out.Flush(); err != nil && p.err == nil {
+		p.err = err
+	}
+	summary(stderr, a, dec, lines, firstErr[:len(lines)], time.Since(start))
+	if runErr != nil {
+		fmt.Fprintln(stderr, "mcastfeed:", runErr)
+		return 1
+	}
+	if p.err != nil {
+		fmt.Fprintln(stderr, "mcastfeed: writing output:", p.err)
+		return 1
+	}
+	return 0
+}
+
+// printer writes the arbiter's output as JSON lines. It reuses one buffer
+// and JSON-encodes the session only when it changes.
+type printer struct {
+	w           *bufio.Writer
+	arb         *arb.Arbiter
+	names       [][]byte // JSON string of each line's name
+	session     [arb.MoldSessionLen]byte
+	sessionJSON []byte
+	buf         []byte
+	err         error
+}
+
+func newPrinter(w *bufio.Writer, lines []line) *printer {
+	p := &printer{w: w, buf: make([]byte, 0, 4096)}
+	for _, l := range lines {
+		b, _ := json.Marshal(l.name)
+		p.names = append(p.names, b)
+	}
+	return p
+}
+
+// sessionText is the session as printed: the 10 bytes with their trailing
+// spaces (MoldUDP64's padding) removed.
+func sessionText(s [arb.MoldSessionLen]byte) string {
+	return strings.TrimRight(string(s[:]), " ")
+}
+
+// Message implements arb.Handler.
+func (p *printer) Message(m *arb.Message) {
+	if s, _ := p.arb.Session(); p.sessionJSON == nil || s != p.session {
+		p.session = s
+		p.sessionJSON, _ = json.Marshal(sessionText(s))
+	}
+	b := append(p.buf[:0], `{"session":`...)
+	b = append(b, p.sessionJSON...)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, m.Seq, 10)
+	b = append(b, `,"line":`...)
+	b = append(b, p.names[m.Line]...)
+	b = append(b, `,"data":"`...)
+	b = hex.AppendEncode(b, m.Data)
+	b = append(b, "\"}\n"...)
+	p.write(b)
+}
+
+// Gap implements arb.Handler.
+func (p *printer) Gap(g arb.Gap) {
+	b := append(p.buf[:0], `{"gap_from":`...)
+	b = strconv.AppendUint(b, g.From, 10)
+	b = append(b, `,"gap_to":`...)
+	b = strconv.AppendUint(b, g.To, 10)
+	b = append(b, "}\n"...)
+	p.write(b)
+}
+
+func (p *printer) write(b []byte) {
+	p.buf = b
+	if p.err == nil {
+		_, p.err = p.w.Write(b)
+	}
+}
+
+func summary(w io.Writer, a *arb.Arbiter, dec *udpcap.Decoder, lines []line, errs []error, wall time.Duration) {
+	st := a.Stats()
+	ds := dec.Stats()
+	s, _ := a.Session()
+	fmt.Fprintf(w, "mcastfeed: session %q: %d messages delivered, %d gaps (%d messages lost), next seq %d; %d frames, %d feed datagrams in %v\n",
+		sessionText(s), st.Delivered, st.Gaps, st.Lost, st.Next, ds.Frames, ds.Datagrams, wall.Round(time.Millisecond))
+	for i, l := range lines {
+		ls := a.LineStats(i)
+		avg := time.Duration(0)
+		if ls.Duplicates > 0 {
+			avg = time.Duration(ls.BehindSum / int64(ls.Duplicates))
+		}
+		fmt.Fprintf(w, "  line %s %v: %d datagrams (%d heartbeats), %d messages, won %d, duplicates %d (behind by %v on average, %v at most), late %d, stale %d, malformed %d, other session %d\n",
+			l.name, l.stream, ls.Datagrams, ls.Heartbeats, ls.Units, ls.Wins, ls.Duplicates, avg, time.Duration(ls.BehindMax),
+			ls.Late, ls.Stale, ls.Malformed, ls.Sessions)
+		if errs[i] != nil {
+			fmt.Fprintf(w, "    first refused datagram: %v\n", errs[i])
+		}
+	}
+	fmt.Fprintf(w, "  frames skipped: %d of other UDP streams, %d not UDP, %d not IPv4, %d fragments, %d truncated, %d malformed, %d of other link types\n",
+		ds.Unmatched, ds.NotUDP, ds.NotIPv4, ds.Fragments, ds.Truncated, ds.Malformed, ds.LinkType)
+}
