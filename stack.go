@@ -138,7 +138,7 @@ func New(cfg Config) (*Stack, error) {
 		s.sy = newSyncer()
 	}
 	s.st = gstack.New(gstack.Options{
-		NetworkProtocols:   []gstack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
+		NetworkProtocols:   []gstack.NetworkProtocolFactory{ipv4.NewProtocolWithOptions(ipv4.Options{IGMP: ipv4.IGMPOptions{Enabled: true}}), arp.NewProtocol},
 		TransportProtocols: []gstack.TransportProtocolFactory{tcpFactory(s.sy, &s.tcp), udp.NewProtocol, icmp.NewProtocol4},
 		NUDDisp:            s.arp,
 		Clock:              newClock(s.sy.stamp()),

@@ -143,6 +143,7 @@ func (s *Stack) udpEndpoint(local tcpip.FullAddress, remote *tcpip.FullAddress) 
 		ep.Close()
 		return nil, convertError(err)
 	}
+	ep.SocketOptions().SetMulticastLoop(false) // JoinGroup's default (multicast.go)
 	c := &UDPConn{s: s, t: s.wire.udp, port: a.Port}
 	c.local = tcpip.AddrFrom4(s.cfg.Addr.Addr().As4())
 	c.init(wq, ep, &s.cfg)

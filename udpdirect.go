@@ -89,7 +89,7 @@ func parseUDP4(b []byte, self *udpSelf) (udpDatagram, udpVerdict) {
 		return d, udpPass
 	}
 	d.src, d.dst = ip.SourceAddress(), ip.DestinationAddress()
-	if d.dst != self.addr && d.dst != header.IPv4Broadcast && d.dst != self.subnetBroadcast {
+	if d.dst != self.addr && d.dst != header.IPv4Broadcast && d.dst != self.subnetBroadcast && !isMulticast4(d.dst) {
 		return d, udpPass
 	}
 	// Sources netstack refuses (RFC 1122 3.2.1.3, martians, our own).
@@ -127,6 +127,12 @@ type udpTable struct {
 	pages [256]atomic.Pointer[udpPortPage]
 	open  atomic.Int32 // sockets registered
 	mu    sync.Mutex   // serialises add and remove
+
+	// mcast holds the sockets' multicast memberships (multicast.go),
+	// replaced, never changed, under mcastMu.
+	mcast    atomic.Pointer[map[mcastKey]*UDPConn]
+	mcastMu  sync.Mutex
+	notForUs *tcpip.StatCounter // Stats.DropIPv4NotForUs
 }
 
 // udpPortPage holds the sockets of 256 consecutive ports.
@@ -140,7 +146,7 @@ const (
 )
 
 func newUDPTable(s *Stack) *udpTable {
-	t := &udpTable{stats: s.st.Stats().UDP}
+	t := &udpTable{stats: s.st.Stats().UDP, notForUs: s.st.Stats().IP.InvalidDestinationAddressesReceived}
 	p := s.cfg.Addr
 	t.self.addr = tcpip.AddrFrom4(p.Addr().As4())
 	if p.Bits() < 31 {
@@ -175,6 +181,7 @@ func (t *udpTable) remove(port uint16, c *UDPConn) {
 	defer t.mu.Unlock()
 	if p := t.pages[port>>8].Load(); p != nil && p[port&0xff].CompareAndSwap(c, nil) {
 		t.open.Add(-1)
+		t.dropMemberships(port, c)
 	}
 }
 
@@ -226,6 +233,10 @@ func (t *udpTable) deliver(pkt *gstack.PacketBuffer, rx int64) bool {
 	}
 	if c.connected && (d.src != c.remote || d.srcPort != c.remotePort) {
 		return false // netstack's connected endpoint refuses it, as before
+	}
+	if isMulticast4(d.dst) && !t.joined(d.dstPort, d.dst, c) {
+		t.notForUs.Increment() // a group this socket did not join
+		return true
 	}
 	if len(d.payload) > c.ring.slotSize && !c.recv.set.Load() {
 		return false // larger than the link's MTU said: netstack's endpoint holds it
@@ -339,6 +350,9 @@ const udpRouteCache = 4
 // (broadcast, our own address, no route: the netstack endpoint then sends,
 // or reports the error).
 func (c *UDPConn) route(to tcpip.Address) *udpRoute {
+	if isMulticast4(to) {
+		return nil // the netstack endpoint applies the multicast TTL and loopback
+	}
 	for i := range c.routes {
 		if e := c.routes[i].Load(); e != nil && e.to == to && e.acquire() {
 			return e

@@ -1,0 +1,187 @@
+package tickwire_test
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+)
+
+var testGroup = netip.MustParseAddr("239.1.2.3")
+
+// multicastMAC is the Ethernet address of an IPv4 group (RFC 1112 6.4).
+func multicastMAC(g netip.Addr) net.HardwareAddr {
+	a := g.As4()
+	return net.HardwareAddr{0x01, 0x00, 0x5e, a[1] & 0x7f, a[2], a[3]}
+}
+
+// groupFrame is a frame from A to group:port carrying payload.
+func groupFrame(p *pair, group netip.Addr, port uint16, payload []byte) []byte {
+	src := addrPort(addrA, 4000)
+	ip := ipv4Packet(addrA.Addr(), group, uint8(header.UDPProtocolNumber), udpDatagram(src, netip.AddrPortFrom(group, port), payload))
+	return ethernet(multicastMAC(group), p.pa.MAC(), uint16(header.IPv4ProtocolNumber), ip)
+}
+
+// TestMulticastDirect injects datagrams for a group into B: a socket
+// receives them once it joined, on the direct path and without allocating,
+// and not before nor after it left; another socket never does.
+func TestMulticastDirect(t *testing.T) {
+	p := newPair(t, staticARP)
+	var got, other atomic.Int64
+	c, err := p.b.ServeUDP(5000, func(c *tickwire.UDPConn, payload []byte, from netip.AddrPort) { got.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := p.b.ServeUDP(5001, func(c *tickwire.UDPConn, payload []byte, from netip.AddrPort) { other.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	f, fo := groupFrame(p, testGroup, 5000, []byte("tick")), groupFrame(p, testGroup, 5001, []byte("tick"))
+	send := func(f []byte) {
+		t.Helper()
+		if err := p.pa.Send(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notForUs := p.b.Stats().DropIPv4NotForUs
+	send(f)
+	if got.Load() != 0 {
+		t.Fatal("delivered before the join")
+	}
+	if err := c.JoinGroup(testGroup); err != nil {
+		t.Fatal(err)
+	}
+	send(fo) // o did not join
+	send(f)
+	if got.Load() != 1 || other.Load() != 0 {
+		t.Fatalf("joined socket got %d, other %d; want 1, 0", got.Load(), other.Load())
+	}
+	if d := p.b.Stats().DropIPv4NotForUs - notForUs; d != 2 {
+		t.Errorf("DropIPv4NotForUs rose by %d, want 2", d)
+	}
+	if !raceEnabled {
+		if allocs := testing.AllocsPerRun(1000, func() { send(f) }); allocs != 0 {
+			t.Errorf("%.2f allocations per multicast datagram, want 0", allocs)
+		}
+	}
+	before := got.Load()
+	if err := c.LeaveGroup(testGroup); err != nil {
+		t.Fatal(err)
+	}
+	send(f)
+	if got.Load() != before {
+		t.Error("delivered after the leave")
+	}
+	c.Close()
+}
+
+// TestMulticastRead reads a group's datagram with ReadFromUDPAddrPort.
+func TestMulticastRead(t *testing.T) {
+	p := newPair(t, staticARP)
+	c, err := p.b.ListenUDP(5002)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.JoinGroup(testGroup); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.pa.Send(groupFrame(p, testGroup, 5002, []byte("quote"))); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 64)
+	n, from, err := c.ReadFromUDPAddrPort(buf)
+	if err != nil || string(buf[:n]) != "quote" || from != addrPort(addrA, 4000) {
+		t.Fatalf("read %q from %v: %v", buf[:n], from, err)
+	}
+}
+
+// TestMulticastSend has A send to a group B joined, over the pipe.
+func TestMulticastSend(t *testing.T) {
+	p := newPair(t, staticARP)
+	got := make(chan string, 4)
+	r, err := p.b.ServeUDP(5003, func(c *tickwire.UDPConn, payload []byte, from netip.AddrPort) {
+		select {
+		case got <- string(payload) + " from " + from.String():
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.JoinGroup(testGroup); err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.a.ListenUDP(4000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.SetMulticastTTL(4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WriteToUDPAddrPort([]byte("hello group"), netip.AddrPortFrom(testGroup, 5003)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-got:
+		if want := "hello group from " + addrPort(addrA, 4000).String(); m != want {
+			t.Errorf("got %q, want %q", m, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("nothing received; B's stats %+v", p.b.Stats())
+	}
+}
+
+func TestMulticastErrors(t *testing.T) {
+	p := newPair(t, staticARP)
+	c, err := p.b.ListenUDP(5004)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.JoinGroup(netip.MustParseAddr("10.0.0.9")); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("join of a unicast address: %v", err)
+	}
+	if err := c.LeaveGroup(testGroup); !errors.Is(err, syscall.EADDRNOTAVAIL) {
+		t.Errorf("leave without join: %v", err)
+	}
+	if err := c.JoinGroup(testGroup); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.JoinGroup(testGroup); !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("second join: %v", err)
+	}
+	if err := c.SetMulticastTTL(256); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("TTL 256: %v", err)
+	}
+	for i := 1; i < tickwire.MaxMulticastGroups; i++ {
+		if err := c.JoinGroup(netip.AddrFrom4([4]byte{239, 2, byte(i >> 8), byte(i)})); err != nil {
+			t.Fatalf("join %d: %v", i, err)
+		}
+	}
+	if err := c.JoinGroup(netip.MustParseAddr("239.3.0.0")); !errors.Is(err, tickwire.ErrTooManyGroups) {
+		t.Errorf("join past the bound: %v", err)
+	}
+	c.Close()
+	if err := c.JoinGroup(testGroup); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("join after close: %v", err)
+	}
+	// Close gave the memberships back.
+	d, err := p.b.ListenUDP(5005)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.JoinGroup(testGroup); err != nil {
+		t.Errorf("join after the other socket closed: %v", err)
+	}
+}
