@@ -117,6 +117,15 @@ var measures = []measure{
 		setup: setupFastDecode,
 	},
 	{
+		name: "arbiter_ns", unit: "ns/datagram", better: lower, quick: true,
+		baselineName: "plain copy of the datagram",
+		doc: "Nanoseconds per datagram through arb.Arbiter: two lines of MoldUDP64 packets of " +
+			"one 32-byte message, each line losing 1% (never both), A's copy then B's per " +
+			"sequence number, 4096 sequence numbers per pass (a new session each pass), " +
+			"in memory; baseline: copying each datagram into one buffer.",
+		setup: setupArbiter,
+	},
+	{
 		name: "mirror_reassembly", unit: "segments/s", better: higher, quick: true,
 		baselineName: "gopacket/reassembly",
 		doc: "Segments per second through the passive reassembler, 1408-byte segments of one flow " +
