@@ -9,8 +9,27 @@
 // STEP sequence gaps, decode errors, flow starts and ends), ring 3 host-path
 // notifications. A Slot reads and writes one record in place.
 //
-// Backends: the software twin (package hwoffload/twin) serves the same map
-// from a shared file. The PCIe backend and the general TOE / UDP host path
-// (the command ring) are not implemented yet; REGISTERS.md says what is
+// A host opens an engine with Open (or OpenRegion for a mapping it holds),
+// configures it while stopped, sets it running, and reads each ring with
+// its Ring: Read returns the next slot in place (valid until the next Read,
+// which releases it by storing CONS) and the number of records the engine
+// dropped before it, seen as a jump in seq; Wait spins or sleeps for one.
+// Reading and decoding a record allocates nothing.
+//
+//	dev, err := hwoffload.Open(ctx, "twin:/dev/shm/u50")
+//	err = dev.Configure(hwoffload.Config{MirrorServer: netip.MustParseAddrPort("10.31.0.1:9129")})
+//	err = dev.Run(ctx)
+//	trades := dev.Ring(hwoffload.RingTrades)
+//	for {
+//		s, lost, err := trades.Wait(ctx, 0) // 0 spins; a duration sleeps between looks
+//		...
+//		s.Trade(&t)                         // typed sse.Trade, or s itself (the raw slot)
+//	}
+//
+// Backends: the software twin (package hwoffload/twin, examples/u50twin)
+// serves the same map from a shared file; package hwoffload/conformance
+// checks any Device against the contract. Not implemented yet: the PCIe
+// backend (Open("pci:...") returns ErrNotImplemented) and the general TOE /
+// UDP host path (the command ring and ring 3); REGISTERS.md says what is
 // missing.
 package hwoffload
