@@ -176,4 +176,24 @@ var measures = []measure{
 			"step.Parser and the generic decoder.",
 		setup: setupWireToTrade,
 	},
+	{
+		name: "hwoffload_twin_latency", unit: "us", better: lower, latency: true, quick: true,
+		baselineName: "feed.Decoder called directly",
+		doc: "Latency from the offload engine's twin taking a pcap frame (the record's rx_cycles) to the " +
+			"host reading the trade or order record from its ring (hwoffload.Ring.Read spinning on rings 0 " +
+			"and 1 in another goroutine), over a 2000-message internal/capgen feed replayed as fast as the " +
+			"twin takes it; baseline: feed.Decoder (mirror + fast/sse) called directly in the same run, from " +
+			"HandleFrame to the record's callback. The seed's card: 468 ns to the mirror TOE, 678 ns with " +
+			"FAST decoding (ILA cycle counts, not comparable end to end).",
+		setup: setupTwinLatency,
+	},
+	{
+		name: "hwoffload_ring_read", unit: "ns/record", better: lower, quick: true,
+		baselineName: "Go channel of sse.Trade/sse.Order",
+		doc: "Host cost per record of reading full result rings: hwoffload.Ring.Read and Slot.Trade / " +
+			"Slot.Order (typed values decoded from the 128-byte slots, CONS stored per record) over the " +
+			"records a twin wrote from a 2000-message feed; baseline: receiving the same records from " +
+			"buffered Go channels filled beforehand. Allocations per record.",
+		setup: setupRingRead,
+	},
 }
