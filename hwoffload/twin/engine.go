@@ -297,7 +297,10 @@ func (e *engine) reset() {
 	e.updateStatus()
 }
 
-// publishCounters stores the counter and latency registers.
+// publishCounters stores the counter and latency registers, and writes a
+// decode error record per error the decoder counted since the last call.
+// It runs after each step of frames (at most pollEvery apart while frames
+// flow) rather than per frame: the decoder's Stats walk its flows.
 func (e *engine) publishCounters() {
 	st := e.dec.Stats()
 	e.set64(hwoffload.RegRxFrames, e.rxFrames)
@@ -339,7 +342,6 @@ func (e *engine) frame(f *frame.Frame, now int64) {
 	} else if err := e.dec.HandleFrame(f.LinkType, data, f.Time); err != nil {
 		e.rxDropped++
 	}
-	e.publishCounters()
 }
 
 // wanted applies the MIRROR_SERVER_IP/PORT filter: with either set, only
@@ -407,6 +409,7 @@ func (e *engine) commit(k int) {
 	out := e.cycles()
 	off := rg.base + int(rg.prod&(rg.slots-1))*hwoffload.SlotBytes
 	binary.LittleEndian.PutUint64(e.mem[off+hwoffload.SlotOutCycles:], out)
+	e.set64(hwoffload.RegCycles, out)
 	rg.prod++
 	e.set32(hwoffload.RingReg(k, hwoffload.RingProd), rg.prod)
 	lat := out - e.rxCyc

@@ -14,6 +14,8 @@ import (
 
 func netipAddrPort(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
 
+func netipPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
 // waitErr waits until ERROR holds code.
 func waitErr(ctx context.Context, dev *hwoffload.Device, code hwoffload.ErrorCode) error {
 	for {

@@ -217,6 +217,7 @@ func (e *engine) hasInput() bool {
 // step consumes frames for up to pollEvery and returns how long to wait
 // before the next step (0: go on after a look at the registers).
 func (e *engine) step() time.Duration {
+	defer e.publishCounters()
 	deadline := e.monoNow() + int64(pollEvery)
 	for e.running {
 		if e.next == e.n {
