@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,9 @@ import (
 )
 
 func TestCommands(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		t.Skip("region files need mmap: Linux and macOS only")
+	}
 	feed, err := capgen.Generate(capgen.Options{Messages: 20, Seed: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -108,3 +108,17 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestInMemory runs the twin with its region in Go memory, as on systems
+// without file mapping.
+func TestInMemory(t *testing.T) {
+	f, path := capture(t, capgen.Options{Messages: 100, Seed: 8})
+	tw, dev := startInMemory(t, openPcap(t, path), 12)
+	if tw.Path() != "" {
+		t.Errorf("Path %q", tw.Path())
+	}
+	if err := dev.Run(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, f, drain(t, dev))
+}

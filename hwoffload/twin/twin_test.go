@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,6 +53,9 @@ func capture(t *testing.T, opt capgen.Options) (*capgen.Feed, string) {
 // host does.
 func start(t *testing.T, src frame.Source, log2 int) (*twin.Twin, *hwoffload.Device) {
 	t.Helper()
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		return startInMemory(t, src, log2) // no file mapping here
+	}
 	path := filepath.Join(t.TempDir(), "u50")
 	tw, err := twin.New(twin.Config{Region: path, Input: src, RingLog2: log2})
 	if err != nil {
@@ -66,6 +70,26 @@ func start(t *testing.T, src frame.Source, log2 int) (*twin.Twin, *hwoffload.Dev
 		}
 	})
 	dev, err := hwoffload.Open(ctxT(t), "twin:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	return tw, dev
+}
+
+// startInMemory is start with the region in Go memory.
+func startInMemory(t *testing.T, src frame.Source, log2 int) (*twin.Twin, *hwoffload.Device) {
+	t.Helper()
+	tw, err := twin.New(twin.Config{Input: src, RingLog2: log2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tw.Close() })
+	m, err := tw.Region().Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := hwoffload.OpenRegion(ctxT(t), m)
 	if err != nil {
 		t.Fatal(err)
 	}
