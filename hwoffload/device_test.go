@@ -175,3 +175,19 @@ func TestOpenErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitSpinGOMAXPROCS1: a spinning Wait lets a producer goroutine run
+// even with one P.
+func TestWaitSpinGOMAXPROCS1(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	r, d := openFake(t, 4)
+	ring := d.Ring(hwoffload.RingTrades)
+	go produce(r, hwoffload.RingTrades, 1, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	if _, _, err := ring.Wait(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("record after %v", time.Since(start))
+}

@@ -2,6 +2,7 @@ package hwoffload
 
 import (
 	"context"
+	"runtime"
 	"time"
 )
 
@@ -72,10 +73,11 @@ func (r *Ring) Read() (s Slot, lost uint64, ok bool) {
 }
 
 // Wait is Read that waits for a record until ctx is done. With poll 0 it
-// spins (lowest latency, one core busy); otherwise it sleeps poll between
-// looks.
+// spins (lowest latency, one core busy), yielding the processor to other
+// goroutines every spinYield empty looks so that an in-process twin is not
+// starved when GOMAXPROCS is small; otherwise it sleeps poll between looks.
 func (r *Ring) Wait(ctx context.Context, poll time.Duration) (Slot, uint64, error) {
-	for i := 0; ; i++ {
+	for i := 1; ; i++ {
 		if s, lost, ok := r.Read(); ok {
 			return s, lost, nil
 		}
@@ -83,13 +85,22 @@ func (r *Ring) Wait(ctx context.Context, poll time.Duration) (Slot, uint64, erro
 			if err := sleepCtx(ctx, poll); err != nil {
 				return nil, 0, err
 			}
-		} else if i%1024 == 0 {
+			continue
+		}
+		if i%spinYield == 0 {
+			runtime.Gosched()
+		}
+		if i%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, 0, err
 			}
 		}
 	}
 }
+
+// spinYield is the number of empty looks between two runtime.Gosched calls
+// of a spinning Wait.
+const spinYield = 16
 
 // Lost returns the sum of Read's lost since the Device was opened.
 func (r *Ring) Lost() uint64 { return r.lost }
