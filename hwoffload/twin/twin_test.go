@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -305,6 +306,23 @@ func TestLoss(t *testing.T) {
 	}
 	if n := countKind(out.events, hwoffload.KindTCPGap); n != gaps {
 		t.Errorf("%d TCP gap events, the truth has %d gaps", n, gaps)
+	}
+	// One flow: the gap and sequence gap events are the truth's, in order.
+	var tcpGaps []capgen.Range
+	var seqGaps []capgen.SequenceGap
+	for _, e := range out.events {
+		switch e.kind {
+		case hwoffload.KindTCPGap:
+			tcpGaps = append(tcpGaps, capgen.Range{Offset: e.offset, Length: e.length})
+		case hwoffload.KindSeqGap:
+			seqGaps = append(seqGaps, capgen.SequenceGap{Category: e.category, Expected: e.expected, Got: e.got})
+		}
+	}
+	if want := f.Flows[0].Gaps(); !slices.Equal(tcpGaps, want) {
+		t.Errorf("TCP gaps %v, truth %v", tcpGaps, want)
+	}
+	if want := f.SequenceGaps(0); !slices.Equal(seqGaps, want) {
+		t.Errorf("sequence gaps %v, truth %v", seqGaps, want)
 	}
 	if n := countKind(out.events, hwoffload.KindSeqGap); uint64(n) != dev.Counters().StepSeqGaps || n == 0 {
 		t.Errorf("%d sequence gap events, STEP_SEQ_GAPS %d", n, dev.Counters().StepSeqGaps)
