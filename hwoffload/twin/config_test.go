@@ -122,3 +122,19 @@ func TestInMemory(t *testing.T) {
 	}
 	compare(t, f, drain(t, dev))
 }
+
+func TestCloseTwiceConcurrently(t *testing.T) {
+	tw, err := twin.New(twin.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- tw.Close() }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -39,6 +39,7 @@ import (
 	"io"
 	"math"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/tickwire/tickwire/feed"
@@ -94,9 +95,10 @@ type Twin struct {
 	path   string
 	stop   chan struct{}
 	done   chan struct{}
-	closed chan struct{} // closed by Close's first call
 	eng    *engine
-	err    error // Close's result
+
+	closeOnce sync.Once
+	err       error // Close's result, set in closeOnce
 }
 
 // New creates the region, sets every register (MAGIC last) and starts the
@@ -139,7 +141,7 @@ func New(cfg Config) (*Twin, error) {
 		r.Close()
 		return nil, err
 	}
-	t := &Twin{region: r, path: cfg.Region, stop: make(chan struct{}), done: make(chan struct{}), closed: make(chan struct{}), eng: e}
+	t := &Twin{region: r, path: cfg.Region, stop: make(chan struct{}), done: make(chan struct{}), eng: e}
 	go func() {
 		defer close(t.done)
 		e.run(t.stop)
@@ -156,17 +158,13 @@ func (t *Twin) Path() string { return t.path }
 
 // Close stops the engine, waits for its goroutine, unmaps the region and
 // removes its file. Mappings of the region made with Map stay valid.
+// Later calls return the first one's result.
 func (t *Twin) Close() error {
-	select {
-	case <-t.closed:
+	t.closeOnce.Do(func() {
+		close(t.stop)
 		<-t.done
-		return t.err
-	default:
-	}
-	close(t.closed)
-	close(t.stop)
-	<-t.done
-	t.err = t.region.Close()
+		t.err = t.region.Close()
+	})
 	return t.err
 }
 
