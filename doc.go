@@ -111,10 +111,11 @@
 // Timeout method reports true. A TCPConn has net.TCPConn's options:
 // SetKeepAlive, SetKeepAlivePeriod, SetKeepAliveConfig, SetLinger,
 // SetNoDelay, SetReadBuffer, SetWriteBuffer, and SetTOS for the IPv4 TOS
-// byte (the DSCP) of its segments. Stack.Shutdown(ctx) stops a stack
-// gracefully, as http.Server.Shutdown stops a server: it stops accepting,
-// sends every connection's written bytes and FIN, waits for the peers to
-// acknowledge them until ctx ends, then resets what is left and closes.
+// byte (the DSCP) of its segments; UDPConn.SetTOS marks datagrams.
+// Stack.Shutdown(ctx) stops a stack gracefully, as http.Server.Shutdown
+// stops a server: it stops accepting, sends every connection's written
+// bytes and FIN, waits for the peers to acknowledge them until ctx ends,
+// then resets what is left and closes.
 //
 // # net.Conn or the handler API
 //

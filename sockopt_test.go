@@ -294,3 +294,48 @@ func TestBuffers(t *testing.T) {
 		}
 	}
 }
+
+// TestUDPTOS checks the type-of-service byte of UDP datagrams on the wire.
+func TestUDPTOS(t *testing.T) {
+	p := newPair(t, nil)
+	srv, err := p.b.ListenUDP(9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := p.a.DialUDP(addrPort(addrB, 9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var frames capture
+	p.pa.SetSniffer(frames.record)
+	defer p.pa.SetSniffer(nil)
+	if err := c.SetTOS(46<<2 | 1); err != nil { // DSCP EF, an ECN bit dropped
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	settled(func() bool { // the first datagram may wait for ARP
+		c.Write([]byte("quote"))
+		srv.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _, err := srv.ReadFromUDPAddrPort(buf)
+		return err == nil
+	})
+	found := 0
+	for _, f := range frames.snapshot() {
+		ip := header.IPv4(f[header.EthernetMinimumSize:])
+		if header.Ethernet(f).Type() != header.IPv4ProtocolNumber || ip.Protocol() != uint8(header.UDPProtocolNumber) {
+			continue
+		}
+		found++
+		if tos, _ := ip.TOS(); tos != 0xb8 {
+			t.Errorf("UDP datagram with TOS %#x, want 0xb8", tos)
+		}
+	}
+	if found == 0 {
+		t.Fatal("no UDP datagram on the wire")
+	}
+	if err := c.SetTOS(-1); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("SetTOS(-1) = %v, want EINVAL", err)
+	}
+}

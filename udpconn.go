@@ -68,6 +68,8 @@ type UDPConn struct {
 	remotePort uint16
 
 	ring *udpRing
+	// tos is the IPv4 TOS byte of the datagrams sent directly (SetTOS).
+	tos atomic.Uint32
 	// rx is the receive time of the datagram the handler is handling or
 	// the last read returned (RxTime).
 	rx atomic.Int64
@@ -508,6 +510,24 @@ func (c *UDPConn) Close() error {
 	}
 	c.wq.EventUnregister(&c.hup)
 	c.dropRoutes()
+	return nil
+}
+
+// SetTOS sets the IPv4 type-of-service byte of the datagrams the socket
+// sends from now on, as golang.org/x/net/ipv4's Conn.SetTOS does: the DSCP
+// in its upper six bits (tos = dscp << 2). The two ECN bits are sent as
+// zero, as TCPConn.SetTOS sends them. tos is 0 to 255 (else the error wraps
+// syscall.EINVAL); the default is 0. It costs a send nothing.
+func (c *UDPConn) SetTOS(tos int) error {
+	if tos < 0 || tos > 255 {
+		return c.opError("set", nil, syscall.EINVAL)
+	}
+	tos &^= 3
+	// netstack's endpoint sends what direct delivery does not (broadcast).
+	if err := c.ep.SetSockOptInt(tcpip.IPv4TOSOption, tos); err != nil {
+		return c.opError("set", nil, c.cause(err))
+	}
+	c.tos.Store(uint32(tos))
 	return nil
 }
 

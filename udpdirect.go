@@ -430,7 +430,8 @@ func (c *UDPConn) sendDirect(e *udpRoute, b []byte, port uint16) tcpip.Error {
 	// on datagrams that fit the MTU: the fragments of a larger one need an
 	// IPv4 ID, which netstack draws from its secure RNG (one allocation).
 	df := int(length)+header.IPv4MinimumSize <= int(r.MTU())
-	if err := r.WritePacket(gstack.NetworkHeaderParams{Protocol: header.UDPProtocolNumber, TTL: r.DefaultTTL(), DF: df}, pkt); err != nil {
+	params := gstack.NetworkHeaderParams{Protocol: header.UDPProtocolNumber, TTL: r.DefaultTTL(), TOS: uint8(c.tos.Load()), DF: df}
+	if err := r.WritePacket(params, pkt); err != nil {
 		c.t.stats.PacketSendErrors.Increment()
 		return err
 	}

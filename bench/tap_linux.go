@@ -94,11 +94,7 @@ func setupTapRTTMode(p params, latency bool) (*pair, error) {
 		return nil, err
 	}
 	var cleanups []func()
-	cleanup := func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}
+	cleanup := func() { undo(cleanups) }
 	fail := func(err error) (*pair, error) { cleanup(); return nil, err }
 
 	kc, err := tapEchoSide(latency, false, &cleanups)
@@ -155,6 +151,13 @@ func setupTapRTTMode(p params, latency bool) (*pair, error) {
 		baseline: func() (sample, error) { return tcpPingPong(vconn, p) },
 		close:    cleanup,
 	}, nil
+}
+
+// undo runs the cleanups of a setup's steps, the last step's first.
+func undo(cleanups []func()) {
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		cleanups[i]()
+	}
 }
 
 // tapCheck returns errSkip (wrapped) when the TAP measures cannot run.
@@ -229,11 +232,7 @@ func setupTapRTTLocked(p params) (*pair, error) {
 		return nil, err
 	}
 	var cleanups []func()
-	cleanup := func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}
+	cleanup := func() { undo(cleanups) }
 	locked, err := tapEchoSide(true, true, &cleanups)
 	if err != nil {
 		cleanup()
