@@ -1,6 +1,7 @@
 package tickwire
 
 import (
+	"encoding/binary"
 	"errors"
 	"net"
 	"net/netip"
@@ -180,3 +181,29 @@ func groupAddr(group netip.Addr) net.Addr {
 
 // isMulticast4 reports whether a is an IPv4 multicast address.
 func isMulticast4(a tcpip.Address) bool { return header.IsV4MulticastAddress(a) }
+
+// groupOf returns a multicast destination as a big-endian uint32, 0 for
+// any other address.
+func groupOf(dst tcpip.Address) uint32 {
+	if !isMulticast4(dst) {
+		return 0
+	}
+	a := dst.As4()
+	return binary.BigEndian.Uint32(a[:])
+}
+
+// RxGroup returns the multicast group the datagram was sent to that the
+// handler is handling (called from an OnReceive handler), or else that the
+// last read returned; the zero Addr for a unicast or broadcast datagram.
+// A socket that joined several groups on one port tells their datagrams
+// apart with it. It allocates nothing; with several goroutines reading c,
+// see RxTime.
+func (c *UDPConn) RxGroup() netip.Addr {
+	g := c.rxGroup.Load()
+	if g == 0 {
+		return netip.Addr{}
+	}
+	var a [4]byte
+	binary.BigEndian.PutUint32(a[:], g)
+	return netip.AddrFrom4(a)
+}

@@ -34,7 +34,13 @@ func groupFrame(p *pair, group netip.Addr, port uint16, payload []byte) []byte {
 func TestMulticastDirect(t *testing.T) {
 	p := newPair(t, staticARP)
 	var got, other atomic.Int64
-	c, err := p.b.ServeUDP(5000, func(c *tickwire.UDPConn, payload []byte, from netip.AddrPort) { got.Add(1) })
+	var group atomic.Value
+	c, err := p.b.ServeUDP(5000, func(c *tickwire.UDPConn, payload []byte, from netip.AddrPort) {
+		got.Add(1)
+		if got.Load() == 1 {
+			group.Store(c.RxGroup())
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +68,9 @@ func TestMulticastDirect(t *testing.T) {
 	send(f)
 	if got.Load() != 1 || other.Load() != 0 {
 		t.Fatalf("joined socket got %d, other %d; want 1, 0", got.Load(), other.Load())
+	}
+	if g, _ := group.Load().(netip.Addr); g != testGroup {
+		t.Errorf("RxGroup in the handler = %v, want %v", g, testGroup)
 	}
 	if d := p.b.Stats().DropIPv4NotForUs - notForUs; d != 2 {
 		t.Errorf("DropIPv4NotForUs rose by %d, want 2", d)
@@ -101,6 +110,14 @@ func TestMulticastRead(t *testing.T) {
 	n, from, err := c.ReadFromUDPAddrPort(buf)
 	if err != nil || string(buf[:n]) != "quote" || from != addrPort(addrA, 4000) {
 		t.Fatalf("read %q from %v: %v", buf[:n], from, err)
+	}
+	if g := c.RxGroup(); g != testGroup {
+		t.Errorf("RxGroup after the read = %v, want %v", g, testGroup)
+	}
+	// A unicast datagram clears it.
+	sendUDP(t, p, addrPort(addrA, 4000), addrPort(addrB, 5002), []byte("u"), nil)
+	if n, _, err = c.ReadFromUDPAddrPort(buf); err != nil || string(buf[:n]) != "u" || c.RxGroup().IsValid() {
+		t.Errorf("unicast read %q: %v, RxGroup %v", buf[:n], err, c.RxGroup())
 	}
 }
 

@@ -73,6 +73,9 @@ type UDPConn struct {
 	// rx is the receive time of the datagram the handler is handling or
 	// the last read returned (RxTime).
 	rx atomic.Int64
+	// rxGroup is the multicast group of that datagram (RxGroup), 0 for
+	// unicast.
+	rxGroup atomic.Uint32
 
 	readMu sync.Mutex
 	// +checklocks:readMu
@@ -181,17 +184,18 @@ func (c *UDPConn) opError(op string, addr net.Addr, err error) error {
 // It reports false when the ring was full. rx is the datagram's receive
 // time.
 // +checklocksignore: TryLock, which checklocks cannot follow.
-func (c *UDPConn) receive(payload []byte, from netip.AddrPort, rx int64) bool {
+func (c *UDPConn) receive(payload []byte, from netip.AddrPort, rx int64, group uint32) bool {
 	if c.recv.set.Load() && c.recv.mu.TryLock() {
 		c.drainRingLocked() // what waits there came first
 		if !c.closed.Load() {
 			c.rx.Store(rx)
+			c.rxGroup.Store(group)
 			c.recv.handler(c, payload, from)
 		}
 		c.recv.mu.Unlock()
 		return true
 	}
-	if !c.ring.push(payload, from, rx) {
+	if !c.ring.push(payload, from, rx, group) {
 		return false
 	}
 	select {
@@ -268,6 +272,7 @@ func (c *UDPConn) drain() bool {
 			return got // would block, or closed: the loop's select sees Close
 		}
 		c.rx.Store(netstackRxTime(res))
+		c.rxGroup.Store(0)
 		r.handler(c, r.buf[:res.Count], netip.AddrPortFrom(netip.AddrFrom4(res.RemoteAddr.Addr.As4()), res.RemoteAddr.Port))
 		got = true
 	}
@@ -282,11 +287,12 @@ func (c *UDPConn) drainRingLocked() bool {
 	r := &c.recv
 	got := false
 	for !c.closed.Load() {
-		n, from, rx, ok := c.ring.pop(r.buf)
+		n, from, rx, group, ok := c.ring.pop(r.buf)
 		if !ok {
 			break
 		}
 		c.rx.Store(rx)
+		c.rxGroup.Store(group)
 		r.handler(c, r.buf[:n], from)
 		got = true
 	}
@@ -323,11 +329,12 @@ func (c *UDPConn) read(b []byte, from *netip.AddrPort) (int, error) {
 		if err := c.check(expired); err != nil {
 			return 0, err
 		}
-		if n, f, rx, ok := c.ring.pop(b); ok {
+		if n, f, rx, group, ok := c.ring.pop(b); ok {
 			if from != nil {
 				*from = f
 			}
 			c.rx.Store(rx)
+			c.rxGroup.Store(group)
 			return n, nil
 		}
 		c.rw = b
@@ -339,6 +346,7 @@ func (c *UDPConn) read(b []byte, from *netip.AddrPort) (int, error) {
 				*from = netip.AddrPortFrom(netip.AddrFrom4(res.RemoteAddr.Addr.As4()), res.RemoteAddr.Port)
 			}
 			c.rx.Store(netstackRxTime(res))
+			c.rxGroup.Store(0)
 			return res.Count, nil
 		case *tcpip.ErrWouldBlock:
 			if !spin.again() {

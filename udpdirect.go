@@ -243,7 +243,7 @@ func (t *udpTable) deliver(pkt *gstack.PacketBuffer, rx int64) bool {
 	}
 	t.stats.PacketsReceived.Increment()
 	from := netip.AddrPortFrom(netip.AddrFrom4(d.src.As4()), d.srcPort)
-	if !c.receive(d.payload, from, rx) {
+	if !c.receive(d.payload, from, rx, groupOf(d.dst)) {
 		t.stats.ReceiveBufferErrors.Increment()
 	}
 	return true
@@ -264,19 +264,21 @@ type udpRing struct {
 }
 
 type udpSlot struct {
-	buf  []byte // slotSize bytes once used
-	n    int
-	from netip.AddrPort
-	rx   int64 // receive time
+	buf   []byte // slotSize bytes once used
+	n     int
+	from  netip.AddrPort
+	rx    int64  // receive time
+	group uint32 // multicast destination, 0 for unicast (multicast.go)
 }
 
 func newUDPRing(slots, slotSize int) *udpRing {
 	return &udpRing{slots: make([]udpSlot, slots), slotSize: slotSize}
 }
 
-// push copies payload, received from from at rx, into the next free slot,
-// reporting false when the ring is full or payload does not fit a slot.
-func (r *udpRing) push(payload []byte, from netip.AddrPort, rx int64) bool {
+// push copies payload, received from from at rx (sent to group, 0 for
+// unicast), into the next free slot, reporting false when the ring is full
+// or payload does not fit a slot.
+func (r *udpRing) push(payload []byte, from netip.AddrPort, rx int64, group uint32) bool {
 	if len(payload) > r.slotSize {
 		return false
 	}
@@ -290,25 +292,25 @@ func (r *udpRing) push(payload []byte, from netip.AddrPort, rx int64) bool {
 		s.buf = make([]byte, r.slotSize)
 	}
 	s.n = copy(s.buf, payload)
-	s.from, s.rx = from, rx
+	s.from, s.rx, s.group = from, rx, group
 	r.n++
 	return true
 }
 
 // pop copies the oldest datagram into b, truncating it to len(b), and
 // frees its slot; ok is false when the ring is empty.
-func (r *udpRing) pop(b []byte) (n int, from netip.AddrPort, rx int64, ok bool) {
+func (r *udpRing) pop(b []byte) (n int, from netip.AddrPort, rx int64, group uint32, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.n == 0 {
-		return 0, netip.AddrPort{}, 0, false
+		return 0, netip.AddrPort{}, 0, 0, false
 	}
 	s := &r.slots[r.head]
 	n = copy(b, s.buf[:s.n])
-	from, rx = s.from, s.rx
+	from, rx, group = s.from, s.rx, s.group
 	r.head = (r.head + 1) % len(r.slots)
 	r.n--
-	return n, from, rx, true
+	return n, from, rx, group, true
 }
 
 // udpRoute is a cached netstack route to one destination. refs counts the
