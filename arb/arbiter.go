@@ -268,6 +268,11 @@ func (a *Arbiter) Stats() Stats {
 // LineStats returns the counters of line i (0 <= i < Config.Lines).
 func (a *Arbiter) LineStats(i int) LineStats { return a.lines[i] }
 
+// Ended reports whether the MoldUDP64 session has ended and every message
+// before its end has been delivered or declared lost: nothing more is to
+// come from it.
+func (a *Arbiter) Ended() bool { return a.ended && a.pending == 0 && a.next >= a.hi }
+
 // Session returns the MoldUDP64 session followed, and false before the
 // first valid packet.
 func (a *Arbiter) Session() ([MoldSessionLen]byte, bool) { return a.session, a.haveSession }

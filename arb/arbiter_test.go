@@ -193,7 +193,17 @@ func TestArbiterSessions(t *testing.T) {
 	a.Datagram(0, arb.AppendMold(nil, "S1", 1, 0, []byte("a")), 0)
 	a.Datagram(0, arb.AppendMold(nil, "S1", 3, 0, []byte("c")), 0)
 	a.Datagram(0, arb.AppendMold(nil, "S1", 4, arb.MoldEndOfSession), 0)
+	if a.Ended() {
+		t.Error("Ended with message 2 still awaited")
+	}
 	a.Datagram(1, arb.AppendMold(nil, "S2", 1, 0, []byte("x")), 0)
+	if a.Ended() {
+		t.Error("Ended right after a new session started")
+	}
+	a.Datagram(1, arb.AppendMold(nil, "S2", 2, arb.MoldEndOfSession), 0)
+	if !a.Ended() {
+		t.Error("not Ended after the end of session S2")
+	}
 	want := []string{"1:a@0", "gap 2-2 end", "3:c@0", "1:x@1"}
 	if !reflect.DeepEqual(r.events(), want) {
 		t.Errorf("got %q, want %q", r.events(), want)
