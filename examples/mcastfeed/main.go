@@ -5,6 +5,11 @@
 //
 //	go run ./examples/mcastfeed -pcap FILE -line A=239.1.1.1:5000 -line B=239.1.1.2:5000 -format json
 //
+// Live, as root, on a tickwire stack on a new TAP device whose kernel side
+// routes the groups to it (ip route add 224.0.0.0/4 dev NAME):
+//
+//	go run ./examples/mcastfeed -tap NAME -addr 10.207.0.2/24 -host 10.207.0.1/24 -line A=... -line B=... -format json
+//
 // Flags:
 //
 //	-pcap FILE             capture to read (pcap in all variants or pcapng,
@@ -18,6 +23,18 @@
 //	-gap-timeout D         how long a missing message is waited for, in capture
 //	                       time, before it is declared lost (default 100ms)
 //	-format json           output format; json is the only one
+//	-tap NAME              live mode: create TAP device NAME, run a tickwire
+//	                       stack on it, join every line's group (IGMP) and
+//	                       arbitrate in wall time (the frames' receive times)
+//	-addr A/P, -host H/P   live: the stack's and the kernel side's addresses
+//	                       (default 10.207.0.2/24 and 10.207.0.1/24)
+//	-duration D            live: stop after D; otherwise live mode runs until
+//	                       SIGINT or SIGTERM, or until the MoldUDP64 session
+//	                       has ended and nothing is left to wait for
+//
+// Live, a line's datagrams are those its socket receives for its group and
+// port (tickwire's RxGroup), from SRC when given; one socket serves each
+// port. -iface (passive capture from an interface) is not implemented.
 //
 // Output, one object per line of stdout:
 //
@@ -35,8 +52,9 @@
 // A summary goes to stderr: datagrams per line, messages delivered, gaps,
 // and per line the messages it won, its duplicates and how far behind it
 // was, its late and malformed datagrams, and the frames the capture held
-// that were not the feed's. The exit status is 0 at the end of the capture,
-// 1 when the capture cannot be read, 2 for bad flags.
+// that were not the feed's. The exit status is 0 at the end of the capture
+// (live: at the end), 1 when the capture cannot be read or the device not
+// made, 2 for bad flags.
 package main
 
 import (
@@ -111,6 +129,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&lines, "line", "a line, `NAME=GROUP:PORT[@SRC]`; repeat per line")
 	timeout := fs.Duration("gap-timeout", arb.DefaultGapTimeout, "capture time a missing message is waited for")
 	format := fs.String("format", "json", "output format (json)")
+	var live liveOptions
+	fs.StringVar(&live.tap, "tap", "", "live: create TAP device `NAME` and run a tickwire stack on it (root)")
+	fs.Func("addr", "live: the stack's address, `A/P` (default 10.207.0.2/24)", func(v string) (err error) {
+		live.addr, err = netip.ParsePrefix(v)
+		return err
+	})
+	fs.Func("host", "live: the kernel side's address, `H/P` (default 10.207.0.1/24; empty for none)", func(v string) (err error) {
+		if v == "" {
+			live.host = netip.Prefix{}
+			return nil
+		}
+		live.host, err = netip.ParsePrefix(v)
+		return err
+	})
+	fs.DurationVar(&live.duration, "duration", 0, "live: stop after this long (0: at the end of the session or on SIGINT/SIGTERM)")
+	live.addr = netip.MustParsePrefix("10.207.0.2/24")
+	live.host = netip.MustParsePrefix("10.207.0.1/24")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -118,8 +153,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "mcastfeed: unexpected arguments %q\n", fs.Args())
 		return 2
-	case *path == "":
-		fmt.Fprintln(stderr, "mcastfeed: -pcap FILE is required")
+	case *path == "" && live.tap == "":
+		fmt.Fprintln(stderr, "mcastfeed: -pcap FILE or -tap NAME is required")
+		return 2
+	case *path != "" && live.tap != "":
+		fmt.Fprintln(stderr, "mcastfeed: -pcap and -tap exclude each other")
 		return 2
 	case len(lines) == 0:
 		fmt.Fprintln(stderr, "mcastfeed: at least one -line NAME=GROUP:PORT is required")
@@ -133,6 +171,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case *timeout <= 0:
 		fmt.Fprintln(stderr, "mcastfeed: -gap-timeout must be positive")
 		return 2
+	}
+
+	if live.tap != "" {
+		live.timeout = *timeout
+		return runLive(live, lines, stdout, stderr)
 	}
 
 	out := bufio.NewWriterSize(stdout, 64<<10)
@@ -250,7 +293,10 @@ func (p *printer) write(b []byte) {
 
 func summary(w io.Writer, a *arb.Arbiter, dec *udpcap.Decoder, lines []line, errs []error, wall time.Duration) {
 	st := a.Stats()
-	ds := dec.Stats()
+	var ds udpcap.Stats
+	if dec != nil {
+		ds = dec.Stats()
+	}
 	s, _ := a.Session()
 	fmt.Fprintf(w, "mcastfeed: session %q: %d messages delivered, %d gaps (%d messages lost), next seq %d; %d frames, %d feed datagrams in %v\n",
 		sessionText(s), st.Delivered, st.Gaps, st.Lost, st.Next, ds.Frames, ds.Datagrams, wall.Round(time.Millisecond))
@@ -266,6 +312,9 @@ func summary(w io.Writer, a *arb.Arbiter, dec *udpcap.Decoder, lines []line, err
 		if errs[i] != nil {
 			fmt.Fprintf(w, "    first refused datagram: %v\n", errs[i])
 		}
+	}
+	if dec == nil {
+		return
 	}
 	fmt.Fprintf(w, "  frames skipped: %d of other UDP streams, %d not UDP, %d not IPv4, %d fragments, %d truncated, %d malformed, %d of other link types\n",
 		ds.Unmatched, ds.NotUDP, ds.NotIPv4, ds.Fragments, ds.Truncated, ds.Malformed, ds.LinkType)
