@@ -117,6 +117,16 @@ var measures = []measure{
 		setup: setupFastDecode,
 	},
 	{
+		name: "udp_mcast_rx_latency", unit: "us", better: lower, latency: true, quick: true,
+		baselineName: "kernel to kernel, veth",
+		doc: "Root only. One-way latency of a 64-byte multicast datagram: a kernel UDP sender in a " +
+			"namespace sends to a group over a TAP device to tickwire, whose ServeUDP handler " +
+			"joined the group (JoinGroup) and timestamps it; baseline: a kernel sender and a kernel " +
+			"receiver joined to the group (a goroutine in ReadFrom) in two namespaces joined by a " +
+			"veth pair. One datagram in flight at a time; each side reads time.Now in user code.",
+		setup: setupMcastRx,
+	},
+	{
 		name: "arbiter_ns", unit: "ns/datagram", better: lower, quick: true,
 		baselineName: "plain copy of the datagram",
 		doc: "Nanoseconds per datagram through arb.Arbiter: two lines of MoldUDP64 packets of " +
