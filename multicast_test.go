@@ -1,7 +1,9 @@
 package tickwire_test
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -200,5 +202,107 @@ func TestMulticastErrors(t *testing.T) {
 	defer d.Close()
 	if err := d.JoinGroup(testGroup); err != nil {
 		t.Errorf("join after the other socket closed: %v", err)
+	}
+}
+
+// igmpQuery builds a general IGMP query from A to 224.0.0.1 with the
+// Router Alert option and TTL 1 (RFC 2236, RFC 3376): IGMPv2 when v3 is
+// false (8 bytes), IGMPv3 otherwise (12 bytes). maxResp is in tenths of a
+// second.
+func igmpQuery(p *pair, v3 bool, maxResp byte) []byte {
+	igmp := []byte{0x11, maxResp, 0, 0, 0, 0, 0, 0}
+	if v3 {
+		igmp = append(igmp, 0, 0, 0, 0) // S/QRV, QQIC, no sources
+	}
+	binary.BigEndian.PutUint16(igmp[2:], onesComplement(igmp))
+	ip := make([]byte, 24, 24+len(igmp))
+	ip[0], ip[8], ip[9] = 0x46, 1, 2 // IHL 6, TTL 1, IGMP
+	binary.BigEndian.PutUint16(ip[2:], uint16(24+len(igmp)))
+	src, dst := addrA.Addr().As4(), [4]byte{224, 0, 0, 1}
+	copy(ip[12:], src[:])
+	copy(ip[16:], dst[:])
+	copy(ip[20:], []byte{0x94, 0x04, 0, 0}) // Router Alert
+	binary.BigEndian.PutUint16(ip[10:], onesComplement(ip))
+	return ethernet(net.HardwareAddr{0x01, 0x00, 0x5e, 0, 0, 1}, p.pa.MAC(), uint16(header.IPv4ProtocolNumber), append(ip, igmp...))
+}
+
+func onesComplement(b []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		s += uint32(binary.BigEndian.Uint16(b[i:]))
+	}
+	if len(b)%2 == 1 {
+		s += uint32(b[len(b)-1]) << 8
+	}
+	for s > 0xffff {
+		s = s&0xffff + s>>16
+	}
+	return ^uint16(s)
+}
+
+// TestMulticastAnswersQueries has A query B's group memberships with an
+// IGMPv3 and then an IGMPv2 general query: B answers each with a report of
+// the same version naming the group it joined (to IGMPv3, a current-state
+// record, which the join's state-change reports are not).
+func TestMulticastAnswersQueries(t *testing.T) {
+	p := newPair(t, staticARP)
+	reports := make(chan string, 64)
+	p.pb.SetSniffer(func(f []byte) {
+		if len(f) < 14+20 || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[14+9] != 2 {
+			return
+		}
+		igmp := f[14+int(f[14]&0x0f)*4:]
+		var s string
+		switch {
+		case len(igmp) >= 16 && igmp[0] == 0x22: // v3 report: the first group record's type and address
+			kind := map[byte]string{2: "is_ex", 4: "to_ex"}[igmp[8]]
+			s = fmt.Sprintf("v3 %s %v", kind, netip.AddrFrom4([4]byte(igmp[12:16])))
+		case len(igmp) >= 8 && igmp[0] == 0x16:
+			s = fmt.Sprintf("v2 %v", netip.AddrFrom4([4]byte(igmp[4:8])))
+		default:
+			s = fmt.Sprintf("type %#x", igmp[0])
+		}
+		select {
+		case reports <- s:
+		default:
+		}
+	})
+	c, err := p.b.ListenUDP(5006)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.JoinGroup(testGroup); err != nil {
+		t.Fatal(err)
+	}
+	want := func(report string) {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		for {
+			select {
+			case r := <-reports:
+				if r == report {
+					return
+				}
+				t.Logf("skipping IGMP message %s", r)
+			case <-deadline:
+				t.Fatalf("no %q", report)
+			}
+		}
+	}
+	want("v3 to_ex " + testGroup.String()) // the join's state-change report
+	for _, v3 := range []bool{true, false} {
+		// Drain the join's retransmitted reports, then query.
+		for len(reports) > 0 {
+			<-reports
+		}
+		if err := p.pa.Send(igmpQuery(p, v3, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if v3 {
+			want("v3 is_ex " + testGroup.String()) // a current-state record: the answer
+		} else {
+			want("v2 " + testGroup.String())
+		}
 	}
 }
