@@ -1,6 +1,7 @@
 package arb
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -194,6 +195,8 @@ type Arbiter struct {
 	gapN     int
 
 	session     [MoldSessionLen]byte
+	sessionHi   uint64 // session's first 8 bytes, little-endian, for a quick compare
+	sessionLo   uint16 // its last 2
 	haveSession bool
 	ended       bool
 
@@ -308,10 +311,10 @@ func (a *Arbiter) Datagram(line int, p []byte, now int64) error {
 		return err
 	}
 	if !a.haveSession {
-		a.session = m.Session()
+		a.setSession(m.Session())
 		a.haveSession = true
 		a.stats.Sessions++
-	} else if m.Session() != a.session {
+	} else if binary.LittleEndian.Uint64(p) != a.sessionHi || binary.LittleEndian.Uint16(p[8:]) != a.sessionLo {
 		if !a.ended {
 			ls.Sessions++
 			return ErrOtherSession
@@ -364,14 +367,21 @@ func (a *Arbiter) Reset() {
 	a.pending, a.gapHead, a.gapN = 0, 0, 0
 	clear(a.slots)
 	clear(a.hist)
-	a.session, a.haveSession, a.ended = [MoldSessionLen]byte{}, false, false
+	a.setSession([MoldSessionLen]byte{})
+	a.haveSession, a.ended = false, false
 	clear(a.lines)
 	a.stats = Stats{}
 }
 
+func (a *Arbiter) setSession(s [MoldSessionLen]byte) {
+	a.session = s
+	a.sessionHi = binary.LittleEndian.Uint64(s[:])
+	a.sessionLo = binary.LittleEndian.Uint16(s[8:])
+}
+
 func (a *Arbiter) newSession(s [MoldSessionLen]byte, now int64) {
 	a.End(now)
-	a.session = s
+	a.setSession(s)
 	a.ended = false
 	a.stats.Sessions++
 	a.next, a.hi = a.first, a.first
@@ -453,8 +463,9 @@ func (a *Arbiter) deliver(line int, seq uint64, data []byte, t int64) {
 	h.seq, h.t, h.line = seq, t, int32(line)
 	a.lines[line].Wins++
 	a.stats.Delivered++
-	a.msg = Message{Line: line, Seq: seq, Data: data, Time: t}
-	a.h.Message(&a.msg)
+	m := &a.msg // a field, not a local: a local would escape through h
+	m.Line, m.Seq, m.Data, m.Time = line, seq, data, t
+	a.h.Message(m)
 }
 
 // drain delivers the held units that follow next without a hole.

@@ -56,31 +56,36 @@ type Mold []byte
 // unless it fails.
 func (p Mold) Validate() error {
 	if len(p) < MoldHeaderLen {
-		return &MoldError{Offset: len(p), Err: ErrMoldShort}
+		return moldError(len(p), ErrMoldShort)
 	}
-	n := int(p.Count())
+	n := int(binary.BigEndian.Uint16(p[MoldCountOffset:]))
 	if n == MoldEndOfSession {
 		n = 0
 	}
-	if n > 0 && p.Seq() > ^uint64(0)-uint64(n) {
-		return &MoldError{Offset: MoldSeqOffset, Err: ErrMoldSeqOverflow}
+	if n > 0 && binary.BigEndian.Uint64(p[MoldSeqOffset:]) > ^uint64(0)-uint64(n) {
+		return moldError(MoldSeqOffset, ErrMoldSeqOverflow)
 	}
 	off := MoldHeaderLen
-	for i := 0; i < n; i++ {
+	for ; n > 0; n-- {
 		if len(p)-off < 2 {
-			return &MoldError{Offset: off, Err: ErrMoldTruncated}
+			return moldError(off, ErrMoldTruncated)
 		}
-		l := int(binary.BigEndian.Uint16(p[off:]))
-		if len(p)-off-2 < l {
-			return &MoldError{Offset: off, Err: ErrMoldTruncated}
+		next := off + 2 + int(binary.BigEndian.Uint16(p[off:]))
+		if next > len(p) {
+			return moldError(off, ErrMoldTruncated)
 		}
-		off += 2 + l
+		off = next
 	}
 	if off != len(p) {
-		return &MoldError{Offset: off, Err: ErrMoldTrailing}
+		return moldError(off, ErrMoldTrailing)
 	}
 	return nil
 }
+
+// moldError is kept out of line so that Validate stays small.
+//
+//go:noinline
+func moldError(off int, err error) error { return &MoldError{Offset: off, Err: err} }
 
 // SessionSlice returns the 10-byte session, aliasing p.
 func (p Mold) SessionSlice() []byte { return p[MoldSessionOffset : MoldSessionOffset+MoldSessionLen] }
