@@ -32,9 +32,16 @@
 //	                       SIGINT or SIGTERM, or until the MoldUDP64 session
 //	                       has ended and nothing is left to wait for
 //
-// Live, a line's datagrams are those its socket receives for its group and
-// port (tickwire's RxGroup), from SRC when given; one socket serves each
-// port. -iface (passive capture from an interface) is not implemented.
+//	-iface NAME            live mode, passive: join every line's group through
+//	                       the host's kernel (it sends the IGMP reports) and
+//	                       capture the datagrams from interface NAME with
+//	                       AF_PACKET; the gap timeout runs in capture time,
+//	                       advanced by the wall clock on a quiet link
+//
+// With -tap, a line's datagrams are those its socket receives for its group
+// and port (tickwire's RxGroup), from SRC when given; one socket serves each
+// port. With -iface they are told apart as in a capture: by group, port and
+// SRC.
 //
 // Output, one object per line of stdout:
 //
@@ -130,6 +137,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("gap-timeout", arb.DefaultGapTimeout, "capture time a missing message is waited for")
 	format := fs.String("format", "json", "output format (json)")
 	var live liveOptions
+	iface := fs.String("iface", "", "live: capture from interface `NAME` with AF_PACKET, joining the groups through the host (root)")
 	fs.StringVar(&live.tap, "tap", "", "live: create TAP device `NAME` and run a tickwire stack on it (root)")
 	fs.Func("addr", "live: the stack's address, `A/P` (default 10.207.0.2/24)", func(v string) (err error) {
 		live.addr, err = netip.ParsePrefix(v)
@@ -153,11 +161,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "mcastfeed: unexpected arguments %q\n", fs.Args())
 		return 2
-	case *path == "" && live.tap == "":
-		fmt.Fprintln(stderr, "mcastfeed: -pcap FILE or -tap NAME is required")
+	case *path == "" && live.tap == "" && *iface == "":
+		fmt.Fprintln(stderr, "mcastfeed: -pcap FILE, -tap NAME or -iface NAME is required")
 		return 2
-	case *path != "" && live.tap != "":
-		fmt.Fprintln(stderr, "mcastfeed: -pcap and -tap exclude each other")
+	case (*path != "") && (live.tap != "" || *iface != "") || live.tap != "" && *iface != "":
+		fmt.Fprintln(stderr, "mcastfeed: -pcap, -tap and -iface exclude each other")
 		return 2
 	case len(lines) == 0:
 		fmt.Fprintln(stderr, "mcastfeed: at least one -line NAME=GROUP:PORT is required")
@@ -173,9 +181,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	live.timeout = *timeout
 	if live.tap != "" {
-		live.timeout = *timeout
 		return runLive(live, lines, stdout, stderr)
+	}
+	if *iface != "" {
+		return runIface(*iface, live, lines, stdout, stderr)
 	}
 
 	out := bufio.NewWriterSize(stdout, 64<<10)
