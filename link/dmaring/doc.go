@@ -40,7 +40,7 @@
 // Queue register block (one per EQ, CQ, TX queue and RX queue; 128 bytes):
 //
 //	0x00 base address lo (4 KiB aligned; bits 11:0 mqnic's VF, must be 0)   0x04 base hi
-//	0x08 control: bit 0 enable                 0x0C bits 31:24 log2 size, 23:0 CQN (queue) / EQN (CQ)
+//	0x08 control: bit 0 enable, 31:16 generation   0x0C bits 31:24 log2 size, 23:0 CQN (queue) / EQN (CQ)
 //	0x10 host's pointer: producer of a TX/RX queue (the doorbell), consumer of a CQ/EQ
 //	0x14 arm (CQ, EQ): the host sets 1, the device clears it when it fires
 //	0x40 device's pointer: consumer of a TX/RX queue, producer of a CQ/EQ
@@ -89,8 +89,9 @@
 //     of the host's word.
 //   - Commands are applied by the host to the register words (there is no
 //     hardware to decode them); the device reads and checks the
-//     configuration when it sees a queue enabled, and again after the host
-//     disables and re-enables it.
+//     configuration when it sees a queue enabled, and again whenever the
+//     control word's generation (moved by every SET_ENABLE) changed, so a
+//     disable and re-enable it did not watch is not missed.
 //   - Addresses are offsets in the region, not bus addresses.
 //   - Completions carry a status byte (an ErrCode, in mqnic's rsvd2) and a
 //     flags byte (rsvd3: CplFlagCsum, rx_csum is valid); events add error

@@ -144,7 +144,7 @@ const (
 
 	RegBaseLo  = 0x00 // MQNIC_QUEUE_BASE_ADDR_VF_REG (bits 11:0, the VF, must be 0)
 	RegBaseHi  = 0x04
-	RegCtrl    = 0x08 // bit 0: enabled (MQNIC_QUEUE_ENABLE_MASK)
+	RegCtrl    = 0x08 // bit 0: enabled (MQNIC_QUEUE_ENABLE_MASK); bits 31:16 generation, moved by every SET_ENABLE
 	RegSizeCQN = 0x0C // bits 31:24 log2 size, 23:0 CQN/EQN
 	RegHostPtr = 0x10 // prod ptr of a TX/RX queue, cons ptr of a CQ/EQ
 	RegArm     = 0x14 // 1: armed (CQ, EQ); the device clears it when it fires

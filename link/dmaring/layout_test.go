@@ -121,7 +121,7 @@ func TestCommands(t *testing.T) {
 			t.Fatalf("%#x: %v", c, err)
 		}
 	}
-	if q.LogSize() != 4 || q.CQN() != 1 || q.Load(RegHostPtr) != 3 || q.Load(RegDevPtr) != 7 || q.Load(RegCtrl) != 1 {
+	if q.LogSize() != 4 || q.CQN() != 1 || q.Load(RegHostPtr) != 3 || q.Load(RegDevPtr) != 7 || q.Load(RegCtrl)&CtrlEnable != 1 || q.Load(RegCtrl)>>16 != 2 {
 		t.Fatalf("registers: log %d cqn %d prod %d cons %d ctrl %d", q.LogSize(), q.CQN(), q.Load(RegHostPtr), q.Load(RegDevPtr), q.Load(RegCtrl))
 	}
 	if err := q.Command(CmdSetConsPtr | 1); err == nil {

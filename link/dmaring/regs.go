@@ -93,7 +93,10 @@ func (q Regs) Command(cmd uint32) error {
 		}
 		return nil
 	case cmd&0xFFFFFF00 == CmdSetEnable:
-		q.Store(RegCtrl, cmd&CtrlEnable)
+		// Every SET_ENABLE moves the generation, so a device that did not
+		// look while the queue was disabled still sees the change.
+		gen := (q.Load(RegCtrl)>>16 + 1) & 0xFFFF
+		q.Store(RegCtrl, gen<<16|cmd&CtrlEnable)
 		return nil
 	case cmd&0xFFFFFF00 == CmdSetArm:
 		if q.hostPtrIsProd() {

@@ -1,0 +1,615 @@
+package nicsim
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+
+	"github.com/tickwire/tickwire/link/dmaring"
+)
+
+// txBudget bounds the descriptors one pass serves on one TX queue before
+// the round-robin moves on, so one busy queue cannot starve the others.
+const txBudget = 16
+
+// ErrNoDescriptor is returned by Device.Receive when the RX queue the frame
+// is steered to has no free descriptor (the frame is dropped and counted).
+var ErrNoDescriptor = errors.New("nicsim: RX queue has no free descriptor")
+
+// ErrNotRunning is returned by Device.Receive when the RX queue is not
+// enabled or the device refused its configuration.
+var ErrNotRunning = errors.New("nicsim: RX queue not enabled")
+
+// Config configures New.
+type Config struct {
+	// Region is the host's region. The device maps it again (Region.Map)
+	// and unmaps its own mapping on Close.
+	Region *dmaring.Region
+	// Wakeups are the host's Notifiers (Endpoint.Wakeups); nil means the
+	// device neither sleeps (it polls, yielding between passes) nor raises
+	// interrupts (the host must poll).
+	Wakeups *dmaring.Wakeups
+	// Wire carries frames to and from the outside; nil discards transmitted
+	// frames and receives only through Device.Receive.
+	Wire Wire
+	// Poll is how long the TX loop keeps polling the doorbells after it last
+	// found work before it sleeps (with Wakeups). Default 0: sleep at once.
+	Poll time.Duration
+	// Clock is the device clock; nil starts one from the host's real-time
+	// clock.
+	Clock *Clock
+}
+
+// Stats counts what the device did. All counters only grow.
+type Stats struct {
+	TxFrames, TxBytes uint64 // frames taken from TX rings and put on the wire
+	RxFrames, RxBytes uint64 // frames written to RX rings
+	RxNoDescriptor    uint64 // frames dropped: RX ring empty
+	RxNotRunning      uint64 // frames dropped: RX queue not enabled
+	RxCQFull          uint64 // frames dropped: RX completion queue full
+	Errors            uint64 // errors raised (error events), by any queue
+	EventsDropped     uint64 // events lost to a full event queue
+}
+
+// queueState is the device's cached, validated view of one queue's
+// registers, refreshed when the host disables and re-enables it.
+type queueState struct {
+	configured bool   // validated and serving
+	failed     bool   // refused or stopped until the host disables it
+	ctrl       uint32 // the control word validated (its generation)
+	base       int
+	size       uint32
+	cqn        int
+	cons       uint32 // TX/RX: device's consumer pointer; CQ/EQ: producer pointer
+}
+
+// ring is one queue and the lock of its device-side state.
+type ring struct {
+	mu sync.Mutex
+	// +checklocks:mu
+	st queueState
+	// +checklocks:mu
+	dead bool // the device closed: the region is unmapped
+	regs dmaring.Regs
+	kind dmaring.QueueKind
+	idx  int
+}
+
+// Device is the software NIC serving one region. TX is served by one
+// goroutine (started by New) that walks the TX queues round-robin; RX by
+// whoever calls Receive (the wire's goroutine). Each queue, CQ and EQ has
+// its own device-side lock, so RX queues and TX never contend. Close stops
+// it.
+//
+// Lock order (a queue completes on its CQ, which raises events on its EQ;
+// errors go to the EQ of the queue that raised them):
+//
+//	TX or RX queue ring.mu
+//	  CQ ring.mu
+//	    EQ ring.mu
+type Device struct {
+	r       *dmaring.Region
+	l       dmaring.Layout
+	wake    *dmaring.Wakeups
+	wire    Wire
+	clock   *Clock
+	poll    time.Duration
+	steer   rxSteering
+	txOrder txRoundRobin
+
+	eq, cq, tx, rx []*ring
+
+	txScratch []byte // the frame being transmitted, with its checksum inserted
+
+	stopping atomic.Bool
+	closed   atomic.Bool
+	done     chan struct{}
+
+	clockSec atomic.Uint64 // seconds last written to the clock register
+
+	stats struct {
+		txFrames, txBytes, rxFrames, rxBytes            atomic.Uint64
+		rxNoDesc, rxNotRunning, rxCQFull, errs, evDrops atomic.Uint64
+	}
+}
+
+// New maps cfg.Region, starts serving it and starts the wire.
+func New(cfg Config) (*Device, error) {
+	if cfg.Region == nil {
+		return nil, errors.New("nicsim: Config.Region is nil")
+	}
+	r, err := cfg.Region.Map()
+	if err != nil {
+		return nil, err
+	}
+	d, err := newDevice(r, cfg)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	d.r.Store32(dmaring.HdrDevState, dmaring.DevStateRunning)
+	go d.run()
+	if d.wire != nil {
+		if err := d.wire.Start(d); err != nil {
+			d.Close()
+			return nil, fmt.Errorf("nicsim: start wire: %w", err)
+		}
+	}
+	return d, nil
+}
+
+// newDevice builds a device over r (already mapped) without starting it.
+func newDevice(r *dmaring.Region, cfg Config) (*Device, error) {
+	l := r.Layout()
+	if len(r.Bytes()) < l.Size {
+		return nil, fmt.Errorf("%w: %s", dmaring.ErrBadRegion, dmaring.ErrRegionSmall)
+	}
+	if cfg.Wakeups != nil && (len(cfg.Wakeups.EQ) != l.Queues || cfg.Wakeups.Device == nil) {
+		return nil, errors.New("nicsim: Config.Wakeups do not match the region's queues")
+	}
+	d := &Device{
+		r: r, l: l, wake: cfg.Wakeups, wire: cfg.Wire, clock: cfg.Clock, poll: cfg.Poll,
+		done: make(chan struct{}), txScratch: make([]byte, l.BufSize),
+	}
+	if d.clock == nil {
+		d.clock = NewClock()
+	}
+	mk := func(k dmaring.QueueKind) []*ring {
+		rs := make([]*ring, l.QueueCount(k))
+		for i := range rs {
+			rs[i] = &ring{regs: r.Regs(k, i), kind: k, idx: i}
+		}
+		return rs
+	}
+	d.eq, d.cq, d.tx, d.rx = mk(dmaring.KindEQ), mk(dmaring.KindCQ), mk(dmaring.KindTX), mk(dmaring.KindRX)
+	d.updateClock(true)
+	return d, nil
+}
+
+// Stats returns the device's counters.
+func (d *Device) Stats() Stats {
+	s := &d.stats
+	return Stats{
+		TxFrames: s.txFrames.Load(), TxBytes: s.txBytes.Load(), RxFrames: s.rxFrames.Load(), RxBytes: s.rxBytes.Load(),
+		RxNoDescriptor: s.rxNoDesc.Load(), RxNotRunning: s.rxNotRunning.Load(), RxCQFull: s.rxCQFull.Load(),
+		Errors: s.errs.Load(), EventsDropped: s.evDrops.Load(),
+	}
+}
+
+// Clock returns the device clock.
+func (d *Device) Clock() *Clock { return d.clock }
+
+// Close stops the wire and the TX loop and unmaps the device's view of the
+// region. It is idempotent.
+func (d *Device) Close() error {
+	if !d.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	var err error
+	if d.wire != nil {
+		err = d.wire.Close()
+	}
+	d.stopping.Store(true)
+	if d.wake != nil {
+		d.wake.Device.Notify()
+	}
+	<-d.done
+	// Receive holds each RX ring's lock while it touches the region.
+	for _, q := range d.rx {
+		q.mu.Lock()
+		q.dead = true
+		q.mu.Unlock()
+	}
+	d.r.Store32(dmaring.HdrDevState, dmaring.DevStateStopped)
+	d.r.Close()
+	return err
+}
+
+// updateClock writes the device clock register when the seconds changed
+// since it last did (or always with force), so the host can extend the
+// 16-bit seconds of a stamp.
+func (d *Device) updateClock(force bool) {
+	now := d.clock.Now()
+	sec := uint64(now / 1e9)
+	if !force && d.clockSec.Load() == sec {
+		return
+	}
+	d.clockSec.Store(sec)
+	d.r.SetDeviceClock(sec, uint32(now%1e9))
+}
+
+// run is the TX loop.
+func (d *Device) run() {
+	defer close(d.done)
+	var idleSince time.Time
+	for !d.stopping.Load() {
+		if d.serveTX() {
+			idleSince = time.Time{}
+			continue
+		}
+		d.updateClock(false)
+		if d.wake == nil {
+			runtime.Gosched()
+			continue
+		}
+		if d.poll > 0 {
+			if idleSince.IsZero() {
+				idleSince = time.Now()
+			}
+			if time.Since(idleSince) < d.poll {
+				runtime.Gosched()
+				continue
+			}
+		}
+		idleSince = time.Time{}
+		// Say we sleep, then look again: a host that rang a doorbell
+		// before it saw the flag is found here, one that rings after sees
+		// it and notifies.
+		d.r.Store32(dmaring.HdrDevSleep, 1)
+		if !d.txPending() && !d.stopping.Load() {
+			if d.wake.Device.Wait() != nil {
+				// The host closed its Notifiers: poll slowly until Close.
+				time.Sleep(time.Millisecond)
+			}
+		}
+		d.r.Store32(dmaring.HdrDevSleep, 0)
+	}
+}
+
+// txPending reports whether a TX doorbell moved past the device's pointer.
+func (d *Device) txPending() bool {
+	for _, q := range d.tx {
+		q.mu.Lock()
+		p := q.st.configured && !q.st.failed && (q.regs.Load(dmaring.RegHostPtr)-q.st.cons)&dmaring.PtrMask != 0
+		q.mu.Unlock()
+		if p {
+			return true
+		}
+	}
+	return false
+}
+
+// serveTX serves every TX queue once, round-robin, up to txBudget
+// descriptors each, and reports whether it did anything.
+func (d *Device) serveTX() bool {
+	did := false
+	n := len(d.tx)
+	start := d.txOrder.next(n)
+	for k := range n {
+		if d.serveTXQueue(d.tx[(start+k)%n]) {
+			did = true
+		}
+	}
+	return did
+}
+
+// raise reports an error on queue q: its status register and error count,
+// the region header, and an error event on the queue's event queue.
+func (d *Device) raise(kind dmaring.QueueKind, idx int, regs dmaring.Regs, code dmaring.ErrCode, sticky bool) {
+	d.stats.errs.Add(1)
+	if sticky {
+		regs.Store(dmaring.RegStatus, uint32(code)<<16)
+	}
+	regs.Store(dmaring.RegErrors, regs.Load(dmaring.RegErrors)+1)
+	d.r.Add32(dmaring.HdrDevErrors, 1)
+	d.r.Store32(dmaring.HdrDevLastErr, uint32(code))
+	d.r.Store32(dmaring.HdrDevLastQ, uint32(kind)<<16|uint32(idx))
+	eqn := idx
+	if kind == dmaring.KindCQ {
+		eqn = idx / 2
+	}
+	// An event queue's own error has no queue to go to: the caller holds
+	// that queue's lock, and the queue is what is broken.
+	if kind != dmaring.KindEQ && eqn < len(d.eq) {
+		d.postEvent(eqn, dmaring.EventTypeError, idx, uint32(code), uint32(kind))
+	}
+}
+
+// validate checks q's registers once the host enabled it and caches them;
+// it reports whether q may be served. The caller holds q.mu.
+//
+// +checklocks:q.mu
+func (d *Device) validate(q *ring) bool {
+	ctrl := q.regs.Load(dmaring.RegCtrl)
+	if ctrl != q.st.ctrl && (q.st.configured || q.st.failed) {
+		q.st = queueState{} // disabled, or re-enabled since we looked
+		q.regs.Store(dmaring.RegStatus, 0)
+	}
+	if ctrl&dmaring.CtrlEnable == 0 {
+		return false
+	}
+	if q.st.failed {
+		return false
+	}
+	if q.st.configured {
+		return true
+	}
+	base := q.regs.Base()
+	logSize := q.regs.LogSize()
+	cqn := int(q.regs.CQN())
+	stride := dmaring.DescSize
+	if q.kind == dmaring.KindCQ {
+		stride = dmaring.CplSize
+	} else if q.kind == dmaring.KindEQ {
+		stride = dmaring.EventSize
+	}
+	code := dmaring.ErrNone
+	switch {
+	case base%dmaring.PageSize != 0:
+		code = dmaring.ErrBaseAlign
+	case logSize < dmaring.MinLogSize || logSize > dmaring.MaxLogSize:
+		code = dmaring.ErrLogSize
+	case base < uint64(d.l.RingArea) || base+uint64(stride)<<logSize > uint64(d.l.BufArea):
+		code = dmaring.ErrRingOutside
+	case q.kind == dmaring.KindCQ && cqn >= len(d.eq),
+		(q.kind == dmaring.KindTX || q.kind == dmaring.KindRX) && cqn >= len(d.cq):
+		code = dmaring.ErrBadCQN
+	}
+	if code != dmaring.ErrNone {
+		q.st.failed, q.st.ctrl = true, ctrl
+		d.raise(q.kind, q.idx, q.regs, code, true)
+		return false
+	}
+	q.st = queueState{configured: true, ctrl: ctrl, base: int(base), size: 1 << logSize, cqn: cqn, cons: q.regs.Load(dmaring.RegDevPtr) & dmaring.PtrMask}
+	q.regs.Store(dmaring.RegStatus, dmaring.StatusActive)
+	return true
+}
+
+// available returns the descriptors the host posted beyond the device's
+// pointer, failing the queue when the producer pointer is past the ring.
+//
+// +checklocks:q.mu
+func (d *Device) available(q *ring) (uint32, bool) {
+	n := (q.regs.Load(dmaring.RegHostPtr) - q.st.cons) & dmaring.PtrMask
+	if n > q.st.size {
+		q.st.failed = true
+		d.raise(q.kind, q.idx, q.regs, dmaring.ErrProdPtr, true)
+		return 0, false
+	}
+	return n, true
+}
+
+// desc reads the descriptor at the device's pointer and checks it names a
+// buffer inside the buffer area no longer than the buffer size.
+//
+// +checklocks:q.mu
+func (d *Device) desc(q *ring) (csumCmd uint16, addr, length int, code dmaring.ErrCode) {
+	off := q.st.base + int(q.st.cons&(q.st.size-1))*dmaring.DescSize
+	b := d.r.Bytes()[off : off+dmaring.DescSize]
+	csumCmd = le.Uint16(b[dmaring.DescCsumCmd:])
+	l := le.Uint32(b[dmaring.DescLen:])
+	a := le.Uint64(b[dmaring.DescAddr:])
+	if l == 0 || l > uint32(d.l.BufSize) {
+		return 0, 0, 0, dmaring.ErrDescLen
+	}
+	if a < uint64(d.l.BufArea) || a+uint64(l) > uint64(d.l.BufArea+d.l.BufLen) {
+		return 0, 0, 0, dmaring.ErrDescAddr
+	}
+	return csumCmd, int(a), int(l), dmaring.ErrNone
+}
+
+// completion is what the device writes for one descriptor.
+type completion struct {
+	queue, index, length int
+	ts                   int64
+	status               dmaring.ErrCode
+	csum                 uint16
+	haveCsum             bool
+	hash                 uint32
+	hashType             uint8
+}
+
+// complete writes c to CQ cqn and raises a completion event when the CQ is
+// armed. It reports false when the CQ is full, disabled or refused (the
+// caller stalls or drops).
+func (d *Device) complete(cqn int, c *completion) bool {
+	q := d.cq[cqn]
+	q.mu.Lock()
+	if !d.validate(q) {
+		q.mu.Unlock()
+		return false
+	}
+	hostCons := q.regs.Load(dmaring.RegHostPtr)
+	if (q.st.cons-hostCons)&dmaring.PtrMask >= q.st.size {
+		q.mu.Unlock()
+		return false
+	}
+	off := q.st.base + int(q.st.cons&(q.st.size-1))*dmaring.CplSize
+	b := d.r.Bytes()[off : off+dmaring.CplSize]
+	le.PutUint16(b[dmaring.CplQueue:], uint16(c.queue))
+	le.PutUint16(b[dmaring.CplIndex:], uint16(c.index))
+	le.PutUint16(b[dmaring.CplLen:], uint16(c.length))
+	le.PutUint16(b[6:], 0)
+	le.PutUint32(b[dmaring.CplTsNs:], uint32(c.ts%1e9))
+	le.PutUint16(b[dmaring.CplTsS:], uint16(c.ts/1e9))
+	le.PutUint16(b[dmaring.CplRxCsum:], c.csum)
+	le.PutUint32(b[dmaring.CplRxHash:], c.hash)
+	b[dmaring.CplHashType] = c.hashType
+	b[dmaring.CplPort] = 0
+	b[dmaring.CplStatus] = byte(c.status)
+	var flags byte
+	if c.haveCsum {
+		flags |= dmaring.CplFlagCsum
+	}
+	b[dmaring.CplFlags] = flags
+	le.PutUint32(b[24:], 0)
+	d.r.Store32(off+dmaring.CplPhase, dmaring.PhaseFor(q.st.cons, q.st.size))
+	q.st.cons++
+	q.regs.Store(dmaring.RegDevPtr, q.st.cons&dmaring.PtrMask)
+	armed := q.regs.CompareAndSwap(dmaring.RegArm, 1, 0)
+	eqn := q.st.cqn
+	q.mu.Unlock()
+	if armed {
+		d.postEvent(eqn, dmaring.EventTypeCpl, cqn, 0, 0)
+	}
+	return true
+}
+
+// postEvent writes an event to EQ eqn and interrupts the host when the EQ
+// is armed.
+func (d *Device) postEvent(eqn int, typ uint16, source int, code, kind uint32) {
+	q := d.eq[eqn]
+	q.mu.Lock()
+	if !d.validate(q) {
+		q.mu.Unlock()
+		d.stats.evDrops.Add(1)
+		return
+	}
+	hostCons := q.regs.Load(dmaring.RegHostPtr)
+	if (q.st.cons-hostCons)&dmaring.PtrMask >= q.st.size {
+		q.mu.Unlock()
+		d.stats.evDrops.Add(1)
+		d.interrupt(eqn, q)
+		return
+	}
+	off := q.st.base + int(q.st.cons&(q.st.size-1))*dmaring.EventSize
+	b := d.r.Bytes()[off : off+dmaring.EventSize]
+	clear(b[:dmaring.EventPhase])
+	le.PutUint16(b[dmaring.EventType:], typ)
+	le.PutUint16(b[dmaring.EventSource:], uint16(source))
+	le.PutUint32(b[dmaring.EventCode:], code)
+	le.PutUint32(b[dmaring.EventKind:], kind)
+	d.r.Store32(off+dmaring.EventPhase, dmaring.PhaseFor(q.st.cons, q.st.size))
+	q.st.cons++
+	q.regs.Store(dmaring.RegDevPtr, q.st.cons&dmaring.PtrMask)
+	q.mu.Unlock()
+	d.interrupt(eqn, q)
+}
+
+// interrupt notifies EQ eqn's Notifier when the host armed the EQ.
+func (d *Device) interrupt(eqn int, q *ring) {
+	if q.regs.CompareAndSwap(dmaring.RegArm, 1, 0) && d.wake != nil {
+		d.wake.EQ[eqn].Notify()
+	}
+}
+
+// serveTXQueue transmits up to txBudget frames from q.
+func (d *Device) serveTXQueue(q *ring) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !d.validate(q) {
+		return false
+	}
+	avail, ok := d.available(q)
+	if !ok || avail == 0 {
+		return false
+	}
+	did := false
+	for range min(avail, txBudget) {
+		csumCmd, addr, length, code := d.desc(q)
+		c := completion{queue: q.idx, index: int(q.st.cons & (q.st.size - 1)), length: length, status: code}
+		if code == dmaring.ErrNone {
+			f := d.txScratch[:length]
+			copy(f, d.r.Bytes()[addr:addr+length])
+			insertChecksum(f, csumCmd)
+			c.ts = d.clock.Now()
+			if d.wire != nil {
+				d.wire.Transmit(f, c.ts)
+			}
+			d.stats.txFrames.Add(1)
+			d.stats.txBytes.Add(uint64(length))
+		} else {
+			d.raise(q.kind, q.idx, q.regs, code, false)
+			c.ts = d.clock.Now()
+		}
+		if !d.complete(q.st.cqn, &c) {
+			break // CQ full or refused: stall until the host catches up
+		}
+		q.st.cons++
+		q.regs.Store(dmaring.RegDevPtr, q.st.cons&dmaring.PtrMask)
+		did = true
+	}
+	return did
+}
+
+// insertChecksum carries out a TX checksum command on f: the one's
+// complement of the sum from start to the end, seeded with the field,
+// stored in the field (mqnic's tx_csum_cmd). A command pointing past the
+// frame is ignored.
+func insertChecksum(f []byte, cmd uint16) {
+	if cmd&dmaring.TxCsumEnable == 0 {
+		return
+	}
+	start := int(cmd & 0xff)
+	at := start + int(cmd>>8&0x7f)
+	if at+2 > len(f) {
+		return
+	}
+	s := ^checksum.Checksum(f[start:], 0)
+	if s == 0 && at-start == 6 {
+		s = 0xffff // UDP sends a computed zero as all ones
+	}
+	f[at], f[at+1] = byte(s>>8), byte(s)
+}
+
+// Receive puts one frame that arrived from the wire at time ts into the
+// RX queue steering picks, and completes it. ts 0 means now on the device
+// clock; any other ts (Unix ns) steps the device clock to it first, as a
+// replay keeping capture times does: a completion holds only 16 bits of
+// seconds, so the clock register must agree with the stamps. It does NOT take ownership of frame: the bytes are copied into the
+// host's buffer. It returns ErrNoDescriptor or ErrNotRunning when the frame
+// was dropped (and counted) for want of a buffer or a running queue, and
+// is safe for concurrent use (each RX queue has its own lock).
+func (d *Device) Receive(frame []byte, ts int64) error {
+	hash, hashType, qi := d.steer.Classify(frame)
+	if qi < 0 || qi >= len(d.rx) {
+		qi = 0
+	}
+	return d.receiveOn(d.rx[qi], frame, ts, hash, hashType)
+}
+
+func (d *Device) receiveOn(q *ring, frame []byte, ts int64, hash, hashType uint32) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.dead || !d.validate(q) {
+		d.stats.rxNotRunning.Add(1)
+		return ErrNotRunning
+	}
+	avail, ok := d.available(q)
+	if !ok {
+		d.stats.rxNotRunning.Add(1)
+		return ErrNotRunning
+	}
+	if avail == 0 {
+		d.stats.rxNoDesc.Add(1)
+		return ErrNoDescriptor
+	}
+	if ts == 0 {
+		ts = d.clock.Now()
+	} else {
+		d.clock.Step(ts)
+	}
+	d.updateClock(false)
+	_, addr, length, code := d.desc(q)
+	c := completion{queue: q.idx, index: int(q.st.cons & (q.st.size - 1)), ts: ts, hash: hash, hashType: uint8(hashType)}
+	if code == dmaring.ErrNone && len(frame) > length {
+		code = dmaring.ErrFrameTooLong
+	}
+	if code != dmaring.ErrNone {
+		d.raise(q.kind, q.idx, q.regs, code, false)
+		c.status = code
+	} else {
+		copy(d.r.Bytes()[addr:addr+len(frame)], frame)
+		c.length = len(frame)
+		if len(frame) > 14 {
+			c.csum, c.haveCsum = checksum.Checksum(frame[14:], 0), true
+		}
+	}
+	if !d.complete(q.st.cqn, &c) {
+		d.stats.rxCQFull.Add(1)
+		return ErrNoDescriptor
+	}
+	q.st.cons++
+	q.regs.Store(dmaring.RegDevPtr, q.st.cons&dmaring.PtrMask)
+	if code != dmaring.ErrNone {
+		return &dmaring.DeviceError{Kind: dmaring.KindRX, Queue: q.idx, Code: code}
+	}
+	d.stats.rxFrames.Add(1)
+	d.stats.rxBytes.Add(uint64(len(frame)))
+	return nil
+}

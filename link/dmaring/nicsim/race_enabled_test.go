@@ -1,0 +1,5 @@
+//go:build race
+
+package nicsim_test
+
+const raceEnabled = true
