@@ -274,7 +274,7 @@ func (r *Replay) Done() <-chan struct{} { return r.done }
 func (r *Replay) Err() error { return r.err }
 
 // Counts returns the frames received into the rings and the frames
-// dropped (no descriptor, queue not running).
+// dropped (no descriptor, queue not running, not Ethernet).
 func (r *Replay) Counts() (frames, dropped uint64) { return r.frames.Load(), r.dropped.Load() }
 
 func (r *Replay) run(d *Device) {
@@ -286,6 +286,10 @@ func (r *Replay) run(d *Device) {
 		n, err := r.src.ReadFrames(batch)
 		for i := range batch[:n] {
 			f := &batch[i]
+			if f.LinkType != frame.LinkTypeEthernet && f.LinkType != 0 {
+				r.dropped.Add(1) // the device's wire is Ethernet
+				continue
+			}
 			if r.cfg.Paced && f.Time != 0 {
 				if first == 0 {
 					first, firstDev = f.Time, d.clock.Now()

@@ -1,0 +1,5 @@
+//go:build !race
+
+package dmaring
+
+const raceEnabled = false
