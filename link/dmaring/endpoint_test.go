@@ -20,7 +20,7 @@ import (
 // fakeDevice is the least device that lets the host be tested alone: it
 // trusts the registers (nicsim checks them) and serves queue by queue.
 type fakeDevice struct {
-	t  *testing.T
+	t  testing.TB
 	r  *Region
 	rx []fakeQueue
 	tx []fakeQueue
@@ -36,7 +36,7 @@ type fakeQueue struct {
 	eqProd   uint32
 }
 
-func newFakeDevice(t *testing.T, e *Endpoint) *fakeDevice {
+func newFakeDevice(t testing.TB, e *Endpoint) *fakeDevice {
 	r, err := e.Region().Map()
 	if err != nil {
 		t.Fatal(err)

@@ -243,3 +243,39 @@ func TestRegionTooSmall(t *testing.T) {
 		t.Fatalf("err %v, want ErrBadRegion", err)
 	}
 }
+
+// TestRxQueueErrorReachesReader: an RX queue the device refuses wakes its
+// sleeping reader with a *dmaring.DeviceError; once the host programs it
+// properly again it serves.
+func TestRxQueueErrorReachesReader(t *testing.T) {
+	ep, dev := newDeviceEndpoint(t, dmaring.Config{RingLog: 4}, nil)
+	r := ep.Region()
+	q := ep.RxQueue(0)
+	regs := r.Regs(dmaring.KindRX, 0)
+	errc := make(chan error, 1)
+	batch := frame.NewBatch(4, 2048)
+	go func() {
+		_, err := q.ReadFrames(batch)
+		errc <- err
+	}()
+	waitFor(t, "reader asleep", func() bool { return r.Regs(dmaring.KindEQ, 0).Load(dmaring.RegArm) == 1 })
+	regs.Command(dmaring.CmdSetEnable)
+	regs.Command(dmaring.CmdSetSize | 16)
+	regs.Command(dmaring.CmdSetEnable | 1)
+	if err := dev.Receive(ethFrame(64, 1), 0); !errors.Is(err, nicsim.ErrNotRunning) {
+		t.Fatalf("receive on a refused queue: %v", err)
+	}
+	var de *dmaring.DeviceError
+	if err := <-errc; !errors.As(err, &de) || de.Kind != dmaring.KindRX || de.Code != dmaring.ErrLogSize {
+		t.Fatalf("reader got %v, want the RX queue's log2 size error", err)
+	}
+	regs.Command(dmaring.CmdSetEnable)
+	regs.Command(dmaring.CmdSetSize | 4)
+	regs.Command(dmaring.CmdSetEnable | 1)
+	if err := dev.Receive(ethFrame(64, 2), 0); err != nil {
+		t.Fatalf("receive after reprogramming: %v", err)
+	}
+	if n, err := q.ReadFrames(batch); n != 1 || err != nil {
+		t.Fatalf("read after reprogramming: %d, %v", n, err)
+	}
+}
