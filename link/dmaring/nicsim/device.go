@@ -563,6 +563,16 @@ func (d *Device) Receive(frame []byte, ts int64) error {
 	return d.receiveOn(d.rx[qi], frame, ts, hash, hashType)
 }
 
+// ReceiveOn is Receive into RX queue queue, bypassing steering: a test or
+// benchmark that fills chosen queues. It returns an error for a queue out
+// of range.
+func (d *Device) ReceiveOn(queue int, frame []byte, ts int64) error {
+	if queue < 0 || queue >= len(d.rx) {
+		return fmt.Errorf("nicsim: RX queue %d out of range", queue)
+	}
+	return d.receiveOn(d.rx[queue], frame, ts, 0, 0)
+}
+
 func (d *Device) receiveOn(q *ring, frame []byte, ts int64, hash, hashType uint32) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
