@@ -206,4 +206,54 @@ var measures = []measure{
 			"buffered Go channels filled beforehand. Allocations per record.",
 		setup: setupRingRead,
 	},
+	{
+		name: "dmaring_rx_mpps_64B_q1", unit: "Mpps", better: higher, quick: true,
+		baselineName: "link/pipe",
+		doc: "Host side of link/dmaring consuming pre-filled RX rings: nicsim puts 4096 64-byte " +
+			"frames into the ring untimed, then RxQueue.ReadFrames copies them out in batches of " +
+			"64 (completions read, ring refilled, doorbell), timed. Baseline: the same frames sent " +
+			"through link/pipe to a dispatcher that counts them.",
+		setup: setupDmaringRx(1, 64),
+	},
+	{
+		name: "dmaring_rx_mpps_64B_q2", unit: "Mpps", better: higher, quick: true,
+		baselineName: "link/pipe, 2 pipes",
+		doc: "dmaring_rx_mpps_64B_q1 with two queue pairs, one reader goroutine per RX queue " +
+			"(no lock shared), 4096 frames each; baseline: two pipes, one sender goroutine each. " +
+			"Compare with the q1 row for the scaling (on a 2-core machine shared with the bench " +
+			"itself).",
+		setup: setupDmaringRx(2, 64),
+	},
+	{
+		name: "dmaring_rx_mpps_1408B_q1", unit: "Mpps", better: higher, quick: true,
+		baselineName: "link/pipe",
+		doc:          "dmaring_rx_mpps_64B_q1 with 1408-byte frames (each copied out of an 8 MiB ring of buffers).",
+		setup:        setupDmaringRx(1, 1408),
+	},
+	{
+		name: "dmaring_added_latency", unit: "us", better: lower, latency: true, quick: true,
+		baselineName: "link/pipe",
+		doc: "One 64-byte frame at a time from nicsim's Receive (descriptor, copy, completion) to " +
+			"RxQueue.ReadFrames returning it on a reader goroutine that busy-polls (SetBusyPoll); " +
+			"baseline: link/pipe's Send to its peer's dispatcher. The difference is what the rings " +
+			"add. With the reader sleeping on the event queue's eventfd instead, see the package doc " +
+			"and bench/README.md's note.",
+		setup: setupDmaringLatency,
+	},
+	{
+		name: "dmaring_mirror_segments", unit: "segments/s", better: higher, quick: true,
+		baselineName: "mirror, frames in memory",
+		doc: "mirror_reassembly's flow (1408-byte segments in order, checksums verified) read " +
+			"from an RX ring in place (BorrowFrames, ReleaseBorrowed) after nicsim filled it " +
+			"untimed, against the same frames handed to mirror from memory.",
+		setup: setupDmaringMirror,
+	},
+	{
+		name: "dmaring_wire_to_trade", unit: "us", better: lower, latency: true, quick: true,
+		baselineName: "wire_to_trade (frame handed to feed)",
+		doc: "wire_to_trade with the frame entering at the NIC: nicsim's Receive puts it in the RX " +
+			"ring, a busy-polling reader borrows it and hands it to feed, timed to the Trade " +
+			"callback; baseline: wire_to_trade's tickwire side, the frame handed to feed directly.",
+		setup: setupDmaringWireToTrade,
+	},
 }

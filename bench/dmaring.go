@@ -1,0 +1,461 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/tickwire/tickwire/fast/sse"
+	"github.com/tickwire/tickwire/feed"
+	"github.com/tickwire/tickwire/link/dmaring"
+	"github.com/tickwire/tickwire/link/dmaring/nicsim"
+	"github.com/tickwire/tickwire/link/frame"
+	"github.com/tickwire/tickwire/link/pipe"
+	"github.com/tickwire/tickwire/mirror"
+)
+
+// ---- dmaring ----
+
+// dmaringRingLog is the RX ring of the dmaring measures: 4096 entries, one
+// mirror pass.
+const dmaringRingLog = 12
+
+// dmaringRig is an endpoint and a software NIC with no wire: the measures
+// put frames into the RX rings with Device.ReceiveOn.
+type dmaringRig struct {
+	ep  *dmaring.Endpoint
+	dev *nicsim.Device
+}
+
+func newDmaringRig(queues int) (*dmaringRig, error) {
+	cfg := dmaring.Config{Queues: queues, RingLog: dmaringRingLog}
+	ep, err := dmaring.New(cfg) // a memfd, as a device in another process would map
+	if errors.Is(err, dmaring.ErrNotSupported) {
+		cfg.InMemory = true
+		ep, err = dmaring.New(cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	dev, err := nicsim.New(nicsim.Config{Region: ep.Region(), Wakeups: ep.Wakeups()})
+	if err != nil {
+		ep.Close()
+		return nil, err
+	}
+	return &dmaringRig{ep: ep, dev: dev}, nil
+}
+
+func (r *dmaringRig) close() {
+	r.dev.Close()
+	r.ep.Close()
+}
+
+// fill puts n copies of f into RX queue q.
+func (r *dmaringRig) fill(q, n int, f []byte) error {
+	for range n {
+		if err := r.dev.ReceiveOn(q, f, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rawFrame is an Ethernet frame of size bytes with a local experimental
+// EtherType, which no checksum or protocol code looks into.
+func rawFrame(size int) []byte {
+	f := make([]byte, size)
+	copy(f, flowDstMAC)
+	copy(f[6:], flowSrcMAC)
+	f[12], f[13] = 0x88, 0xb5
+	return f
+}
+
+// nopDispatcher counts the frames a pipe end delivers.
+type nopDispatcher struct{ n atomic.Int64 }
+
+func (d *nopDispatcher) DeliverNetworkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {
+	d.n.Add(1)
+}
+func (d *nopDispatcher) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
+
+// setupDmaringRx: the host consuming pre-filled RX rings, one goroutine
+// per queue, against link/pipe delivering the same frames, one pipe and
+// goroutine per queue.
+func setupDmaringRx(queues, size int) func(p params) (*pair, error) {
+	return func(p params) (*pair, error) {
+		rig, err := newDmaringRig(queues)
+		if err != nil {
+			return nil, err
+		}
+		const entries = 1 << dmaringRingLog
+		f := rawFrame(size)
+		batches := make([][]frame.Frame, queues)
+		for i := range batches {
+			batches[i] = frame.NewBatch(64, 2048)
+		}
+		type pipePair struct {
+			a *pipe.Endpoint
+			d *nopDispatcher
+		}
+		pipes := make([]pipePair, queues)
+		for i := range pipes {
+			a, b := pipe.New(pipe.Options{})
+			d := &nopDispatcher{}
+			b.Attach(d)
+			pipes[i] = pipePair{a, d}
+		}
+		// rounds runs timed rounds of queues*entries frames until p.dur of
+		// timed time, each queue on its own goroutine.
+		rounds := func(prepare func() error, consume func(q int) error) (sample, error) {
+			var frames int64
+			var timed time.Duration
+			m0 := mallocs()
+			for timed < p.dur {
+				if err := prepare(); err != nil {
+					return sample{}, err
+				}
+				errs := make([]error, queues)
+				var wg sync.WaitGroup
+				start := time.Now()
+				for q := range queues {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						errs[q] = consume(q)
+					}()
+				}
+				wg.Wait()
+				timed += time.Since(start)
+				if err := errors.Join(errs...); err != nil {
+					return sample{}, err
+				}
+				frames += int64(queues * entries)
+			}
+			return sample{value: float64(frames) / timed.Seconds() / 1e6, ops: frames, allocs: mallocs() - m0}, nil
+		}
+		return &pair{
+			tickwire: func() (sample, error) {
+				return rounds(func() error {
+					for q := range queues {
+						if err := rig.fill(q, entries, f); err != nil {
+							return err
+						}
+					}
+					return nil
+				}, func(q int) error {
+					rq := rig.ep.RxQueue(q)
+					for got := 0; got < entries; {
+						n, err := rq.ReadFrames(batches[q])
+						if err != nil {
+							return err
+						}
+						got += n
+					}
+					return nil
+				})
+			},
+			baseline: func() (sample, error) {
+				return rounds(func() error { return nil }, func(q int) error {
+					for range entries {
+						if err := pipes[q].a.Send(f); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			},
+			close: func() {
+				rig.close()
+				for _, pp := range pipes {
+					pp.a.Close()
+					pp.a.Peer().Close()
+				}
+			},
+		}, nil
+	}
+}
+
+// latencyLoop times frames one at a time: send hands frame k to its path,
+// the receiving side calls got(k) when it has it; the latency is from
+// before send to got. It runs for p.dur or until the samples are full.
+type latencyLoop struct {
+	base time.Time
+	seen atomic.Int64 // frames received
+	at   atomic.Int64 // receive time of the last one, since base
+}
+
+func (l *latencyLoop) got() {
+	l.at.Store(int64(time.Since(l.base)))
+	l.seen.Add(1)
+}
+
+func (l *latencyLoop) run(dur time.Duration, send func() error) (sample, error) {
+	s := sample{lat: make([]time.Duration, 0, min(maxLatencySamples, max(1024, int(dur/(500*time.Nanosecond)))))}
+	m0 := mallocs()
+	end := time.Now().Add(dur)
+	for len(s.lat) < cap(s.lat) && time.Now().Before(end) {
+		want := l.seen.Load() + 1
+		t0 := time.Since(l.base)
+		if err := send(); err != nil {
+			return s, err
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for l.seen.Load() < want {
+			if time.Now().After(deadline) {
+				return s, errors.New("frame not received within 5 s")
+			}
+			runtime.Gosched()
+		}
+		s.lat = append(s.lat, time.Duration(l.at.Load())-t0)
+	}
+	s.allocs = mallocs() - m0
+	s.ops = int64(len(s.lat))
+	return s, nil
+}
+
+// setupDmaringLatency: one frame from the device's receive to the host's
+// ReadFrames returning it, the reader busy-polling, against link/pipe's
+// Send to its peer's dispatcher.
+func setupDmaringLatency(p params) (*pair, error) {
+	rig, err := newDmaringRig(1)
+	if err != nil {
+		return nil, err
+	}
+	rig.ep.SetBusyPoll(time.Hour)
+	f := rawFrame(64)
+	ring := &latencyLoop{base: time.Now()}
+	readerDone := make(chan error, 1)
+	go func() {
+		batch := frame.NewBatch(8, 2048)
+		q := rig.ep.RxQueue(0)
+		for {
+			n, err := q.ReadFrames(batch)
+			for range n {
+				ring.got()
+			}
+			if err != nil {
+				readerDone <- err
+				return
+			}
+		}
+	}()
+	a, b := pipe.New(pipe.Options{})
+	pl := &latencyLoop{base: time.Now()}
+	b.Attach(latencyDispatcher{pl})
+	return &pair{
+		tickwire: func() (sample, error) { return ring.run(p.dur, func() error { return rig.dev.Receive(f, 0) }) },
+		baseline: func() (sample, error) { return pl.run(p.dur, func() error { return a.Send(f) }) },
+		close: func() {
+			rig.close()
+			<-readerDone
+			a.Close()
+			b.Close()
+		},
+	}, nil
+}
+
+type latencyDispatcher struct{ l *latencyLoop }
+
+func (d latencyDispatcher) DeliverNetworkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {
+	d.l.got()
+}
+func (latencyDispatcher) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
+
+// setupDmaringMirror: mirror segments per second fed from an RX ring
+// (BorrowFrames, in place) against the same frames from memory.
+func setupDmaringMirror(p params) (*pair, error) {
+	payloads, order := mirrorPayloads(0)
+	ringFrames, err := buildFlow(payloads, order)
+	if err != nil {
+		return nil, err
+	}
+	memFrames, err := buildFlow(payloads, order)
+	if err != nil {
+		return nil, err
+	}
+	rig, err := newDmaringRig(1)
+	if err != nil {
+		return nil, err
+	}
+	hRing, hMem := &countHandler{}, &countHandler{}
+	asmRing, err := mirror.New(mirror.Config{}, hRing)
+	if err != nil {
+		rig.close()
+		return nil, err
+	}
+	asmMem, _ := mirror.New(mirror.Config{}, hMem)
+	asmRing.HandleFrame(ringFrames.syn, 1)
+	asmMem.HandleFrame(memFrames.syn, 1)
+	q := rig.ep.RxQueue(0)
+	borrowed := make([]frame.Frame, 64)
+	return &pair{
+		tickwire: func() (sample, error) {
+			var n int64
+			var timed time.Duration
+			before := hRing.bytes
+			m0 := mallocs()
+			for timed < p.dur {
+				for _, i := range ringFrames.order {
+					if err := rig.dev.Receive(ringFrames.frames[i], 0); err != nil {
+						return sample{}, err
+					}
+				}
+				start := time.Now()
+				for got := 0; got < len(ringFrames.order); {
+					k, err := q.BorrowFrames(borrowed)
+					if err != nil {
+						return sample{}, err
+					}
+					for _, f := range borrowed[:k] {
+						asmRing.HandleFrame(f.Data(), f.Time)
+					}
+					q.ReleaseBorrowed()
+					got += k
+				}
+				timed += time.Since(start)
+				n += int64(len(ringFrames.order))
+				ringFrames.advance()
+			}
+			s := sample{ops: n, allocs: mallocs() - m0, value: float64(n) / timed.Seconds()}
+			if hRing.bytes-before != uint64(n)*mirrorMSS || hRing.gaps != 0 {
+				return s, fmt.Errorf("delivered %d bytes of %d, %d gaps", hRing.bytes-before, n*mirrorMSS, hRing.gaps)
+			}
+			return s, nil
+		},
+		baseline: func() (sample, error) {
+			m0 := mallocs()
+			n, timed, err := memFrames.passes(p.dur, asmMem.HandleFrame)
+			return sample{ops: n, allocs: mallocs() - m0, value: float64(n) / timed.Seconds()}, err
+		},
+		close: func() {
+			asmRing.Close()
+			asmMem.Close()
+			rig.close()
+		},
+	}, nil
+}
+
+// setupDmaringWireToTrade: wire_to_trade with the frame entering at the
+// device: the software NIC puts it in the RX ring, a busy-polling reader
+// borrows it and hands it to feed; against the frame handed to feed
+// directly (wire_to_trade's tickwire side).
+func setupDmaringWireToTrade(p params) (*pair, error) {
+	payloads, err := tradePayloads()
+	if err != nil {
+		return nil, err
+	}
+	ringFrames, err := buildFlow(payloads, nil)
+	if err != nil {
+		return nil, err
+	}
+	memFrames, err := buildFlow(payloads, nil)
+	if err != nil {
+		return nil, err
+	}
+	rig, err := newDmaringRig(1)
+	if err != nil {
+		return nil, err
+	}
+	rig.ep.SetBusyPoll(time.Hour)
+	ringLoop := &latencyLoop{base: time.Now()}
+	fdRing, err := feed.New(feed.Config{}, &loopTrades{l: ringLoop})
+	if err != nil {
+		rig.close()
+		return nil, err
+	}
+	fdRing.HandleFrame(frame.LinkTypeEthernet, ringFrames.syn, 1)
+	readerDone := make(chan error, 1)
+	go func() {
+		q := rig.ep.RxQueue(0)
+		borrowed := make([]frame.Frame, 16)
+		for {
+			n, err := q.BorrowFrames(borrowed)
+			for _, f := range borrowed[:n] {
+				fdRing.HandleFrame(frame.LinkTypeEthernet, f.Data(), f.Time)
+			}
+			q.ReleaseBorrowed()
+			if err != nil {
+				readerDone <- err
+				return
+			}
+		}
+	}()
+	stamper := &tradeStamper{}
+	fdMem, err := feed.New(feed.Config{}, stamper)
+	if err != nil {
+		return nil, err
+	}
+	fdMem.HandleFrame(frame.LinkTypeEthernet, memFrames.syn, 1)
+	return &pair{
+		tickwire: func() (sample, error) {
+			// One pass of trade frames at a time, each timed from the
+			// device's receive to its trade; then the next pass.
+			var out sample
+			end := time.Now().Add(p.dur)
+			for time.Now().Before(end) && len(out.lat) < maxLatencySamples {
+				i := 0
+				s, err := ringLoop.run(time.Until(end), func() error {
+					if i == len(ringFrames.order) {
+						return errFull
+					}
+					f := ringFrames.frames[ringFrames.order[i]]
+					i++
+					return rig.dev.Receive(f, 0)
+				})
+				out.lat = append(out.lat, s.lat...)
+				out.ops += s.ops
+				out.allocs += s.allocs
+				if err != nil && !errors.Is(err, errFull) {
+					return out, err
+				}
+				ringFrames.advance()
+			}
+			return out, nil
+		},
+		baseline: func() (sample, error) {
+			s := sample{lat: make([]time.Duration, 0, min(maxLatencySamples, max(1024, int(p.dur/(200*time.Nanosecond)))))}
+			m0 := mallocs()
+			_, _, err := memFrames.passes(p.dur, func(f []byte, ts int64) error {
+				if len(s.lat) == cap(s.lat) {
+					return errFull
+				}
+				stamper.lastTrade = time.Time{}
+				t0 := time.Now()
+				if err := fdMem.HandleFrame(frame.LinkTypeEthernet, f, ts); err != nil {
+					return err
+				}
+				if stamper.lastTrade.IsZero() {
+					return errors.New("frame delivered no trade")
+				}
+				s.lat = append(s.lat, stamper.lastTrade.Sub(t0))
+				return nil
+			})
+			s.allocs = mallocs() - m0
+			s.ops = int64(len(s.lat))
+			if errors.Is(err, errFull) {
+				err = nil
+			}
+			return s, err
+		},
+		close: func() {
+			rig.close()
+			<-readerDone
+			fdRing.Close()
+			fdMem.Close()
+		},
+	}, nil
+}
+
+// loopTrades is a feed.Handler that reports each trade to a latencyLoop.
+type loopTrades struct {
+	feed.HandlerFuncs
+	l *latencyLoop
+}
+
+func (t *loopTrades) Trade(*sse.Trade, feed.Meta) { t.l.got() }
