@@ -36,7 +36,16 @@ func buildDemo(t *testing.T) string {
 
 // TestDemoAgainstKernel runs the demo binary inside a namespace of its own
 // and talks to it from the kernel side with ping and nc.
-func TestDemoAgainstKernel(t *testing.T) {
+func TestDemoAgainstKernel(t *testing.T) { testDemoAgainstKernel(t) }
+
+// TestDemoOnDMARingAgainstKernel is TestDemoAgainstKernel with the stack on
+// two dmaring queue pairs that an in-process software NIC serves on the TAP
+// device.
+func TestDemoOnDMARingAgainstKernel(t *testing.T) {
+	testDemoAgainstKernel(t, "-link", "dmaring", "-queues", "2")
+}
+
+func testDemoAgainstKernel(t *testing.T, extra ...string) {
 	kerneltest.RequireRoot(t)
 	kerneltest.RequireTool(t, "ping")
 	kerneltest.RequireTool(t, "nc")
@@ -46,7 +55,7 @@ func TestDemoAgainstKernel(t *testing.T) {
 	dev := kerneltest.Name("twl")
 	pcapFile := filepath.Join(t.TempDir(), "demo.pcap")
 
-	d := startDemo(t, ns, bin, "-tap", dev, "-addr", "10.201.0.2/24", "-host", "10.201.0.1/24", "-pcap", pcapFile)
+	d := startDemo(t, ns, bin, append([]string{"-tap", dev, "-addr", "10.201.0.2/24", "-host", "10.201.0.1/24", "-pcap", pcapFile}, extra...)...)
 
 	ns.MustRun(t, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.201.0.2")
 
@@ -70,7 +79,11 @@ func TestDemoAgainstKernel(t *testing.T) {
 	}
 
 	out := d.stop(t, syscall.SIGINT)
-	for _, want := range []string{"stats:", "ICMPEchoRequestsRx", "ConnsAccepted", "pcap:", "tap " + dev + ":"} {
+	wants := []string{"stats:", "ICMPEchoRequestsRx", "ConnsAccepted", "pcap:", "tap " + dev + ":"}
+	if len(extra) > 0 {
+		wants = append(wants, "dmaring:")
+	}
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}

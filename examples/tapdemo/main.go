@@ -9,6 +9,14 @@
 // it serves. On SIGINT or SIGTERM it prints the stack's counters, removes the
 // device and exits 0. With -pcap FILE it records every frame to FILE.
 //
+// With -link dmaring the stack runs on link/dmaring descriptor rings
+// (-queues N queue pairs, one RX goroutine each) instead of on the device,
+// and an in-process software NIC (link/dmaring/nicsim) moves the frames
+// between the rings and the TAP device; services, output and exit behaviour
+// are the same, plus a dmaring counters line:
+//
+//	go run ./examples/tapdemo -link dmaring -queues 2 -tap tw0 -addr 10.201.0.2/24 -host 10.201.0.1/24
+//
 // Try it from another terminal:
 //
 //	ping -c 3 10.201.0.2

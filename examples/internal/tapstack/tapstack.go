@@ -1,7 +1,9 @@
 // Package tapstack is the part that the TAP example programs (tapdemo,
 // iperf3d) share: their device flags, the root check, a tickwire stack on a
 // new TAP device with an optional pcap recorder, and the counters they print
-// on exit.
+// on exit. With -link dmaring the stack runs on link/dmaring queues instead,
+// and an in-process software NIC (link/dmaring/nicsim) moves the frames
+// between the rings and the TAP device.
 package tapstack
 
 import (
@@ -9,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -17,6 +20,8 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/link/dmaring"
+	"github.com/tickwire/tickwire/link/dmaring/nicsim"
 	"github.com/tickwire/tickwire/link/pcap/recorder"
 	"github.com/tickwire/tickwire/link/tap"
 )
@@ -28,7 +33,15 @@ type Options struct {
 	Host     netip.Prefix // the kernel side's address; zero for none
 	MTU      int          // IP MTU; 0 for the default
 	PcapFile string       // record frames here when not empty
+	Link     string       // "tap" (the stack on the device) or "dmaring" (on rings a software NIC serves)
+	Queues   int          // dmaring queue pairs
 }
+
+// Links are the values of -link.
+const (
+	LinkTAP     = "tap"
+	LinkDMARing = "dmaring"
+)
 
 // RegisterFlags binds -tap, -addr, -host, -mtu and -pcap to o, with the
 // given defaults for the first three (host may be empty).
@@ -43,6 +56,8 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet, device, addr, host string) {
 	fs.TextVar(&o.Host, "host", hostDefault, "address for the kernel side of the device (empty: none)")
 	fs.IntVar(&o.MTU, "mtu", tap.DefaultMTU, "IP MTU of the device and the stack (below 1448 the MSS shrinks to MTU-40)")
 	fs.StringVar(&o.PcapFile, "pcap", "", "record every frame to this pcap file")
+	fs.StringVar(&o.Link, "link", LinkTAP, "the stack's link: tap (the device itself) or dmaring (DMA rings served by a software NIC on the device)")
+	fs.IntVar(&o.Queues, "queues", 1, "queue pairs of the dmaring link")
 }
 
 // Main finishes a program's main function once its flags are parsed: it
@@ -70,6 +85,8 @@ func fatalf(program, format string, args ...any) {
 type Node struct {
 	Stack *tickwire.Stack
 	TAP   *tap.Endpoint
+	Ring  *dmaring.Endpoint // with -link dmaring, else nil
+	dev   *nicsim.Device
 	rec   *recorder.Endpoint
 	opts  Options
 }
@@ -79,32 +96,88 @@ type Node struct {
 // its MSS lowered when a full segment would not fit the MTU). The caller
 // must call Close.
 func Open(opts Options, cfg tickwire.Config) (*Node, error) {
-	ep, err := tap.New(tap.Config{Name: opts.Device, MTU: opts.MTU, Host: opts.Host})
-	if err != nil {
-		return nil, err
+	var n *Node
+	var link stack.LinkEndpoint
+	var mac net.HardwareAddr
+	var err error
+	switch opts.Link {
+	case "", LinkTAP:
+		ep, err := tap.New(tap.Config{Name: opts.Device, MTU: opts.MTU, Host: opts.Host})
+		if err != nil {
+			return nil, err
+		}
+		n = &Node{TAP: ep, opts: opts}
+		link, mac = ep, ep.MAC()
+	case LinkDMARing:
+		if n, err = openRing(opts); err != nil {
+			return nil, err
+		}
+		link, mac = n.Ring, n.Ring.MAC()
+	default:
+		return nil, fmt.Errorf("-link %q: want %s or %s", opts.Link, LinkTAP, LinkDMARing)
 	}
-	n := &Node{TAP: ep, opts: opts}
-	var link stack.LinkEndpoint = ep
 	if opts.PcapFile != "" {
-		if n.rec, err = recorder.Create(ep, opts.PcapFile); err != nil {
-			ep.Close()
+		if n.rec, err = recorder.Create(link, opts.PcapFile); err != nil {
+			link.Close()
+			n.closeDevice()
 			return nil, err
 		}
 		link = n.rec
 	}
-	cfg.Link, cfg.MAC, cfg.Addr, cfg.MTU = link, ep.MAC(), opts.Addr, opts.MTU
+	cfg.Link, cfg.MAC, cfg.Addr, cfg.MTU = link, mac, opts.Addr, opts.MTU
 	if opts.MTU > 0 && opts.MTU-40 < tickwire.DefaultMSS {
 		cfg.MSS = opts.MTU - 40
 	}
 	if n.Stack, err = tickwire.New(cfg); err != nil {
 		link.Close()
+		n.closeDevice()
 		return nil, err
 	}
 	return n, nil
 }
 
+// openRing makes the dmaring endpoint, the TAP device the software NIC
+// puts its wire on (with the endpoint's MAC, so the kernel addresses the
+// stack), and the NIC.
+func openRing(opts Options) (*Node, error) {
+	if opts.Queues < 1 || opts.Queues > dmaring.MaxQueues {
+		return nil, fmt.Errorf("-queues %d: want 1 to %d", opts.Queues, dmaring.MaxQueues)
+	}
+	mtu := opts.MTU
+	if mtu == 0 {
+		mtu = tap.DefaultMTU
+	}
+	ep, err := dmaring.New(dmaring.Config{Queues: opts.Queues, MTU: uint32(mtu), BufSize: max(dmaring.DefaultBufSize, (mtu+14+4+63)&^63)})
+	if err != nil {
+		return nil, err
+	}
+	w, err := nicsim.NewTapWire(tap.Config{Name: opts.Device, MTU: mtu, Host: opts.Host, MAC: ep.MAC()})
+	if err != nil {
+		ep.Close()
+		return nil, err
+	}
+	dev, err := nicsim.New(nicsim.Config{Region: ep.Region(), Wakeups: ep.Wakeups(), Wire: w})
+	if err != nil {
+		w.Close()
+		ep.Close()
+		return nil, err
+	}
+	return &Node{TAP: w.Endpoint(), Ring: ep, dev: dev, opts: opts}, nil
+}
+
+// closeDevice stops the software NIC, which closes its TAP device.
+func (n *Node) closeDevice() {
+	if n.dev != nil {
+		n.dev.Close()
+	}
+}
+
 // Describe is the line a program prints before "ready": where the stack is.
 func (n *Node) Describe() string {
+	if n.Ring != nil {
+		return fmt.Sprintf("stack %s (MAC %s) on %d dmaring queue pairs, software NIC on %s, kernel side %v",
+			n.opts.Addr, n.Ring.MAC(), n.Ring.Queues(), n.TAP.Name(), n.opts.Host)
+	}
 	return fmt.Sprintf("stack %s (MAC %s) on %s, kernel side %v", n.opts.Addr, n.TAP.MAC(), n.TAP.Name(), n.opts.Host)
 }
 
@@ -115,9 +188,19 @@ func (n *Node) Describe() string {
 // any.
 func (n *Node) Close(out io.Writer) error {
 	st := n.Stack.Stats()
+	var ringStats dmaring.Stats
+	if n.Ring != nil {
+		ringStats = n.Ring.Stats()
+	}
 	n.Stack.Close()
+	n.closeDevice()
 	fmt.Fprintln(out, "stats:")
 	st.WriteTo(out)
+	if n.Ring != nil {
+		ds := n.dev.Stats()
+		fmt.Fprintf(out, "dmaring: %d frames in, %d out (%d dropped: ring full); NIC: %d errors, %d frames dropped without a descriptor\n",
+			ringStats.RxFrames, ringStats.TxFrames, ringStats.TxRingFull, ds.Errors, ds.RxNoDescriptor)
+	}
 	ts := n.TAP.Stats()
 	fmt.Fprintf(out, "tap %s: %d frames in (%d for other hosts, %d too long dropped), %d out (%d dropped)\n",
 		n.TAP.Name(), ts.RxFrames, ts.RxOtherHost, ts.RxTooLong, ts.TxFrames, ts.TxDropped)

@@ -21,18 +21,18 @@ func TestRegisterFlagsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Options{Device: "tw9", Addr: netip.MustParsePrefix("10.209.0.2/24"), Host: netip.MustParsePrefix("10.209.0.1/24"), MTU: 1500}
+	want := Options{Device: "tw9", Addr: netip.MustParsePrefix("10.209.0.2/24"), Host: netip.MustParsePrefix("10.209.0.1/24"), MTU: 1500, Link: LinkTAP, Queues: 1}
 	if o != want {
 		t.Fatalf("defaults %+v, want %+v", o, want)
 	}
 }
 
 func TestRegisterFlagsValues(t *testing.T) {
-	o, err := parse(t, "-tap", "x0", "-addr", "10.1.0.2/16", "-host", "", "-mtu", "1400", "-pcap", "f.pcap")
+	o, err := parse(t, "-tap", "x0", "-addr", "10.1.0.2/16", "-host", "", "-mtu", "1400", "-pcap", "f.pcap", "-link", "dmaring", "-queues", "4")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Options{Device: "x0", Addr: netip.MustParsePrefix("10.1.0.2/16"), MTU: 1400, PcapFile: "f.pcap"}
+	want := Options{Device: "x0", Addr: netip.MustParsePrefix("10.1.0.2/16"), MTU: 1400, PcapFile: "f.pcap", Link: LinkDMARing, Queues: 4}
 	if o != want {
 		t.Fatalf("parsed %+v, want %+v", o, want)
 	}
