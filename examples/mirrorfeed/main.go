@@ -7,6 +7,7 @@
 //	go run ./examples/mirrorfeed                  # a small feed embedded in the binary
 //	go run ./examples/mirrorfeed -pcap feed.pcap  # pcap (4 variants) or pcapng, gzip too
 //	go run ./examples/mirrorfeed -iface eth1      # live AF_PACKET capture (root), ^C ends
+//	go run ./examples/mirrorfeed -link dmaring -pcap feed.pcap  # the capture through DMA rings
 //
 // After the records it prints a summary line: records, flows, bytes
 // delivered, gaps, overlap anomalies, STEP sequence gaps, decode errors and
@@ -65,6 +66,16 @@
 //	                       then not compared, so a differing one is counted as
 //	                       a duplicate, not an anomaly (saves one copy per byte)
 //
+//	-link dmaring          replay the input (the capture file or the embedded
+//	                       feed; Ethernet frames up to 16 KiB) through a
+//	                       software NIC (link/dmaring/nicsim) into a
+//	                       link/dmaring RX ring, stamped with the capture
+//	                       times and without loss, and decode what is read
+//	                       from the ring: the records, -raw files and
+//	                       summary are those of the direct path
+//	-queues N              RX queues of -link dmaring; only 1 until the NIC
+//	                       steers flows to queues (RSS)
+//
 // The stream semantics (stream start, first copy wins, gaps) are the mirror
 // package's; see its documentation.
 package main
@@ -86,6 +97,7 @@ import (
 	"github.com/tickwire/tickwire/fast/sse/step"
 	"github.com/tickwire/tickwire/feed"
 	"github.com/tickwire/tickwire/link/afpacket"
+	"github.com/tickwire/tickwire/link/dmaring"
 	"github.com/tickwire/tickwire/link/frame"
 	"github.com/tickwire/tickwire/link/pcap"
 	"github.com/tickwire/tickwire/mirror"
@@ -120,6 +132,8 @@ type options struct {
 	history     bool
 	maxFlows    int
 	bufferTotal int64
+	link        string // "" (the source read directly) or "dmaring"
+	queues      int
 	// stepBudget is the decoders' share of bufferTotal, as package feed
 	// splits it (feed.Config.BufferTotal); the reassembly buffers get the
 	// rest. Only -buffer-total's usage check needs it.
@@ -147,6 +161,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.maxFlows, "max-flows", mirror.DefaultMaxFlows, "flow directions tracked at once (the least recently active is evicted)")
 	fs.BoolVar(&o.history, "history", true, "compare retransmissions of delivered bytes with them (count differing ones as anomalies)")
 	fs.Int64Var(&o.bufferTotal, "buffer-total", defaultBufferTotal, "`bytes` of stream held in memory across all flow directions (3/4 reassembly, 1/4 STEP decoding)")
+	fs.StringVar(&o.link, "link", "", "dmaring: replay the capture through a software NIC into link/dmaring RX rings and read it from there")
+	fs.IntVar(&o.queues, "queues", 1, "RX queues of -link dmaring")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -165,6 +181,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usage(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	case o.pcapFile != "" && o.iface != "":
 		return usage("-pcap and -iface are exclusive")
+	case o.link != "" && o.link != "dmaring":
+		return usage(fmt.Sprintf("-link %q: want dmaring or nothing", o.link))
+	case o.link != "" && o.iface != "":
+		return usage("-link dmaring replays a capture file: not with -iface")
 	case o.format != "text" && o.format != "json" && o.format != "csv":
 		return usage(fmt.Sprintf("-format %q: want text, json or csv", o.format))
 	case o.decode != "sse" && o.decode != "none":
@@ -192,8 +212,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mirrorfeed: %v\n", err)
 		return 1
 	}
+	var ring *ringSource
+	if o.link == "dmaring" {
+		if ring, err = openRing(src, o.queues); err != nil {
+			fmt.Fprintf(stderr, "mirrorfeed: %v\n", err)
+			return 1
+		}
+		src = ring
+	}
 	defer src.Close()
-	return process(ctx, o, src, live, frame.NewBatch(batchFrames, slotSize), stdout, stderr)
+	code := process(ctx, o, src, live, frame.NewBatch(batchFrames, slotSize), stdout, stderr)
+	if ring != nil && ring.dropped() > 0 {
+		fmt.Fprintf(stderr, "mirrorfeed: -link dmaring: %d frames not put on the ring (not Ethernet, or longer than %d bytes)\n", ring.dropped(), dmaring.MaxBufSize)
+	}
+	return code
 }
 
 // process runs the opened source through the reassembler and the pipeline
