@@ -99,7 +99,7 @@ type Device struct {
 	wire    Wire
 	clock   *Clock
 	poll    time.Duration
-	steer   rxSteering
+	steer   classifier
 	txOrder txRoundRobin
 
 	eq, cq, tx, rx []*ring
@@ -154,7 +154,7 @@ func newDevice(r *dmaring.Region, cfg Config) (*Device, error) {
 	}
 	d := &Device{
 		r: r, l: l, wake: cfg.Wakeups, wire: cfg.Wire, clock: cfg.Clock, poll: cfg.Poll,
-		done: make(chan struct{}), txScratch: make([]byte, l.BufSize),
+		done: make(chan struct{}), txScratch: make([]byte, l.BufSize), steer: rxSteering{},
 	}
 	if d.clock == nil {
 		d.clock = NewClock()
@@ -213,8 +213,10 @@ func (d *Device) Close() error {
 // updateClock writes the device clock register when the seconds changed
 // since it last did (or always with force), so the host can extend the
 // 16-bit seconds of a stamp.
-func (d *Device) updateClock(force bool) {
-	now := d.clock.Now()
+func (d *Device) updateClock(force bool) { d.updateClockAt(d.clock.Now(), force) }
+
+// updateClockAt is updateClock with the clock's reading, now.
+func (d *Device) updateClockAt(now int64, force bool) {
 	sec := uint64(now / 1e9)
 	if !force && d.clockSec.Load() == sec {
 		return
@@ -590,11 +592,11 @@ func (d *Device) receiveOn(q *ring, frame []byte, ts int64, hash, hashType uint3
 		return ErrNoDescriptor
 	}
 	if ts == 0 {
-		ts = d.clock.Now()
+		ts = d.clock.Now() // the one clock read per frame: it is the slow part here
 	} else {
 		d.clock.Step(ts)
 	}
-	d.updateClock(false)
+	d.updateClockAt(ts, false)
 	_, addr, length, code := d.desc(q)
 	c := completion{queue: q.idx, index: int(q.st.cons & (q.st.size - 1)), ts: ts, hash: hash, hashType: uint8(hashType)}
 	if code == dmaring.ErrNone && len(frame) > length {

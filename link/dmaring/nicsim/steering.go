@@ -2,9 +2,15 @@ package nicsim
 
 // The device's queue choices until receive-side scaling and the TX
 // schedulers land: every received frame goes to RX queue 0 and the TX
-// queues are served round-robin. rxSteering has the method set of an RSS
-// classifier (Classify returns hash, hash type and queue), so a classifier
-// replaces it by becoming the Device's steer field.
+// queues are served round-robin. The Device's steer field is a classifier,
+// the method set of an RSS classifier (Classify returns hash, hash type
+// and queue), so RSS replaces rxSteering by being assigned to it.
+
+// classifier picks the RX queue of a frame and the hash the completion
+// carries.
+type classifier interface {
+	Classify(frame []byte) (hash, hashType uint32, queue int)
+}
 
 // rxSteering steers every frame to queue 0 with no hash.
 type rxSteering struct{}
