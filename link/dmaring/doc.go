@@ -120,9 +120,11 @@
 // queue's Notifier, an eventfd on Linux. The device, on writing a completion
 // to an armed CQ, disarms it, writes a completion event to its EQ and, when
 // the EQ is armed, disarms it and notifies its eventfd: mqnic's interrupt.
-// The device sleeps likewise: it sets the sleep word, looks at the doorbells
-// once more and waits on its own Notifier, which the host notifies after a
-// doorbell when it sees the word set. Busy, neither side sleeps: the cost
+// The device sleeps likewise: it sets the sleep word, looks at the TX
+// doorbells once more and waits on its own Notifier, which the host
+// notifies after a TX doorbell when it sees the word set (an RX refill
+// needs no wake-up: the device reads the RX producer pointer when a frame
+// arrives). Busy, neither side sleeps: the cost
 // per frame is then the atomics above, no system call. Across processes the
 // Notifiers would be eventfds passed over a Unix socket (or a futex on a
 // shared word); this package creates them for a device in the same process.

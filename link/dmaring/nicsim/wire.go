@@ -60,6 +60,9 @@ func (w *PipeWire) Transmit(f []byte, _ int64) {
 	}
 }
 
+// TxErrors returns the frames the pipe refused (longer than its MTU).
+func (w *PipeWire) TxErrors() uint64 { return w.txErrs.Load() }
+
 // Close implements Wire. It detaches from the pipe end; it does not close
 // it.
 func (w *PipeWire) Close() error {
