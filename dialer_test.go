@@ -259,3 +259,20 @@ func (p *pair) dialTo(t testing.TB, port int) net.Conn {
 	}
 	return c
 }
+
+// TestServeTCPIgnoresDeadline: a deadline set on a ServeTCP listener does
+// not stop its own accepting.
+func TestServeTCPIgnoresDeadline(t *testing.T) {
+	p := newPair(t, nil)
+	ln, err := p.b.ServeTCP(7, echoHandler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ln.SetDeadline(time.Now())
+	for range 2 {
+		c := p.dialTo(t, 7)
+		ping(t, c, "still served")
+		c.Close()
+	}
+}

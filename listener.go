@@ -48,7 +48,7 @@ func (l *TCPListener) Accept() (net.Conn, error) {
 // deadline (SetDeadline), one wrapping os.ErrDeadlineExceeded, whose
 // Timeout method reports true.
 func (l *TCPListener) AcceptTCP() (*TCPConn, error) {
-	return l.accept(context.Background())
+	return l.accept(context.Background(), true)
 }
 
 // AcceptContext is AcceptTCP until ctx ends: then it returns an error
@@ -59,21 +59,25 @@ func (l *TCPListener) AcceptContext(ctx context.Context) (*TCPConn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, opError("accept", "tcp", nil, l.addr, err)
 	}
-	return l.accept(ctx)
+	return l.accept(ctx, true)
 }
 
 // SetDeadline sets the deadline of pending and future Accepts, as
-// net.TCPListener.SetDeadline does; the zero t means none. It always
-// returns nil.
+// net.TCPListener.SetDeadline does; the zero t means none. ServeTCP's own
+// accepting ignores it. It always returns nil.
 func (l *TCPListener) SetDeadline(t time.Time) error {
 	l.dl.set(t)
 	return nil
 }
 
-// accept is AcceptContext without the first check of ctx.
-func (l *TCPListener) accept(ctx context.Context) (*TCPConn, error) {
-	cancel := ctx.Done() // nil for context.Background()
-	expired := l.dl.expired()
+// accept is AcceptContext without the first check of ctx, and without the
+// deadline unless withDeadline.
+func (l *TCPListener) accept(ctx context.Context, withDeadline bool) (*TCPConn, error) {
+	cancel := ctx.Done()        // nil for context.Background()
+	var expired <-chan struct{} // nil: never
+	if withDeadline {
+		expired = l.dl.expired()
+	}
 	entry, notify := waiter.NewChannelEntry(waiter.ReadableEvents)
 	l.wq.EventRegister(&entry)
 	defer l.wq.EventUnregister(&entry)

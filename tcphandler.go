@@ -1,6 +1,7 @@
 package tickwire
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -212,7 +213,7 @@ func (s *Stack) ServeTCP(port uint16, handler TCPHandler) (*TCPListener, error) 
 	go func() {
 		defer s.goroutines.Done()
 		for {
-			c, err := ln.AcceptTCP()
+			c, err := ln.accept(context.Background(), false) // SetDeadline is the program's, not ours
 			if err != nil {
 				return
 			}
