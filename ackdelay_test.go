@@ -3,6 +3,7 @@ package tickwire_test
 import (
 	"io"
 	"net/netip"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -233,8 +234,21 @@ func TestLatencyOwedACKSent(t *testing.T) {
 func TestHandlersRunUnfrozen(t *testing.T) {
 	p := newPair(t, func(c *tickwire.Config) { latencyMode(c); staticARP(c) })
 	var frozenInHandler atomic.Int32
+	// The stamp is the stack's: a delivery on another goroutine (A's
+	// delayed ACK, say) may hold it for a moment while a handler runs. One
+	// held by the handler's own delivery cannot clear before the handler
+	// returns, so a handler that sees the stamp waits for it to clear.
+	frozenByOwnDelivery := func() bool {
+		for deadline := time.Now().Add(200 * time.Millisecond); tickwire.ClockFrozen(p.b); {
+			if time.Now().After(deadline) {
+				return true
+			}
+			runtime.Gosched()
+		}
+		return false
+	}
 	ln, err := p.b.ServeTCP(7, func(c *tickwire.TCPConn, data []byte, err error) {
-		if tickwire.ClockFrozen(p.b) {
+		if frozenByOwnDelivery() {
 			frozenInHandler.Add(1)
 		}
 		echoHandler(c, data, err)
@@ -244,7 +258,7 @@ func TestHandlersRunUnfrozen(t *testing.T) {
 	}
 	defer ln.Close()
 	udp, err := p.b.ServeUDP(9007, func(c *tickwire.UDPConn, payload []byte, from netip.AddrPort) {
-		if tickwire.ClockFrozen(p.b) {
+		if frozenByOwnDelivery() {
 			frozenInHandler.Add(1)
 		}
 		c.WriteToUDPAddrPort(payload, from)
