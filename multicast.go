@@ -95,8 +95,7 @@ func multicastGroup(group netip.Addr) (tcpip.Address, bool) {
 // for groups c did not join are dropped and counted in
 // Stats.DropIPv4NotForUs. Source-specific joins (IGMPv3 source lists) are
 // not supported: netstack has none. Fragmented multicast datagrams are
-// reassembled like unicast ones only if the fragment table accepts the
-// group address, which it does not: they are dropped and counted.
+// reassembled by the wire like unicast ones and then delivered the same way.
 //
 // A socket may join several groups, and the stack at most
 // MaxMulticastGroups in all (ErrTooManyGroups). Joining a group twice fails

@@ -32,44 +32,62 @@ func groupFrame(p *pair, group netip.Addr, port uint16, payload []byte) []byte {
 
 // TestMulticastDirect injects datagrams for a group into B: a socket
 // receives them once it joined, on the direct path and without allocating,
-// and not before nor after it left; another socket never does.
+// and not before nor after it left; another socket never does. Delivery
+// may go through the socket's ring (when its goroutine holds the handler),
+// which keeps order: a later datagram that arrives proves an earlier one
+// was dropped.
 func TestMulticastDirect(t *testing.T) {
 	p := newPair(t, staticARP)
-	var got, other atomic.Int64
+	var allocRuns atomic.Int64
 	var group atomic.Value
+	got, other := make(chan string, 64), make(chan string, 64)
 	c, err := p.b.ServeUDP(5000, func(c *tickwire.UDPConn, payload []byte, from netip.AddrPort) {
-		got.Add(1)
-		if got.Load() == 1 {
+		if string(payload) == "alloc" {
+			allocRuns.Add(1)
+			return
+		}
+		if string(payload) == "j1" {
 			group.Store(c.RxGroup())
 		}
+		got <- string(payload)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := p.b.ServeUDP(5001, func(c *tickwire.UDPConn, payload []byte, from netip.AddrPort) { other.Add(1) })
+	o, err := p.b.ServeUDP(5001, func(c *tickwire.UDPConn, payload []byte, from netip.AddrPort) { other <- string(payload) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	f, fo := groupFrame(p, testGroup, 5000, []byte("tick")), groupFrame(p, testGroup, 5001, []byte("tick"))
 	send := func(f []byte) {
 		t.Helper()
 		if err := p.pa.Send(f); err != nil {
 			t.Fatal(err)
 		}
 	}
-	notForUs := p.b.Stats().DropIPv4NotForUs
-	send(f)
-	if got.Load() != 0 {
-		t.Fatal("delivered before the join")
+	next := func(ch chan string) string {
+		t.Helper()
+		select {
+		case m := <-ch:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatalf("nothing received; stats %+v", p.b.Stats())
+		}
+		return ""
 	}
+	notForUs := p.b.Stats().DropIPv4NotForUs
+	send(groupFrame(p, testGroup, 5000, []byte("pre")))
 	if err := c.JoinGroup(testGroup); err != nil {
 		t.Fatal(err)
 	}
-	send(fo) // o did not join
-	send(f)
-	if got.Load() != 1 || other.Load() != 0 {
-		t.Fatalf("joined socket got %d, other %d; want 1, 0", got.Load(), other.Load())
+	send(groupFrame(p, testGroup, 5001, []byte("other"))) // o did not join
+	sendUDP(t, p, addrPort(addrA, 4000), addrPort(addrB, 5001), []byte("o-marker"), nil)
+	send(groupFrame(p, testGroup, 5000, []byte("j1")))
+	if m := next(got); m != "j1" {
+		t.Fatalf("joined socket got %q first, want j1", m)
+	}
+	if m := next(other); m != "o-marker" {
+		t.Fatalf("other socket got %q first, want its unicast marker", m)
 	}
 	if g, _ := group.Load().(netip.Addr); g != testGroup {
 		t.Errorf("RxGroup in the handler = %v, want %v", g, testGroup)
@@ -77,18 +95,19 @@ func TestMulticastDirect(t *testing.T) {
 	if d := p.b.Stats().DropIPv4NotForUs - notForUs; d != 2 {
 		t.Errorf("DropIPv4NotForUs rose by %d, want 2", d)
 	}
+	f := groupFrame(p, testGroup, 5000, []byte("alloc"))
 	if !raceEnabled {
 		if allocs := testing.AllocsPerRun(1000, func() { send(f) }); allocs != 0 {
 			t.Errorf("%.2f allocations per multicast datagram, want 0", allocs)
 		}
 	}
-	before := got.Load()
 	if err := c.LeaveGroup(testGroup); err != nil {
 		t.Fatal(err)
 	}
-	send(f)
-	if got.Load() != before {
-		t.Error("delivered after the leave")
+	send(groupFrame(p, testGroup, 5000, []byte("post")))
+	sendUDP(t, p, addrPort(addrA, 4000), addrPort(addrB, 5000), []byte("u-marker"), nil)
+	if m := next(got); m != "u-marker" {
+		t.Errorf("got %q after the leave, want the unicast marker", m)
 	}
 	c.Close()
 }
@@ -304,5 +323,36 @@ func TestMulticastAnswersQueries(t *testing.T) {
 		} else {
 			want("v2 " + testGroup.String())
 		}
+	}
+}
+
+// TestMulticastFragments sends a 3000-byte datagram to a group in
+// fragments: the wire reassembles it and the joined socket's handler gets
+// it whole, with its group.
+func TestMulticastFragments(t *testing.T) {
+	p := newPair(t, staticARP)
+	got := make(chan string, 1)
+	c, err := p.b.ServeUDP(5007, func(c *tickwire.UDPConn, payload []byte, from netip.AddrPort) {
+		select {
+		case got <- fmt.Sprintf("%d bytes on %v", len(payload), c.RxGroup()):
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.JoinGroup(testGroup); err != nil {
+		t.Fatal(err)
+	}
+	dg := udpDatagram(addrPort(addrA, 4000), netip.AddrPortFrom(testGroup, 5007), make([]byte, 3000))
+	p.sendFragments(t, testGroup, uint8(header.UDPProtocolNumber), 77, dg, 1480, -1)
+	select {
+	case m := <-got:
+		if want := "3000 bytes on " + testGroup.String(); m != want {
+			t.Errorf("got %q, want %q", m, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("nothing received; stats %+v", p.b.Stats())
 	}
 }
