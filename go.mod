@@ -3,6 +3,7 @@ module github.com/tickwire/tickwire
 go 1.26.3
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	github.com/gopacket/gopacket v1.7.7
 	github.com/prometheus/client_golang v1.25.0
 	go.uber.org/goleak v1.3.0
