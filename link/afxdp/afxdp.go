@@ -256,9 +256,16 @@ var (
 	// receive queue the interface does not have.
 	ErrQueueRange = errors.New("afxdp: receive queue out of range")
 	// ErrTimeout is returned by Source.ReadFrames when Config.ReadTimeout
-	// passed without a frame; the Source stays usable.
-	ErrTimeout = errors.New("afxdp: read timeout")
+	// passed without a frame; the Source stays usable. It has a
+	// Timeout() bool method that returns true, as net's timeouts do, so
+	// feed.Decoder.Run advances time on it.
+	ErrTimeout error = timeoutError{}
 )
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string { return "afxdp: read timeout" }
+func (timeoutError) Timeout() bool { return true }
 
 // Error describes a failed operation on an interface.
 type Error struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -165,12 +166,13 @@ func (e *Endpoint) read(s *socket) {
 	r := &reader{e: e, s: s}
 	r.deliver = r.handle
 	socks := []*socket{s}
+	fds := make([]unix.PollFd, 2)
 	for {
 		r.rx = rxclock.Now()
 		if s.receive(rxBatch, r.deliver) > 0 {
 			continue
 		}
-		ok, err := e.q.wait(socks, time.Time{})
+		ok, err := e.q.wait(socks, fds, time.Time{})
 		if !ok || err != nil {
 			if err != nil {
 				s.rxInvalid.Add(1)

@@ -114,8 +114,9 @@ func (q *queues) close() {
 // wait blocks until one of socks has a frame in its RX ring (true), stop
 // is called or the deadline, when not zero, passes (false). With
 // busy-polling set it first spins on the rings for that long, making no
-// system call.
-func (q *queues) wait(socks []*socket, deadline time.Time) (bool, error) {
+// system call. fds is the caller's poll array, at least len(socks)+1
+// long, reused so that waiting allocates nothing.
+func (q *queues) wait(socks []*socket, fds []unix.PollFd, deadline time.Time) (bool, error) {
 	ready := func() bool {
 		for _, s := range socks {
 			if s.rx.available() > 0 {
@@ -130,7 +131,6 @@ func (q *queues) wait(socks []*socket, deadline time.Time) (bool, error) {
 			runtime.Gosched()
 		}
 	}
-	var fds [65]unix.PollFd
 	for {
 		if q.stopping.Load() {
 			return false, nil

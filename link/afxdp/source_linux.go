@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 
 	"github.com/tickwire/tickwire/internal/rxclock"
 	"github.com/tickwire/tickwire/link/frame"
@@ -40,6 +41,7 @@ type Source struct {
 	cur     *socket
 	fillFn  func([]byte)
 	nextSoc int
+	fds     []unix.PollFd
 }
 
 // NewSource opens AF_XDP sockets on cfg.Queues receive queues of the
@@ -57,7 +59,7 @@ func NewSource(iface string, cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{q: q, cfg: cfg}
+	s := &Source{q: q, cfg: cfg, fds: make([]unix.PollFd, len(q.socks)+1)}
 	s.fillFn = s.fill
 	return s, nil
 }
@@ -96,7 +98,7 @@ func (s *Source) ReadFrames(frames []frame.Frame) (int, error) {
 		if n := s.take(frames); n > 0 {
 			return n, nil
 		}
-		ok, err := s.q.wait(s.q.socks, deadline)
+		ok, err := s.q.wait(s.q.socks, s.fds, deadline)
 		switch {
 		case s.q.stopping.Load():
 			return 0, io.EOF
