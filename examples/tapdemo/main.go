@@ -24,6 +24,15 @@
 //	echo hello | nc -u -w 1 10.201.0.2 7
 //
 // It needs root (CAP_NET_ADMIN) to create the device.
+//
+// With -xdp IFACE it runs the same services, ready line, counters and exit
+// on an existing interface over AF_XDP (link/afxdp) instead: no device is
+// created, -tap, -host and -mtu are ignored, and on exit the XDP program is
+// detached and the interface left as it was found. Only frames for -addr
+// (and ARP for it) reach the stack; the host's own traffic on IFACE still
+// reaches the kernel:
+//
+//	go run ./examples/tapdemo -xdp eth1 -addr 10.0.0.2/24
 package main
 
 import (

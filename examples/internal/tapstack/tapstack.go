@@ -3,7 +3,8 @@
 // new TAP device with an optional pcap recorder, and the counters they print
 // on exit. With -link dmaring the stack runs on link/dmaring queues instead,
 // and an in-process software NIC (link/dmaring/nicsim) moves the frames
-// between the rings and the TAP device.
+// between the rings and the TAP device; with -xdp it runs on an existing
+// interface over AF_XDP (link/afxdp).
 package tapstack
 
 import (
@@ -20,6 +21,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/link/afxdp"
 	"github.com/tickwire/tickwire/link/dmaring"
 	"github.com/tickwire/tickwire/link/dmaring/nicsim"
 	"github.com/tickwire/tickwire/link/pcap/recorder"
@@ -35,6 +37,11 @@ type Options struct {
 	PcapFile string       // record frames here when not empty
 	Link     string       // "tap" (the stack on the device) or "dmaring" (on rings a software NIC serves)
 	Queues   int          // dmaring queue pairs
+	// XDP, when not empty, is an existing interface to run the stack on
+	// over AF_XDP (link/afxdp) instead of a TAP device: Device, Host,
+	// MTU and Link are then ignored (the interface's MTU is used), and the
+	// interface is left as it was found on Close.
+	XDP string
 }
 
 // Links are the values of -link.
@@ -58,6 +65,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet, device, addr, host string) {
 	fs.StringVar(&o.PcapFile, "pcap", "", "record every frame to this pcap file")
 	fs.StringVar(&o.Link, "link", LinkTAP, "the stack's link: tap (the device itself) or dmaring (DMA rings served by a software NIC on the device)")
 	fs.IntVar(&o.Queues, "queues", 1, "queue pairs of the dmaring link")
+	fs.StringVar(&o.XDP, "xdp", "", "run on this existing interface over AF_XDP instead of a TAP device (-tap, -host, -mtu and -link ignored)")
 }
 
 // Main finishes a program's main function once its flags are parsed: it
@@ -66,6 +74,9 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet, device, addr, host string) {
 // returns, prefixed by the program's name. It returns when run succeeds.
 func Main(program string, opts *Options, run func(ctx context.Context, out io.Writer) error) {
 	if os.Geteuid() != 0 {
+		if opts.XDP != "" {
+			fatalf(program, "needs root (CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF) for AF_XDP on %s; run it with sudo", opts.XDP)
+		}
 		fatalf(program, "needs root (CAP_NET_ADMIN) to create TAP device %s; run it with sudo", opts.Device)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -84,8 +95,9 @@ func fatalf(program, format string, args ...any) {
 // Node is a tickwire stack on a TAP device, optionally recorded.
 type Node struct {
 	Stack *tickwire.Stack
-	TAP   *tap.Endpoint
+	TAP   *tap.Endpoint     // nil with -xdp
 	Ring  *dmaring.Endpoint // with -link dmaring, else nil
+	XDP   *afxdp.Endpoint   // with -xdp, else nil
 	dev   *nicsim.Device
 	rec   *recorder.Endpoint
 	opts  Options
@@ -100,15 +112,23 @@ func Open(opts Options, cfg tickwire.Config) (*Node, error) {
 	var link stack.LinkEndpoint
 	var mac net.HardwareAddr
 	var err error
-	switch opts.Link {
-	case "", LinkTAP:
+	switch {
+	case opts.XDP != "":
+		ep, err := afxdp.New(opts.XDP, afxdp.Config{Addr: opts.Addr.Addr()})
+		if err != nil {
+			return nil, err
+		}
+		opts.MTU = int(ep.MTU())
+		n = &Node{XDP: ep, opts: opts}
+		link, mac = ep, ep.MAC()
+	case opts.Link == "" || opts.Link == LinkTAP:
 		ep, err := tap.New(tap.Config{Name: opts.Device, MTU: opts.MTU, Host: opts.Host})
 		if err != nil {
 			return nil, err
 		}
 		n = &Node{TAP: ep, opts: opts}
 		link, mac = ep, ep.MAC()
-	case LinkDMARing:
+	case opts.Link == LinkDMARing:
 		if n, err = openRing(opts); err != nil {
 			return nil, err
 		}
@@ -174,6 +194,13 @@ func (n *Node) closeDevice() {
 
 // Describe is the line a program prints before "ready": where the stack is.
 func (n *Node) Describe() string {
+	if n.XDP != nil {
+		copyMode := "copy"
+		if n.XDP.ZeroCopy() {
+			copyMode = "zero-copy"
+		}
+		return fmt.Sprintf("stack %s (MAC %s) on %s over AF_XDP (%s mode, %s)", n.opts.Addr, n.XDP.MAC(), n.opts.XDP, n.XDP.AttachMode(), copyMode)
+	}
 	if n.Ring != nil {
 		return fmt.Sprintf("stack %s (MAC %s) on %d dmaring queue pairs, software NIC on %s, kernel side %v",
 			n.opts.Addr, n.Ring.MAC(), n.Ring.Queues(), n.TAP.Name(), n.opts.Host)
@@ -201,9 +228,15 @@ func (n *Node) Close(out io.Writer) error {
 		fmt.Fprintf(out, "dmaring: %d frames in, %d out (%d dropped: ring full); NIC: %d errors, %d frames dropped without a descriptor\n",
 			ringStats.RxFrames, ringStats.TxFrames, ringStats.TxRingFull, ds.Errors, ds.RxNoDescriptor)
 	}
-	ts := n.TAP.Stats()
-	fmt.Fprintf(out, "tap %s: %d frames in (%d for other hosts, %d too long dropped), %d out (%d dropped)\n",
-		n.TAP.Name(), ts.RxFrames, ts.RxOtherHost, ts.RxTooLong, ts.TxFrames, ts.TxDropped)
+	if n.XDP != nil {
+		xs := n.XDP.Stats()
+		fmt.Fprintf(out, "xdp %s: %d frames in (%d invalid, %d dropped by the kernel), %d out (%d dropped)\n",
+			n.opts.XDP, xs.RxFrames, xs.RxInvalid, xs.KernelDrops, xs.TxFrames, xs.TxDropped)
+	} else {
+		ts := n.TAP.Stats()
+		fmt.Fprintf(out, "tap %s: %d frames in (%d for other hosts, %d too long dropped), %d out (%d dropped)\n",
+			n.TAP.Name(), ts.RxFrames, ts.RxOtherHost, ts.RxTooLong, ts.TxFrames, ts.TxDropped)
+	}
 	if n.rec == nil {
 		return nil
 	}
