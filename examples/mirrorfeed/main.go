@@ -8,6 +8,7 @@
 //	go run ./examples/mirrorfeed -pcap feed.pcap  # pcap (4 variants) or pcapng, gzip too
 //	go run ./examples/mirrorfeed -iface eth1      # live AF_PACKET capture (root), ^C ends
 //	go run ./examples/mirrorfeed -link dmaring -pcap feed.pcap  # the capture through DMA rings
+//	go run ./examples/mirrorfeed -xdp eth1 -filter 10.31.0.1:9129  # live AF_XDP capture (root)
 //
 // After the records it prints a summary line: records, flows, bytes
 // delivered, gaps, overlap anomalies, STEP sequence gaps, decode errors and
@@ -73,8 +74,18 @@
 //	                       times and without loss, and decode what is read
 //	                       from the ring: the records, -raw files and
 //	                       summary are those of the direct path
-//	-queues N              RX queues of -link dmaring; only 1 until the NIC
-//	                       steers flows to queues (RSS)
+//	-queues N              RX queues of -link dmaring (only 1 until the NIC
+//	                       steers flows to queues: RSS), or with -xdp the
+//	                       receive queues 0 to N-1 bound, one AF_XDP socket
+//	                       each (default 1)
+//	-xdp IFACE             capture live from IFACE over AF_XDP (link/afxdp)
+//	                       instead of AF_PACKET; every other flag and the
+//	                       output are as with -iface. AF_XDP takes the
+//	                       frames it captures away from the kernel, so
+//	                       -filter is required
+//	-filter HOST:PORT      with -xdp: capture IPv4 frames from or to HOST
+//	                       whose TCP or UDP source or destination port is
+//	                       PORT; either may be * (not both)
 //
 // The stream semantics (stream start, first copy wins, gaps) are the mirror
 // package's; see its documentation.
@@ -89,14 +100,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/tickwire/tickwire/fast/sse/step"
 	"github.com/tickwire/tickwire/feed"
 	"github.com/tickwire/tickwire/link/afpacket"
+	"github.com/tickwire/tickwire/link/afxdp"
 	"github.com/tickwire/tickwire/link/dmaring"
 	"github.com/tickwire/tickwire/link/frame"
 	"github.com/tickwire/tickwire/link/pcap"
@@ -133,7 +148,9 @@ type options struct {
 	maxFlows    int
 	bufferTotal int64
 	link        string // "" (the source read directly) or "dmaring"
-	queues      int
+	queues      int    // of -link dmaring or -xdp
+	xdp         string
+	filter      string
 	// stepBudget is the decoders' share of bufferTotal, as package feed
 	// splits it (feed.Config.BufferTotal); the reassembly buffers get the
 	// rest. Only -buffer-total's usage check needs it.
@@ -162,7 +179,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.history, "history", true, "compare retransmissions of delivered bytes with them (count differing ones as anomalies)")
 	fs.Int64Var(&o.bufferTotal, "buffer-total", defaultBufferTotal, "`bytes` of stream held in memory across all flow directions (3/4 reassembly, 1/4 STEP decoding)")
 	fs.StringVar(&o.link, "link", "", "dmaring: replay the capture through a software NIC into link/dmaring RX rings and read it from there")
-	fs.IntVar(&o.queues, "queues", 1, "RX queues of -link dmaring")
+	fs.IntVar(&o.queues, "queues", 1, "RX queues of -link dmaring, or with -xdp receive queues 0 to `N`-1, one AF_XDP socket each")
+	fs.StringVar(&o.xdp, "xdp", "", "capture live from `interface` over AF_XDP (root; needs -filter); ^C ends")
+	fs.StringVar(&o.filter, "filter", "", "with -xdp: capture frames from or to `HOST:PORT` (either may be *)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -179,12 +198,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case fs.NArg() != 0:
 		return usage(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
-	case o.pcapFile != "" && o.iface != "":
-		return usage("-pcap and -iface are exclusive")
+	case o.pcapFile != "" && o.iface != "", o.pcapFile != "" && o.xdp != "", o.iface != "" && o.xdp != "":
+		return usage("-pcap, -iface and -xdp are exclusive")
 	case o.link != "" && o.link != "dmaring":
 		return usage(fmt.Sprintf("-link %q: want dmaring or nothing", o.link))
-	case o.link != "" && o.iface != "":
-		return usage("-link dmaring replays a capture file: not with -iface")
+	case o.link != "" && (o.iface != "" || o.xdp != ""):
+		return usage("-link dmaring replays a capture file: not with -iface or -xdp")
+	case o.xdp != "" && o.filter == "":
+		return usage("-xdp needs -filter HOST:PORT: AF_XDP takes the frames it captures away from the kernel, so there is no capture-everything default")
+	case o.xdp == "" && o.filter != "":
+		return usage("-filter goes with -xdp")
+	case o.xdp == "" && o.link == "" && o.queues != 1:
+		return usage("-queues goes with -link dmaring or -xdp")
+	case o.queues < 1 || o.queues > 64:
+		return usage(fmt.Sprintf("-queues %d: want 1 to 64", o.queues))
 	case o.format != "text" && o.format != "json" && o.format != "csv":
 		return usage(fmt.Sprintf("-format %q: want text, json or csv", o.format))
 	case o.decode != "sse" && o.decode != "none":
@@ -207,7 +234,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	src, live, err := openSource(o)
+	src, live, err := openInput(o)
 	if err != nil {
 		fmt.Fprintf(stderr, "mirrorfeed: %v\n", err)
 		return 1
@@ -237,7 +264,11 @@ func process(ctx context.Context, o options, src frame.Source, live bool, batch 
 		// io.EOF.
 		stopLive := context.AfterFunc(ctx, func() { src.Close() })
 		defer stopLive()
-		fmt.Fprintf(stderr, "mirrorfeed: capturing on %s (AF_PACKET, promiscuous); interrupt to stop\n", o.iface)
+		if o.xdp != "" {
+			fmt.Fprintf(stderr, "mirrorfeed: capturing on %s (AF_XDP, filter %s, %d queue(s): captured frames no longer reach the kernel); interrupt to stop\n", o.xdp, o.filter, o.queues)
+		} else {
+			fmt.Fprintf(stderr, "mirrorfeed: capturing on %s (AF_PACKET, promiscuous); interrupt to stop\n", o.iface)
+		}
 	}
 
 	out := bufio.NewWriterSize(stdout, 64<<10)
@@ -276,6 +307,16 @@ func process(ctx context.Context, o options, src frame.Source, live bool, batch 
 // embedded demo feed.
 func openSource(o options) (src frame.Source, live bool, err error) {
 	switch {
+	case o.xdp != "":
+		f, err := parseFilter(o.filter)
+		if err != nil {
+			return nil, false, err
+		}
+		s, err := afxdp.NewSource(o.xdp, afxdp.Config{Filter: f, Queues: o.queues, ReadTimeout: 50 * time.Millisecond})
+		if err != nil {
+			return nil, false, err
+		}
+		return s, true, nil
 	case o.iface != "":
 		s, err := afpacket.New(o.iface, afpacket.Config{Promiscuous: true, ReadTimeout: 50 * time.Millisecond})
 		return s, true, err
@@ -289,6 +330,38 @@ func openSource(o options) (src frame.Source, live bool, err error) {
 		r, err := pcap.NewReader(bytes.NewReader(demoPcap))
 		return r, false, err
 	}
+}
+
+// openInput is openSource; tests wrap it to watch the frames a live
+// capture returns.
+var openInput = openSource
+
+// parseFilter parses -filter: HOST:PORT, either of them * (or empty).
+func parseFilter(s string) (afxdp.Filter, error) {
+	var f afxdp.Filter
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return f, fmt.Errorf("-filter %q: want HOST:PORT (either may be *)", s)
+	}
+	host, port := s[:i], s[i+1:]
+	if host != "" && host != "*" {
+		a, err := netip.ParseAddr(host)
+		if err != nil || !a.Is4() {
+			return f, fmt.Errorf("-filter %q: host must be an IPv4 address or *", s)
+		}
+		f.Host = a
+	}
+	if port != "" && port != "*" {
+		p, err := strconv.ParseUint(port, 10, 16)
+		if err != nil || p == 0 {
+			return f, fmt.Errorf("-filter %q: port must be 1 to 65535 or *", s)
+		}
+		f.Port = uint16(p)
+	}
+	if f.IsZero() {
+		return f, fmt.Errorf("-filter %q: give a host, a port or both", s)
+	}
+	return f, nil
 }
 
 // Batch geometry: slots hold a 64 KiB IP packet behind the longest link
@@ -337,7 +410,7 @@ func pump(ctx context.Context, src frame.Source, batch []frame.Frame, d *feed.De
 			}
 		case errors.Is(err, io.EOF):
 			return nil
-		case live && errors.Is(err, afpacket.ErrTimeout):
+		case live && (errors.Is(err, afpacket.ErrTimeout) || errors.Is(err, afxdp.ErrTimeout)):
 			// A quiet link: let capture time advance so holes time out.
 			d.Flush(time.Now().UnixNano())
 		case live && ctx.Err() != nil:
