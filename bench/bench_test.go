@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -92,8 +93,12 @@ func TestAllMeasuresJSON(t *testing.T) {
 	// The TAP measures run only as root on Linux (tap_other.go skips them
 	// elsewhere).
 	tapRuns := runtime.GOOS == "linux" && os.Geteuid() == 0
+	xdpRuns := tapRuns && (runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64")
+	if _, err := exec.LookPath("ethtool"); err != nil {
+		xdpRuns = false
+	}
 	for _, m := range measures {
-		if !seen[m.name] && !(strings.HasPrefix(m.name, "tap_") && !tapRuns) {
+		if !seen[m.name] && !(strings.HasPrefix(m.name, "tap_") && !tapRuns) && !(strings.HasPrefix(m.name, "xdp_") && !xdpRuns) {
 			t.Errorf("measure %s missing from the JSON", m.name)
 		}
 	}
@@ -129,7 +134,7 @@ func TestSelectMeasures(t *testing.T) {
 	for _, m := range selectMeasures(measures, re, false) {
 		names = append(names, m.name)
 	}
-	if got := strings.Join(names, " "); got != "tcp_rtt_64B udp_rtt_64B udp_rtt_64B_latency tcp_rtt_64B_latency tcp_rtt_64B_locked tap_tcp_rtt_64B tap_tcp_rtt_64B_latency tap_tcp_rtt_64B_latency_locked" {
+	if got := strings.Join(names, " "); got != "tcp_rtt_64B udp_rtt_64B udp_rtt_64B_latency tcp_rtt_64B_latency tcp_rtt_64B_locked tap_tcp_rtt_64B tap_tcp_rtt_64B_latency tap_tcp_rtt_64B_latency_locked xdp_tcp_rtt_64B_latency" {
 		t.Errorf("-only rtt selects %q", got)
 	}
 }

@@ -108,6 +108,17 @@ var measures = []measure{
 		setup: setupTapRTTLocked,
 	},
 	{
+		name: "xdp_tcp_rtt_64B_latency", unit: "us", better: lower, latency: true, quick: true,
+		baselineName: "kernel to kernel, veth",
+		doc: "Root only (linux/amd64, linux/arm64, ethtool). 64-byte TCP ping-pong from a kernel " +
+			"client in one network namespace to tickwire on AF_XDP (link/afxdp, copy mode, " +
+			"program in veth's driver mode, no busy-polling) on the other end of a veth pair, " +
+			"in latency mode with a Stack.ServeTCP echo handler on the endpoint's reader " +
+			"goroutine; the kernel peer has checksum and segmentation offload off. Baseline: " +
+			"kernel to kernel over veth, as for tap_tcp_rtt_64B. Issue goal: at most 0.8x.",
+		setup: setupXDPRTT,
+	},
+	{
 		name: "fast_sse_decode", unit: "records/s", better: higher, quick: true,
 		baselineName: "fast generic decoder",
 		doc: "SSE Level-2 records decoded per second from a STEP stream (internal/capgen, 4000 " +

@@ -103,6 +103,30 @@ func setupTapRTTMode(p params, latency bool) (*pair, error) {
 	}
 
 	// Baseline: kernel to kernel over veth.
+	vconn, closeBaseline, err := vethBaseline()
+	if err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, closeBaseline)
+
+	return &pair{
+		tickwire: func() (sample, error) { return tcpPingPong(kc, p) },
+		baseline: func() (sample, error) { return tcpPingPong(vconn, p) },
+		close:    cleanup,
+	}, nil
+}
+
+// vethBaseline builds the kernel-to-kernel baseline of the RTT measures:
+// a kernel echo server in one namespace, a kernel client in another, a
+// veth pair between them. It returns the client's connection.
+func vethBaseline() (net.Conn, func(), error) {
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	fail := func(err error) (net.Conn, func(), error) { cleanup(); return nil, nil, err }
 	serverNS, remove, err := newNetns()
 	if err != nil {
 		return fail(err)
@@ -145,12 +169,7 @@ func setupTapRTTMode(p params, latency bool) (*pair, error) {
 		return fail(err)
 	}
 	cleanups = append(cleanups, func() { vconn.Close() })
-
-	return &pair{
-		tickwire: func() (sample, error) { return tcpPingPong(kc, p) },
-		baseline: func() (sample, error) { return tcpPingPong(vconn, p) },
-		close:    cleanup,
-	}, nil
+	return vconn, cleanup, nil
 }
 
 // undo runs the cleanups of a setup's steps, the last step's first.

@@ -10,6 +10,10 @@ func setupTapRTT(bool) func(params) (*pair, error) {
 	}
 }
 
+func setupXDPRTT(params) (*pair, error) {
+	return nil, fmt.Errorf("%w: AF_XDP and network namespaces need Linux", errSkip)
+}
+
 func cleanupStale() {}
 
 func setupTapRTTLocked(params) (*pair, error) {
