@@ -265,7 +265,7 @@ func process(ctx context.Context, o options, src frame.Source, live bool, batch 
 		stopLive := context.AfterFunc(ctx, func() { src.Close() })
 		defer stopLive()
 		if o.xdp != "" {
-			fmt.Fprintf(stderr, "mirrorfeed: capturing on %s (AF_XDP, filter %s, %d queue(s): captured frames no longer reach the kernel); interrupt to stop\n", o.xdp, o.filter, o.queues)
+			fmt.Fprintf(stderr, "mirrorfeed: capturing on %s (AF_XDP, promiscuous, filter %s, %d queue(s): captured frames no longer reach the kernel); interrupt to stop\n", o.xdp, o.filter, o.queues)
 		} else {
 			fmt.Fprintf(stderr, "mirrorfeed: capturing on %s (AF_PACKET, promiscuous); interrupt to stop\n", o.iface)
 		}
@@ -312,7 +312,7 @@ func openSource(o options) (src frame.Source, live bool, err error) {
 		if err != nil {
 			return nil, false, err
 		}
-		s, err := afxdp.NewSource(o.xdp, afxdp.Config{Filter: f, Queues: o.queues, ReadTimeout: 50 * time.Millisecond})
+		s, err := afxdp.NewSource(o.xdp, afxdp.Config{Filter: f, Queues: o.queues, Promiscuous: true, ReadTimeout: 50 * time.Millisecond})
 		if err != nil {
 			return nil, false, err
 		}

@@ -215,6 +215,13 @@ type Config struct {
 	// cannot be) and does not put it back on Close. Default false: New
 	// fails with *AttachedError.
 	Replace bool
+	// Promiscuous puts the interface in promiscuous mode while the
+	// endpoint or source is open, so frames addressed to other hosts (a
+	// mirror port's) reach the program. It holds a membership of a packet
+	// socket that receives nothing (PACKET_MR_PROMISC), which the kernel
+	// counts and drops when the socket closes, so Close, exit or a crash
+	// leave the interface's mode as it was. Default false.
+	Promiscuous bool
 	// ReadTimeout bounds how long Source.ReadFrames waits for a first
 	// frame before it returns 0, ErrTimeout (the Source stays usable).
 	// Zero: wait until a frame arrives or Close.

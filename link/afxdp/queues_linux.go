@@ -25,6 +25,7 @@ type queues struct {
 	socks    []*socket
 	prog     *program
 	wakeFD   int // eventfd that stop signals to end every wait
+	promFD   int // packet socket holding promiscuous mode; -1: none
 	stopping atomic.Bool
 	busyPoll atomic.Int64 // ns of spinning before a wait blocks; 0: none
 }
@@ -49,7 +50,7 @@ func openQueues(iface string, cfg *Config, name string, build func(*ebpf.Map) as
 		return fail(&ConfigError{"FrameSize", fmt.Sprintf("%d holds frames up to %d bytes; the interface's MTU %d needs %d",
 			cfg.FrameSize, cfg.FrameSize-xdpHeadroom, ifc.MTU, need)})
 	}
-	q := &queues{iface: iface, ifindex: ifc.Index, mtu: ifc.MTU, mac: ifc.HardwareAddr, wakeFD: -1}
+	q := &queues{iface: iface, ifindex: ifc.Index, mtu: ifc.MTU, mac: ifc.HardwareAddr, wakeFD: -1, promFD: -1}
 	defer func() {
 		if err != nil {
 			q.close()
@@ -58,6 +59,11 @@ func openQueues(iface string, cfg *Config, name string, build func(*ebpf.Map) as
 	q.wakeFD, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return fail(fmt.Errorf("eventfd: %w", err))
+	}
+	if cfg.Promiscuous {
+		if q.promFD, err = promiscuous(ifc.Index); err != nil {
+			return fail(err)
+		}
 	}
 	for i := range cfg.Queues {
 		s, err := openSocket(ifc.Index, cfg.Queue+i, cfg)
@@ -109,6 +115,26 @@ func (q *queues) close() {
 		unix.Close(q.wakeFD)
 		q.wakeFD = -1
 	}
+	if q.promFD >= 0 {
+		unix.Close(q.promFD) // the kernel drops the promiscuous membership
+		q.promFD = -1
+	}
+}
+
+// promiscuous returns a packet socket that holds the interface in
+// promiscuous mode until it is closed. Its protocol is 0, so it receives
+// no frame.
+func promiscuous(ifindex int) (int, error) {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, openError("promiscuous mode: packet socket", err)
+	}
+	mreq := unix.PacketMreq{Ifindex: int32(ifindex), Type: unix.PACKET_MR_PROMISC}
+	if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
+		unix.Close(fd)
+		return -1, openError("promiscuous mode", err)
+	}
+	return fd, nil
 }
 
 // wait blocks until one of socks has a frame in its RX ring (true), stop

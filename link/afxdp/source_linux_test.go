@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,4 +193,74 @@ func TestSourceFilters(t *testing.T) {
 			src.Close()
 		})
 	}
+}
+
+// TestSourcePromiscuous: the interface is promiscuous while the source is
+// open and back as it was after Close.
+func TestSourcePromiscuous(t *testing.T) {
+	c := newCapturePair(t)
+	promisc := func() bool {
+		// A membership shows in the counter, not in the PROMISC flag.
+		out := string(c.ns.MustRun(t, "ip", "-d", "link", "show", "dev", c.capDev))
+		return !strings.Contains(out, "promiscuity 0")
+	}
+	if promisc() {
+		t.Fatal("promiscuous before the source opened")
+	}
+	src := c.open(t, afxdp.Config{Filter: afxdp.Filter{Port: c.dstPort}, Promiscuous: true})
+	if !promisc() {
+		t.Error("not promiscuous while the source is open")
+	}
+	src.Close()
+	if promisc() {
+		t.Error("still promiscuous after Close")
+	}
+}
+
+// TestSourceTwoQueues captures on both receive queues of a two-queue veth:
+// every frame of many flows arrives once, whichever queue took it.
+func TestSourceTwoQueues(t *testing.T) {
+	kerneltest.RequireRoot(t)
+	c := &capturePair{ns: kerneltest.NewNetns(t, "twc"), capDev: kerneltest.Name("twc"), dstPort: 9129}
+	c.ns.DisableIPv6(t)
+	sendDev := kerneltest.Name("twc")
+	c.ns.MustRun(t, "ip", "link", "add", c.capDev, "numtxqueues", "2", "numrxqueues", "2", "type", "veth",
+		"peer", "name", sendDev, "numtxqueues", "2", "numrxqueues", "2")
+	c.ns.MustRun(t, "ip", "link", "set", c.capDev, "up")
+	c.ns.MustRun(t, "ip", "link", "set", sendDev, "up")
+	if err := c.ns.Do(func() error {
+		ifi, err := net.InterfaceByName(sendDev)
+		if err != nil {
+			return err
+		}
+		c.sendSA.Ifindex, c.srcMAC = ifi.Index, ifi.HardwareAddr
+		c.sendFD, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(c.sendFD)
+	src := c.open(t, afxdp.Config{Filter: afxdp.Filter{Port: c.dstPort}, Queues: 2, ReadTimeout: 10 * time.Second})
+	const n = 256
+	seen := make(map[uint64]bool)
+	for i := range n {
+		f := c.udpFrame(c.dstPort, i)
+		binary.BigEndian.PutUint16(f[14+20:], uint16(30000+i)) // a flow each
+		c.send(t, f)
+	}
+	batch := frame.NewBatch(16, 2048)
+	for len(seen) < n {
+		k, err := src.ReadFrames(batch)
+		if err != nil {
+			t.Fatalf("after %d frames: %v; %+v", len(seen), err, src.Stats())
+		}
+		for _, f := range batch[:k] {
+			seq := binary.BigEndian.Uint64(f.Data()[14+28:])
+			if seen[seq] {
+				t.Fatalf("frame %d twice", seq)
+			}
+			seen[seq] = true
+		}
+	}
+	t.Logf("stats %+v", src.Stats())
 }
