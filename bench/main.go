@@ -13,7 +13,8 @@
 // measures report p50, p99 and p99.9 (medians over rounds of each round's
 // percentile). bench/README.md describes every measure.
 //
-// Root-only measures (tap_tcp_rtt_64B, tap_tcp_rtt_64B_latency, udp_mcast_rx_latency, xdp_tcp_rtt_64B_latency) are skipped with a note otherwise.
+// Root-only measures (tap_tcp_rtt_64B, tap_tcp_rtt_64B_latency, udp_mcast_rx_latency,
+// xdp_tcp_rtt_64B_latency, xdp_capture_latency, xdp_rx_mpps) are skipped with a note otherwise.
 package main
 
 import (

@@ -119,6 +119,17 @@ var measures = []measure{
 		setup: setupXDPRTT,
 	},
 	{
+		name: "xdp_capture_latency", unit: "us", better: lower, latency: true, quick: true,
+		baselineName: "AF_PACKET (link/afpacket)",
+		doc: "Root only (linux/amd64, linux/arm64). Latency from just before an AF_PACKET " +
+			"socket writes a one-trade frame into one end of a veth pair to the Trade callback " +
+			"of a feed.Decoder (mirror + fast/sse) reading the other end through an " +
+			"afxdp.Source filtered on the feed's port (copy mode, no busy-polling); baseline: " +
+			"the same through afpacket.Source (TPACKET_V2) on a veth pair of its own. Issue " +
+			"goal: at most 0.7x.",
+		setup: setupXDPCapture,
+	},
+	{
 		name: "fast_sse_decode", unit: "records/s", better: higher, quick: true,
 		baselineName: "fast generic decoder",
 		doc: "SSE Level-2 records decoded per second from a STEP stream (internal/capgen, 4000 " +

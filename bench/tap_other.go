@@ -14,6 +14,10 @@ func setupXDPRTT(params) (*pair, error) {
 	return nil, fmt.Errorf("%w: AF_XDP and network namespaces need Linux", errSkip)
 }
 
+func setupXDPCapture(params) (*pair, error) {
+	return nil, fmt.Errorf("%w: AF_XDP and AF_PACKET need Linux", errSkip)
+}
+
 func cleanupStale() {}
 
 func setupTapRTTLocked(params) (*pair, error) {

@@ -3,16 +3,25 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/fast/sse"
+	"github.com/tickwire/tickwire/feed"
 	"github.com/tickwire/tickwire/internal/kerneltest"
+	"github.com/tickwire/tickwire/link/afpacket"
 	"github.com/tickwire/tickwire/link/afxdp"
+	"github.com/tickwire/tickwire/link/frame"
 )
 
 var (
@@ -111,4 +120,149 @@ func setupXDPRTT(p params) (*pair, error) {
 		baseline: func() (sample, error) { return tcpPingPong(vconn, p) },
 		close:    cleanup,
 	}, nil
+}
+
+// setupXDPCapture is the setup of xdp_capture_latency: for each side, a
+// veth pair in a namespace of its own, an AF_PACKET socket writing one
+// frame at a time into one end, and a feed.Decoder (mirror + fast/sse)
+// reading the other end through afxdp.Source (tickwire) or afpacket.Source
+// (baseline). A sample times each frame from just before its sendto to
+// the decoder's Trade callback.
+func setupXDPCapture(p params) (*pair, error) {
+	switch {
+	case os.Geteuid() != 0:
+		return nil, fmt.Errorf("%w: needs root to create namespaces, a veth pair and AF_XDP sockets", errSkip)
+	case runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64":
+		return nil, fmt.Errorf("%w: AF_XDP needs linux/amd64 or linux/arm64", errSkip)
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return nil, fmt.Errorf("%w: needs iproute2 (ip)", errSkip)
+	}
+	payloads, err := tradePayloads()
+	if err != nil {
+		return nil, err
+	}
+	xdpSide, closeXDP, err := captureSide(p, payloads, true)
+	if err != nil {
+		return nil, err
+	}
+	pktSide, closePkt, err := captureSide(p, payloads, false)
+	if err != nil {
+		closeXDP()
+		return nil, err
+	}
+	return &pair{tickwire: xdpSide, baseline: pktSide, close: func() { closePkt(); closeXDP() }}, nil
+}
+
+// tradeNotifier is the feed.Handler of xdp_capture_latency: it sends the
+// time of each trade, dropping it when the last one was not taken.
+type tradeNotifier struct {
+	feed.HandlerFuncs
+	at chan time.Time
+}
+
+func (n *tradeNotifier) Trade(*sse.Trade, feed.Meta) {
+	select {
+	case n.at <- time.Now():
+	default:
+	}
+}
+
+// captureSide builds one side of xdp_capture_latency.
+func captureSide(p params, payloads [][]byte, useXDP bool) (func() (sample, error), func(), error) {
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	fail := func(err error) (func() (sample, error), func(), error) { cleanup(); return nil, nil, err }
+	ns, remove, err := newNetns()
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanups = append(cleanups, remove)
+	capDev, sendDev := kerneltest.Name(netPrefix+"c"), kerneltest.Name(netPrefix+"s")
+	for _, args := range [][]string{
+		{"ip", "link", "add", capDev, "type", "veth", "peer", "name", sendDev},
+		{"ip", "link", "set", capDev, "up"},
+		{"ip", "link", "set", sendDev, "up"},
+	} {
+		if _, err := ns.Run(args[0], args[1:]...); err != nil {
+			return fail(err)
+		}
+	}
+	var src frame.Source
+	var sock int
+	var sa unix.SockaddrLinklayer
+	if err := ns.Do(func() error {
+		var err error
+		if useXDP {
+			src, err = afxdp.NewSource(capDev, afxdp.Config{Filter: afxdp.Filter{Port: 9129}})
+		} else {
+			src, err = afpacket.New(capDev, afpacket.Config{})
+		}
+		if err != nil {
+			return err
+		}
+		ifi, err := net.InterfaceByName(sendDev)
+		if err != nil {
+			src.Close()
+			return err
+		}
+		sa.Ifindex = ifi.Index
+		if sock, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
+			src.Close()
+		}
+		return err
+	}); err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, func() { unix.Close(sock) })
+	n := &tradeNotifier{at: make(chan time.Time, 1)}
+	d, err := feed.New(feed.Config{}, n)
+	if err != nil {
+		src.Close()
+		return fail(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Run(context.Background(), src) // ends with io.EOF when src closes
+	}()
+	cleanups = append(cleanups, func() { src.Close(); <-done; d.Close() })
+	flow, err := buildFlow(payloads, nil)
+	if err != nil {
+		return fail(err)
+	}
+	if err := unix.Sendto(sock, flow.syn, 0, &sa); err != nil {
+		return fail(err)
+	}
+	sampler := func() (sample, error) {
+		s := sample{lat: make([]time.Duration, 0, min(maxLatencySamples, max(1024, int(p.dur/time.Microsecond))))}
+		m0 := mallocs()
+		_, _, err := flow.passes(p.dur, func(fr []byte, _ int64) error {
+			if len(s.lat) == cap(s.lat) {
+				return errFull
+			}
+			t0 := time.Now()
+			if err := unix.Sendto(sock, fr, 0, &sa); err != nil {
+				return err
+			}
+			select {
+			case t := <-n.at:
+				s.lat = append(s.lat, t.Sub(t0))
+				return nil
+			case <-time.After(stallTimeout):
+				return errors.New("no trade decoded from a frame sent")
+			}
+		})
+		s.allocs = mallocs() - m0
+		s.ops = int64(len(s.lat))
+		if errors.Is(err, errFull) {
+			err = nil
+		}
+		return s, err
+	}
+	return sampler, cleanup, nil
 }
