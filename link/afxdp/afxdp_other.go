@@ -79,3 +79,6 @@ func (s *Source) AttachMode() AttachMode { return AttachAuto }
 
 // Stats returns the counters.
 func (s *Source) Stats() Stats { return Stats{} }
+
+// SetBusyPoll makes ReadFrames spin before it blocks.
+func (s *Source) SetBusyPoll(d time.Duration) {}

@@ -98,6 +98,7 @@ func TestSourceFilterAndAllocs(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	c := newCapturePair(t)
 	src := c.open(t, afxdp.Config{Filter: afxdp.Filter{Port: c.dstPort}, ReadTimeout: 10 * time.Second})
+	src.SetBusyPoll(100 * time.Microsecond) // the spinning path allocates nothing either
 	const n = 200
 	for i := range n {
 		c.send(t, c.udpFrame(c.dstPort+1, i)) // not ours: passed to the kernel
@@ -142,6 +143,10 @@ func TestSourceTimeoutAndClose(t *testing.T) {
 	batch := frame.NewBatch(4, 2048)
 	if n, err := src.ReadFrames(batch); n != 0 || !errors.Is(err, afxdp.ErrTimeout) {
 		t.Fatalf("quiet link: %d, %v", n, err)
+	}
+	src.SetBusyPoll(5 * time.Millisecond) // spins, then blocks until the timeout
+	if n, err := src.ReadFrames(batch); n != 0 || !errors.Is(err, afxdp.ErrTimeout) {
+		t.Fatalf("quiet link, busy-polling: %d, %v", n, err)
 	}
 	var te interface{ Timeout() bool }
 	if !errors.As(afxdp.ErrTimeout, &te) || !te.Timeout() {
