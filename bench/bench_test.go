@@ -94,8 +94,10 @@ func TestAllMeasuresJSON(t *testing.T) {
 	// elsewhere).
 	tapRuns := runtime.GOOS == "linux" && os.Geteuid() == 0
 	xdpRuns := tapRuns && (runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64")
-	if _, err := exec.LookPath("ethtool"); err != nil {
-		xdpRuns = false
+	for _, tool := range []string{"ethtool", "hping3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			xdpRuns = false
+		}
 	}
 	for _, m := range measures {
 		if !seen[m.name] && !(strings.HasPrefix(m.name, "tap_") && !tapRuns) && !(strings.HasPrefix(m.name, "xdp_") && !xdpRuns) {

@@ -130,6 +130,17 @@ var measures = []measure{
 		setup: setupXDPCapture,
 	},
 	{
+		name: "xdp_rx_mpps", unit: "frames/s", better: higher,
+		baselineName: "AF_PACKET (link/afpacket)",
+		doc: "Root only (linux/amd64, linux/arm64, hping3). 64-byte UDP frames per second " +
+			"returned by afxdp.Source (one queue, copy mode, filter on the frames' port) from " +
+			"one end of a veth pair while hping3 --flood sends into the other; baseline: " +
+			"afpacket.Source on a veth pair of its own under the same flood. On a 2-core " +
+			"machine the flood and the reader share the cores, so the figure is bounded by " +
+			"the sender as much as by the receiver.",
+		setup: setupXDPRxRate,
+	},
+	{
 		name: "fast_sse_decode", unit: "records/s", better: higher, quick: true,
 		baselineName: "fast generic decoder",
 		doc: "SSE Level-2 records decoded per second from a STEP stream (internal/capgen, 4000 " +

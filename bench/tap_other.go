@@ -18,6 +18,10 @@ func setupXDPCapture(params) (*pair, error) {
 	return nil, fmt.Errorf("%w: AF_XDP and AF_PACKET need Linux", errSkip)
 }
 
+func setupXDPRxRate(params) (*pair, error) {
+	return nil, fmt.Errorf("%w: AF_XDP and AF_PACKET need Linux", errSkip)
+}
+
 func cleanupStale() {}
 
 func setupTapRTTLocked(params) (*pair, error) {

@@ -266,3 +266,123 @@ func captureSide(p params, payloads [][]byte, useXDP bool) (func() (sample, erro
 	}
 	return sampler, cleanup, nil
 }
+
+// setupXDPRxRate is the setup of xdp_rx_mpps: per side a veth pair in a
+// namespace of its own, hping3 flooding one end with 64-byte UDP frames
+// (to a permanent neighbour entry: no ARP) while the side's source drains
+// the other end; a sample is the frames the source returned per second of
+// the flood. The flood runs only during a side's sample.
+func setupXDPRxRate(p params) (*pair, error) {
+	switch {
+	case os.Geteuid() != 0:
+		return nil, fmt.Errorf("%w: needs root to create namespaces, a veth pair and AF_XDP sockets", errSkip)
+	case runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64":
+		return nil, fmt.Errorf("%w: AF_XDP needs linux/amd64 or linux/arm64", errSkip)
+	}
+	for _, tool := range []string{"ip", "hping3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("%w: needs %s", errSkip, tool)
+		}
+	}
+	xdpSide, closeXDP, err := rxRateSide(p, true)
+	if err != nil {
+		return nil, err
+	}
+	pktSide, closePkt, err := rxRateSide(p, false)
+	if err != nil {
+		closeXDP()
+		return nil, err
+	}
+	return &pair{tickwire: xdpSide, baseline: pktSide, close: func() { closePkt(); closeXDP() }}, nil
+}
+
+var (
+	floodFrom = netip.MustParsePrefix("10.206.0.1/24")
+	floodTo   = netip.MustParseAddr("10.206.0.2")
+)
+
+// rxRateSide builds one side of xdp_rx_mpps.
+func rxRateSide(p params, useXDP bool) (func() (sample, error), func(), error) {
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	fail := func(err error) (func() (sample, error), func(), error) { cleanup(); return nil, nil, err }
+	ns, remove, err := newNetns()
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanups = append(cleanups, remove)
+	capDev, sendDev := kerneltest.Name(netPrefix+"r"), kerneltest.Name(netPrefix+"f")
+	for _, args := range [][]string{
+		{"ip", "link", "add", capDev, "type", "veth", "peer", "name", sendDev},
+		{"ip", "link", "set", capDev, "up"},
+		{"ip", "link", "set", sendDev, "up"},
+		{"ip", "addr", "add", floodFrom.String(), "dev", sendDev},
+	} {
+		if _, err := ns.Run(args[0], args[1:]...); err != nil {
+			return fail(err)
+		}
+	}
+	var src frame.Source
+	var frames func() uint64
+	if err := ns.Do(func() error {
+		ifi, err := net.InterfaceByName(capDev)
+		if err != nil {
+			return err
+		}
+		if _, err := ns.Run("ip", "neigh", "add", floodTo.String(), "lladdr", ifi.HardwareAddr.String(), "dev", sendDev, "nud", "permanent"); err != nil {
+			return err
+		}
+		if useXDP {
+			s, err := afxdp.NewSource(capDev, afxdp.Config{Filter: afxdp.Filter{Port: 9129}})
+			if err != nil {
+				return err
+			}
+			src, frames = s, func() uint64 { return s.Stats().RxFrames }
+		} else {
+			s, err := afpacket.New(capDev, afpacket.Config{})
+			if err != nil {
+				return err
+			}
+			src, frames = s, func() uint64 { return s.Stats().Frames }
+		}
+		return nil
+	}); err != nil {
+		return fail(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		batch := frame.NewBatch(64, 2048)
+		for {
+			if _, err := src.ReadFrames(batch); err != nil {
+				return // io.EOF at Close
+			}
+		}
+	}()
+	cleanups = append(cleanups, func() { src.Close(); <-done })
+	sampler := func() (sample, error) {
+		// 8 UDP + 22 payload + 20 IPv4 + 14 Ethernet = 64 bytes.
+		flood := ns.Command(context.Background(), "hping3", "--flood", "-q", "-2", "-p", "9129", "-s", "40000", "-k", "-d", "22", floodTo.String())
+		if err := flood.Start(); err != nil {
+			return sample{}, err
+		}
+		defer func() { flood.Process.Kill(); flood.Wait() }()
+		// Let the flood reach its rate before timing.
+		warm := time.Now().Add(stallTimeout)
+		for start := frames(); frames()-start < 10000; {
+			if time.Now().After(warm) {
+				return sample{}, errors.New("hping3 flood delivered no frames")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		n0, t0 := frames(), time.Now()
+		time.Sleep(p.dur)
+		n1, t1 := frames(), time.Now()
+		return sample{value: float64(n1-n0) / t1.Sub(t0).Seconds(), ops: int64(n1 - n0)}, nil
+	}
+	return sampler, cleanup, nil
+}
