@@ -9,9 +9,9 @@
 //	}
 //
 // The links themselves live in the subpackages: pipe, tap, pcap (and its
-// recorder), afpacket, dmaring (NIC descriptor rings, with the software NIC
-// that serves them in dmaring/nicsim); frame is the batch-of-frames
-// interface of the frame sources.
+// recorder), afpacket, afxdp, dmaring (NIC descriptor rings, with the
+// software NIC that serves them in dmaring/nicsim); frame is the
+// batch-of-frames interface of the frame sources.
 package link
 
 import (

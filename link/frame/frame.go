@@ -2,10 +2,10 @@
 // tickwire implements: a batch of link-layer frames, each with its capture
 // timestamp and link type, read into buffers that the caller owns.
 //
-// The pcap and pcapng file reader (link/pcap) and live AF_PACKET capture
-// (link/afpacket) implement Source, so the same reader serves both data
-// paths: the active stack (tickwire, through pcap.Replayer) and the passive
-// reassembler (mirror).
+// The pcap and pcapng file reader (link/pcap) and live AF_PACKET and AF_XDP
+// capture (link/afpacket, link/afxdp) implement Source, so the same reader
+// serves both data paths: the active stack (tickwire, through
+// pcap.Replayer) and the passive reassembler (mirror).
 //
 // A typical loop allocates its batch once and reuses it:
 //
