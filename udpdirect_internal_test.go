@@ -28,7 +28,7 @@ func TestUDPTable(t *testing.T) {
 	}
 	tab.remove(256, conns[256])
 	tab.remove(256, conns[256]) // twice: counted once
-	tab.remove(1000, conns[1]) // a page never made
+	tab.remove(1000, conns[1])  // a page never made
 	if tab.lookup(256) != nil || tab.lookup(255) != conns[255] || tab.open.Load() != int32(len(ports)-1) {
 		t.Errorf("after removing 256: lookup(256) %p, open %d", tab.lookup(256), tab.open.Load())
 	}
