@@ -43,6 +43,12 @@ type Config struct {
 	// Clock is the device clock; nil starts one from the host's real-time
 	// clock.
 	Clock *Clock
+	// RSS steers received frames to RX queues and gives the hash and hash
+	// type their completions carry. Nil means NewRSS with DefaultRSSKey,
+	// the default indirection table and the region's queue count. Every
+	// entry of its table must name one of the region's RX queues: New
+	// refuses an RSS built for more queues than the region has.
+	RSS *RSS
 }
 
 // Stats counts what the device did. All counters only grow.
@@ -99,7 +105,7 @@ type Device struct {
 	wire    Wire
 	clock   *Clock
 	poll    time.Duration
-	steer   classifier
+	rss     *RSS
 	txOrder txRoundRobin
 
 	eq, cq, tx, rx []*ring
@@ -154,10 +160,23 @@ func newDevice(r *dmaring.Region, cfg Config) (*Device, error) {
 	}
 	d := &Device{
 		r: r, l: l, wake: cfg.Wakeups, wire: cfg.Wire, clock: cfg.Clock, poll: cfg.Poll,
-		done: make(chan struct{}), txScratch: make([]byte, l.BufSize), steer: rxSteering{},
+		done: make(chan struct{}), txScratch: make([]byte, l.BufSize), rss: cfg.RSS,
 	}
 	if d.clock == nil {
 		d.clock = NewClock()
+	}
+	if d.rss == nil {
+		rss, err := NewRSS(RSSConfig{Queues: l.Queues})
+		if err != nil {
+			return nil, err
+		}
+		d.rss = rss
+	}
+	for i, q := range d.rss.table {
+		if int(q) >= l.Queues {
+			return nil, fmt.Errorf("%w: indirection table entry %d is queue %d, but the region has %d RX queues",
+				ErrRSSConfig, i, q, l.Queues)
+		}
 	}
 	mk := func(k dmaring.QueueKind) []*ring {
 		rs := make([]*ring, l.QueueCount(k))
@@ -550,7 +569,8 @@ func insertChecksum(f []byte, cmd uint16) {
 }
 
 // Receive puts one frame that arrived from the wire at time ts into the
-// RX queue steering picks, and completes it. ts 0 means now on the device
+// RX queue RSS picks (Config.RSS, RSS.Classify), and completes it with
+// the frame's RSS hash and hash type. ts 0 means now on the device
 // clock; any other ts (Unix ns) steps the device clock to it first, as a
 // replay keeping capture times does: a completion holds only 16 bits of
 // seconds, so the clock register must agree with the stamps. It does NOT take ownership of frame: the bytes are copied into the
@@ -558,15 +578,13 @@ func insertChecksum(f []byte, cmd uint16) {
 // was dropped (and counted) for want of a buffer or a running queue, and
 // is safe for concurrent use (each RX queue has its own lock).
 func (d *Device) Receive(frame []byte, ts int64) error {
-	hash, hashType, qi := d.steer.Classify(frame)
-	if qi < 0 || qi >= len(d.rx) {
-		qi = 0
-	}
+	hash, hashType, qi := d.rss.Classify(frame) // qi < len(d.rx): newDevice checked the table
 	return d.receiveOn(d.rx[qi], frame, ts, hash, hashType)
 }
 
-// ReceiveOn is Receive into RX queue queue, bypassing steering: a test or
-// benchmark that fills chosen queues. It returns an error for a queue out
+// ReceiveOn is Receive into RX queue queue, bypassing RSS (the completion
+// has hash 0 and hash type 0): a test or benchmark that fills chosen
+// queues. It returns an error for a queue out
 // of range.
 func (d *Device) ReceiveOn(queue int, frame []byte, ts int64) error {
 	if queue < 0 || queue >= len(d.rx) {

@@ -21,10 +21,12 @@
 // the frame to the wire and completing the descriptor. Receiving runs on
 // the wire's goroutine (Receive): one RX descriptor and completion per
 // frame, with the one's complement sum of the frame after the Ethernet
-// header (rx_csum), the device clock's stamp and the steering's hash. Each
-// queue, CQ and EQ has its own lock on the device side, so RX queues and TX
-// do not contend. Until RSS lands every frame goes to RX queue 0 (see
-// steering.go).
+// header (rx_csum), the device clock's stamp, and the RSS hash and hash type
+// (rx_hash, rx_hash_type). Config.RSS picks the RX queue (RSS.Classify): by
+// default a Toeplitz hash of the IPv4 addresses and TCP or UDP ports under
+// DefaultRSSKey, spread over all RX queues, so a flow's frames always share
+// a queue; frames RSS does not hash go to queue 0. Each queue, CQ and EQ has
+// its own lock on the device side, so RX queues and TX do not contend.
 //
 // With Wakeups the TX goroutine sleeps when no doorbell moved (after
 // Config.Poll of polling) and the host wakes it; without, it polls,
