@@ -13,9 +13,16 @@ import (
 	"github.com/tickwire/tickwire/link/dmaring"
 )
 
-// txBudget bounds the descriptors one pass serves on one TX queue before
-// the round-robin moves on, so one busy queue cannot starve the others.
-const txBudget = 16
+// txLead bounds how far the link time may run ahead of the device clock: a
+// burst the link cannot carry yet is completed up to txLead before the
+// stamps its frames get, and beyond that the TX goroutine waits for the
+// clock, so frames leave no faster than the link rate on average.
+const txLead = time.Millisecond
+
+// txWaitPoll bounds each sleep of the TX goroutine while the TX scheduler
+// holds back every ready queue, so that work on another queue, or Close,
+// is noticed within it.
+const txWaitPoll = 100 * time.Microsecond
 
 // ErrNoDescriptor is returned by Device.Receive when the RX queue the frame
 // is steered to has no free descriptor (the frame is dropped and counted).
@@ -49,6 +56,21 @@ type Config struct {
 	// entry of its table must name one of the region's RX queues: New
 	// refuses an RSS built for more queues than the region has.
 	RSS *RSS
+	// TxScheduler picks the TX queue each frame is sent from, among the
+	// enabled queues with a descriptor posted and room in their completion
+	// queue; the device asks it once per frame, at the time the link is
+	// free, from its TX goroutine only. Nil means a new RoundRobin. A
+	// TDMAScheduler gates the queues by time slot on the device clock. A
+	// scheduler that answers a queue outside ready is a programming error:
+	// the TX goroutine panics.
+	TxScheduler TxScheduler
+	// LinkRate is the wire's bit rate. A frame occupies the link for
+	// LinkRate.FrameTime of its length, frames leave one after another,
+	// and a TX completion is stamped when its frame has left: the time it
+	// started (what the Wire's Transmit gets) plus its frame time. Zero
+	// means Rate10G; a negative rate is an infinitely fast link (frame time
+	// 0, a completion stamped when the device takes the descriptor).
+	LinkRate LinkRate
 }
 
 // Stats counts what the device did. All counters only grow.
@@ -87,7 +109,8 @@ type ring struct {
 }
 
 // Device is the software NIC serving one region. TX is served by one
-// goroutine (started by New) that walks the TX queues round-robin; RX by
+// goroutine (started by New) that sends one frame at a time from the queue
+// Config.TxScheduler picks, paced at Config.LinkRate; RX by
 // whoever calls Receive (the wire's goroutine). Each queue, CQ and EQ has
 // its own device-side lock, so RX queues and TX never contend. Close stops
 // it.
@@ -99,14 +122,21 @@ type ring struct {
 //	  CQ ring.mu
 //	    EQ ring.mu
 type Device struct {
-	r       *dmaring.Region
-	l       dmaring.Layout
-	wake    *dmaring.Wakeups
-	wire    Wire
-	clock   *Clock
-	poll    time.Duration
-	rss     *RSS
-	txOrder txRoundRobin
+	r     *dmaring.Region
+	l     dmaring.Layout
+	wake  *dmaring.Wakeups
+	wire  Wire
+	clock *Clock
+	poll  time.Duration
+	rss   *RSS
+	sched TxScheduler
+	rate  LinkRate
+
+	// The link, owned by the TX goroutine (run, or a test calling serveTX):
+	// linkFree is the device time at which the last frame finished, resume
+	// the time a scheduler wait ended at (0: none), lastNow the clock's
+	// last reading, to notice a clock stepped back.
+	linkFree, resume, lastNow int64
 
 	eq, cq, tx, rx []*ring
 
@@ -161,9 +191,16 @@ func newDevice(r *dmaring.Region, cfg Config) (*Device, error) {
 	d := &Device{
 		r: r, l: l, wake: cfg.Wakeups, wire: cfg.Wire, clock: cfg.Clock, poll: cfg.Poll,
 		done: make(chan struct{}), txScratch: make([]byte, l.BufSize), rss: cfg.RSS,
+		sched: cfg.TxScheduler, rate: cfg.LinkRate,
 	}
 	if d.clock == nil {
 		d.clock = NewClock()
+	}
+	if d.sched == nil {
+		d.sched = &RoundRobin{}
+	}
+	if d.rate == 0 {
+		d.rate = Rate10G
 	}
 	if d.rss == nil {
 		rss, err := NewRSS(RSSConfig{Queues: l.Queues})
@@ -295,18 +332,101 @@ func (d *Device) txPending() bool {
 	return false
 }
 
-// serveTX serves every TX queue once, round-robin, up to txBudget
-// descriptors each, and reports whether it did anything.
+// serveTX sends one frame from the TX queue the scheduler picks, or waits
+// while the scheduler holds back every ready queue (waitTX). It reports
+// false when no TX queue has work.
+//
+// The link has its own time, linkFree, the end of the last frame: a frame
+// starts when both the link is free and the device sees it, at
+// max(linkFree, now), and the scheduler is asked at that time. After a
+// wait that ended because the device clock reached the scheduler's retry
+// time, the next frame starts at that time itself, however late the TX
+// goroutine woke: the frame was already waiting, and a NIC would have sent
+// it then. Stepping the clock back (Receive with a replay's times) resets
+// the link to the clock.
 func (d *Device) serveTX() bool {
-	did := false
-	n := len(d.tx)
-	start := d.txOrder.next(n)
-	for k := range n {
-		if d.serveTXQueue(d.tx[(start+k)%n]) {
-			did = true
+	ready := d.txReady()
+	if ready == 0 {
+		d.resume = 0
+		return false
+	}
+	now := d.clock.Now()
+	d.updateClockAt(now, false)
+	if now < d.lastNow {
+		d.linkFree, d.resume = now, 0
+	}
+	d.lastNow = now
+	at := max(d.linkFree, now)
+	if d.resume != 0 {
+		at, d.resume = max(d.linkFree, d.resume), 0
+	}
+	q, retry := d.sched.Next(ready, at)
+	if q < 0 {
+		d.waitTX(ready, retry)
+		return true
+	}
+	if !ready.Has(q) {
+		panic(fmt.Sprintf("nicsim: TxScheduler.Next returned queue %d, not one of the ready queues %#x", q, ready))
+	}
+	if end, ok := d.transmit(d.tx[q], at); ok {
+		d.linkFree = end
+	}
+	// Let the link run ahead of the clock by at most txLead.
+	for lead := d.linkFree - d.clock.Now(); lead > int64(txLead) && !d.stopping.Load(); lead = d.linkFree - d.clock.Now() {
+		time.Sleep(min(time.Duration(lead)-txLead, time.Millisecond))
+	}
+	return true
+}
+
+// waitTX waits until the device clock reaches retry (then the next frame
+// starts at retry: see serveTX), until a TX queue outside ready has work,
+// or until Close, sleeping at most txWaitPoll at a time. retry Never waits
+// for new work only.
+func (d *Device) waitTX(ready QueueMask, retry int64) {
+	for !d.stopping.Load() {
+		now := d.clock.Now()
+		if retry != Never && now >= retry {
+			d.resume = retry
+			return
+		}
+		if d.txReady()&^ready != 0 {
+			return
+		}
+		wait := txWaitPoll
+		if retry != Never {
+			wait = min(wait, time.Duration(retry-now))
+		}
+		time.Sleep(wait)
+	}
+}
+
+// txReady returns the TX queues that are enabled, have a descriptor posted
+// and have room in their completion queue (a frame is only taken when its
+// completion can be written, so it is never sent twice).
+func (d *Device) txReady() QueueMask {
+	var m QueueMask
+	for i, q := range d.tx {
+		q.mu.Lock()
+		ok := d.validate(q)
+		var n uint32
+		if ok {
+			n, ok = d.available(q)
+		}
+		cqn := q.st.cqn
+		q.mu.Unlock()
+		if ok && n > 0 && d.cqRoom(cqn) {
+			m |= 1 << uint(i) // i < dmaring.MaxQueues == MaxSchedQueues
 		}
 	}
-	return did
+	return m
+}
+
+// cqRoom reports whether CQ cqn is serving and not full.
+func (d *Device) cqRoom(cqn int) bool {
+	q := d.cq[cqn]
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return d.validate(q) && (q.st.cons-q.regs.Load(dmaring.RegHostPtr))&dmaring.PtrMask < q.st.size
 }
 
 // raise reports an error on queue q: its status register and error count,
@@ -509,43 +629,48 @@ func (d *Device) interrupt(eqn int, q *ring) {
 	}
 }
 
-// serveTXQueue transmits up to txBudget frames from q.
-func (d *Device) serveTXQueue(q *ring) bool {
+// transmit sends the frame of q's next descriptor, starting on the link at
+// at, and completes it stamped at + its frame time; it returns that end
+// time. A bad descriptor is completed with its error at at and takes no
+// link time. It reports false, sending nothing, when q has no descriptor
+// or its CQ refuses the completion (see txReady).
+func (d *Device) transmit(q *ring, at int64) (end int64, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if !d.validate(q) {
-		return false
+		return at, false
 	}
-	avail, ok := d.available(q)
-	if !ok || avail == 0 {
-		return false
+	if avail, ok := d.available(q); !ok || avail == 0 {
+		return at, false
 	}
-	did := false
-	for range min(avail, txBudget) {
-		csumCmd, addr, length, code := d.desc(q)
-		c := completion{queue: q.idx, index: int(q.st.cons & (q.st.size - 1)), length: length, status: code}
-		if code == dmaring.ErrNone {
-			f := d.txScratch[:length]
-			copy(f, d.r.Bytes()[addr:addr+length])
-			insertChecksum(f, csumCmd)
-			c.ts = d.clock.Now()
-			if d.wire != nil {
-				d.wire.Transmit(f, c.ts)
-			}
-			d.stats.txFrames.Add(1)
-			d.stats.txBytes.Add(uint64(length))
-		} else {
-			d.raise(q.kind, q.idx, q.regs, code, false)
-			c.ts = d.clock.Now()
-		}
-		if !d.complete(q.st.cqn, &c) {
-			break // CQ full or refused: stall until the host catches up
-		}
-		q.st.cons++
-		q.regs.Store(dmaring.RegDevPtr, q.st.cons&dmaring.PtrMask)
-		did = true
+	csumCmd, addr, length, code := d.desc(q)
+	c := completion{queue: q.idx, index: int(q.st.cons & (q.st.size - 1)), length: length, status: code, ts: at}
+	var f []byte
+	if code == dmaring.ErrNone {
+		f = d.txScratch[:length]
+		copy(f, d.r.Bytes()[addr:addr+length])
+		insertChecksum(f, csumCmd)
+		c.ts = at + int64(d.rate.FrameTime(length))
+	} else {
+		d.raise(q.kind, q.idx, q.regs, code, false)
 	}
-	return did
+	// Complete before the wire sees the frame: a CQ the host shares with
+	// an RX queue can fill after txReady looked, and a frame sent without
+	// its completion would be sent again.
+	if !d.complete(q.st.cqn, &c) {
+		return at, false
+	}
+	q.st.cons++
+	q.regs.Store(dmaring.RegDevPtr, q.st.cons&dmaring.PtrMask)
+	if code != dmaring.ErrNone {
+		return at, true
+	}
+	if d.wire != nil {
+		d.wire.Transmit(f, at)
+	}
+	d.stats.txFrames.Add(1)
+	d.stats.txBytes.Add(uint64(length))
+	return c.ts, true
 }
 
 // insertChecksum carries out a TX checksum command on f: the one's

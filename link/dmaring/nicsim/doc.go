@@ -16,9 +16,13 @@
 //
 // # Serving
 //
-// One goroutine serves the TX queues round-robin, up to 16 descriptors per
-// queue per pass, carrying out each descriptor's checksum command, handing
-// the frame to the wire and completing the descriptor. Receiving runs on
+// One goroutine serves the TX queues, one frame at a time from the queue
+// the TX scheduler picks (Config.TxScheduler: RoundRobin by default, a
+// TDMAScheduler for time slots), carrying out each descriptor's checksum
+// command, handing the frame to the wire and completing the descriptor.
+// The link has a rate (Config.LinkRate, default 10 Gbit/s): frames leave
+// one after another, each taking LinkRate.FrameTime, and a TX completion is
+// stamped with the time its frame finished, start plus frame time. Receiving runs on
 // the wire's goroutine (Receive): one RX descriptor and completion per
 // frame, with the one's complement sum of the frame after the Ethernet
 // header (rx_csum), the device clock's stamp, and the RSS hash and hash type
