@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"sync/atomic"
 	"time"
@@ -13,32 +12,39 @@ import (
 )
 
 // ringSource is -link dmaring: the capture is replayed by a software NIC
-// (nicsim) into a link/dmaring RX ring, at full speed without loss and
+// (nicsim) into link/dmaring RX rings, at full speed without loss and
 // stamped with the capture times, and the frames are read back from the
-// ring. It is a frame.Source that ends with io.EOF once every frame the
-// NIC put on the ring was read.
+// rings. With one queue it is itself the frame.Source; with more, RSS
+// spreads the flow directions over the queues and each queue is a
+// frame.Source of its own (queue). Every queue's reads end with io.EOF once
+// every frame the NIC put on the rings was read.
 type ringSource struct {
 	ep     *dmaring.Endpoint
 	dev    *nicsim.Device
 	replay *nicsim.Replay
 	q      *dmaring.RxQueue
-	read   atomic.Uint64
+	read   atomic.Uint64 // frames read, from all queues
+	times  *captureTimes // with more than one queue: the capture's clock
 	done   chan struct{} // closed when the watcher closed the endpoint
 }
 
-// openRing starts replaying src into a one-queue ring.
+// openRing starts replaying src into queues RX rings (the NIC's default
+// RSS spreads them).
 func openRing(src frame.Source, queues int) (*ringSource, error) {
-	if queues != 1 {
-		src.Close()
-		return nil, fmt.Errorf("-link dmaring -queues %d: the software NIC steers every frame to queue 0 until RSS lands; use -queues 1", queues)
-	}
-	ep, err := dmaring.New(dmaring.Config{Queues: queues, RingLog: 10, BufSize: dmaring.MaxBufSize, MTU: dmaring.MaxBufSize - 14})
+	cfg := dmaring.Config{Queues: queues, RingLog: 10, BufSize: dmaring.MaxBufSize, MTU: dmaring.MaxBufSize - 14}
+	ep, err := dmaring.New(cfg)
 	if errors.Is(err, dmaring.ErrNotSupported) {
-		ep, err = dmaring.New(dmaring.Config{Queues: queues, RingLog: 10, BufSize: dmaring.MaxBufSize, MTU: dmaring.MaxBufSize - 14, InMemory: true})
+		cfg.InMemory = true
+		ep, err = dmaring.New(cfg)
 	}
 	if err != nil {
 		src.Close()
 		return nil, err
+	}
+	var times *captureTimes
+	if queues > 1 {
+		times = &captureTimes{}
+		src = &timedSource{Source: src, times: times}
 	}
 	replay := nicsim.NewReplay(src, nicsim.ReplayConfig{CaptureTime: true, Lossless: true})
 	dev, err := nicsim.New(nicsim.Config{Region: ep.Region(), Wakeups: ep.Wakeups(), Wire: replay})
@@ -48,10 +54,28 @@ func openRing(src frame.Source, queues int) (*ringSource, error) {
 		ep.Close()
 		return nil, err
 	}
-	s := &ringSource{ep: ep, dev: dev, replay: replay, q: ep.RxQueue(0), done: make(chan struct{})}
+	s := &ringSource{ep: ep, dev: dev, replay: replay, q: ep.RxQueue(0), times: times, done: make(chan struct{})}
 	go s.watch()
 	return s, nil
 }
+
+// queue returns RX queue i as a frame.Source. Its Close does nothing: the
+// ringSource's Close closes every queue.
+func (s *ringSource) queue(i int) frame.Source { return queueSource{s, s.ep.RxQueue(i)} }
+
+// queueSource is one RX queue of a ringSource.
+type queueSource struct {
+	s *ringSource
+	q *dmaring.RxQueue
+}
+
+// ReadFrames implements frame.Source.
+func (qs queueSource) ReadFrames(frames []frame.Frame) (int, error) {
+	return qs.s.readFrom(qs.q, frames)
+}
+
+// Close implements frame.Source; it does nothing (see ringSource.queue).
+func (queueSource) Close() error { return nil }
 
 // watch closes the endpoint, which ends ReadFrames with io.EOF, once the
 // replay is over and the reader has every frame it put on the ring.
@@ -65,9 +89,13 @@ func (s *ringSource) watch() {
 	s.ep.Close()
 }
 
-// ReadFrames implements frame.Source.
-func (s *ringSource) ReadFrames(frames []frame.Frame) (int, error) {
-	n, err := s.q.ReadFrames(frames)
+// ReadFrames implements frame.Source: it reads RX queue 0.
+func (s *ringSource) ReadFrames(frames []frame.Frame) (int, error) { return s.readFrom(s.q, frames) }
+
+// readFrom reads q, counting the frames for the watcher, and reports the
+// replay's error at the end.
+func (s *ringSource) readFrom(q *dmaring.RxQueue, frames []frame.Frame) (int, error) {
+	n, err := q.ReadFrames(frames)
 	s.read.Add(uint64(n))
 	if errors.Is(err, io.EOF) {
 		if rerr := s.replay.Err(); rerr != nil {

@@ -74,10 +74,18 @@
 //	                       times and without loss, and decode what is read
 //	                       from the ring: the records, -raw files and
 //	                       summary are those of the direct path
-//	-queues N              RX queues of -link dmaring (only 1 until the NIC
-//	                       steers flows to queues: RSS), or with -xdp the
-//	                       receive queues 0 to N-1 bound, one AF_XDP socket
-//	                       each (default 1)
+//	-queues N              RX queues of -link dmaring (1 to 64): the NIC
+//	                       spreads the flow directions over them by RSS and
+//	                       each queue has its own reader goroutine and
+//	                       decoder (flow state per queue); the records are
+//	                       those of one queue, in another order across flow
+//	                       directions but the same order within each, and
+//	                       the summary sums the queues. -max-flows and
+//	                       -buffer-total are shared out equally among the
+//	                       queues (each gets at least the -buffer-total
+//	                       minimum); no progress line is shown. With -xdp:
+//	                       the receive queues 0 to N-1 bound, one AF_XDP
+//	                       socket each (default 1)
 //	-xdp IFACE             capture live from IFACE over AF_XDP (link/afxdp)
 //	                       instead of AF_PACKET; every other flag and the
 //	                       output are as with -iface. AF_XDP takes the
@@ -248,7 +256,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		src = ring
 	}
 	defer src.Close()
-	code := process(ctx, o, src, live, frame.NewBatch(batchFrames, slotSize), stdout, stderr)
+	var code int
+	if ring != nil && o.queues > 1 {
+		code = processQueues(ctx, o, ring, stdout, stderr)
+	} else {
+		code = process(ctx, o, src, live, frame.NewBatch(batchFrames, slotSize), stdout, stderr)
+	}
 	if ring != nil && ring.dropped() > 0 {
 		fmt.Fprintf(stderr, "mirrorfeed: -link dmaring: %d frames not put on the ring (not Ethernet, or longer than %d bytes)\n", ring.dropped(), dmaring.MaxBufSize)
 	}
@@ -290,7 +303,7 @@ func process(ctx context.Context, o options, src frame.Source, live bool, batch 
 	elapsed := time.Since(start)
 	p.finish()
 
-	fmt.Fprintln(summaryTo, p.summary(d, elapsed))
+	fmt.Fprintln(summaryTo, p.summary(d.Stats(), d.OffloadedFlows(), elapsed))
 	flushErr := out.Flush()
 	if readErr != nil {
 		fmt.Fprintf(stderr, "mirrorfeed: %v\n", readErr)

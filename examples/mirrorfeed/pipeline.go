@@ -129,7 +129,7 @@ func (p *pipeline) TCPGap(k mirror.FlowKey, offset, length uint64, ts int64) {
 	default:
 		return
 	}
-	p.out.Write(p.line)
+	p.emit(p.line)
 }
 
 // Trade implements feed.Handler.Trade.
@@ -149,7 +149,7 @@ func (p *pipeline) Trade(t *sse.Trade, m feed.Meta) {
 	case "csv":
 		p.line = appendTradeCSV(p.line[:0], flow, m.Time, t)
 	}
-	p.out.Write(p.line)
+	p.emit(p.line)
 }
 
 // Order implements feed.Handler.Order.
@@ -169,7 +169,7 @@ func (p *pipeline) Order(o *sse.Order, m feed.Meta) {
 	case "csv":
 		p.line = appendOrderCSV(p.line[:0], flow, m.Time, o)
 	}
-	p.out.Write(p.line)
+	p.emit(p.line)
 }
 
 // SequenceGap implements feed.Handler.SequenceGap: reported in text
@@ -186,7 +186,18 @@ func (p *pipeline) SequenceGap(category uint32, expected, got uint64, m feed.Met
 	p.line = append(p.line, " got="...)
 	p.line = strconv.AppendUint(p.line, got, 10)
 	p.line = append(p.line, '\n')
-	p.out.Write(p.line)
+	p.emit(p.line)
+}
+
+// emit writes line, one or more whole records, to the output. When the
+// output is shared by the queues of -link dmaring -queues N, the buffer is
+// flushed before a line that does not fit, so the shared writer only ever
+// gets whole lines and the queues' records never interleave mid-line.
+func (p *pipeline) emit(line []byte) {
+	if p.out.Available() < len(line) {
+		p.out.Flush()
+	}
+	p.out.Write(line)
 }
 
 // finish ends the -raw output.
@@ -204,9 +215,9 @@ func (p *pipeline) printHeader() {
 	}
 }
 
-// summary is the closing line.
-func (p *pipeline) summary(d *feed.Decoder, elapsed time.Duration) string {
-	fst := d.Stats()
+// summary is the closing line, from the decoders' counters and checksum-
+// offloaded flow directions (summed over the queues of -queues N).
+func (p *pipeline) summary(fst feed.Stats, offloaded []mirror.FlowKey, elapsed time.Duration) string {
 	st := fst.Mirror
 	records := fst.Trades + fst.Orders
 	secs := elapsed.Seconds()
@@ -231,7 +242,7 @@ func (p *pipeline) summary(d *feed.Decoder, elapsed time.Duration) string {
 	}
 	if st.OffloadedDirections > 0 {
 		s += fmt.Sprintf(", %d directions checksum-offloaded (bad TCP checksums accepted:", st.OffloadedDirections)
-		for _, k := range d.OffloadedFlows() {
+		for _, k := range offloaded {
 			s += " " + k.String()
 		}
 		s += ")"
