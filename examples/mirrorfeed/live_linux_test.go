@@ -244,7 +244,8 @@ func TestXDPUsage(t *testing.T) {
 	}{
 		{[]string{"-xdp", "lo"}, 2, "-xdp needs -filter"},
 		{[]string{"-xdp", "lo", "-iface", "lo", "-filter", "*:1"}, 2, "exclusive"},
-		{[]string{"-filter", "*:1"}, 2, "go with -xdp"},
+		{[]string{"-filter", "*:1"}, 2, "-filter goes with -xdp"},
+		{[]string{"-queues", "2"}, 2, "-queues goes with -link dmaring or -xdp"},
 		{[]string{"-xdp", "lo", "-filter", "*:1", "-queues", "0"}, 2, "-queues 0"},
 		{[]string{"-xdp", "lo", "-filter", "nonsense"}, 1, "want HOST:PORT"},
 		{[]string{"-xdp", "lo", "-filter", "*:*"}, 1, "give a host, a port or both"},
