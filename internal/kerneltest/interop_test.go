@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -110,54 +109,8 @@ func newPeer(t testing.TB) *peer {
 			t.Errorf("recording: %v", err)
 		}
 	})
-	p.serveEcho(t)
+	kerneltest.ServeEcho(t, p.s, echoPort)
 	return p
-}
-
-// serveEcho runs TCP and UDP echo on echoPort until the test ends.
-func (p *peer) serveEcho(t testing.TB) {
-	ln, err := p.s.ListenTCP(echoPort)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc, err := p.s.ListenUDP(echoPort)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				io.Copy(c, c)
-				c.Close()
-			}()
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		buf := make([]byte, 65536)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			pc.WriteTo(buf[:n], from)
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		pc.Close()
-		p.s.Close() // ends connections still echoing
-		wg.Wait()
-	})
 }
 
 // kernelDial opens a kernel socket inside the namespace.

@@ -17,7 +17,6 @@ import (
 	"net/netip"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -92,54 +91,8 @@ func newStack(t testing.TB, v *vethPair) (*tickwire.Stack, *afxdp.Endpoint) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	serveEcho(t, s)
+	kerneltest.ServeEcho(t, s, echoPort)
 	return s, ep
-}
-
-// serveEcho runs TCP and UDP echo on echoPort until the test ends.
-func serveEcho(t testing.TB, s *tickwire.Stack) {
-	ln, err := s.ListenTCP(echoPort)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc, err := s.ListenUDP(echoPort)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				io.Copy(c, c)
-				c.Close()
-			}()
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		buf := make([]byte, 65536)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			pc.WriteTo(buf[:n], from)
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		pc.Close()
-		s.Close()
-		wg.Wait()
-	})
 }
 
 // dial opens a kernel socket in ns.
