@@ -163,15 +163,27 @@ func (c *UDPConn) SetMulticastTTL(ttl int) error {
 	if err := c.ep.SetSockOptInt(tcpip.MulticastTTLOption, ttl); err != nil {
 		return c.opError("set", nil, convertError(err))
 	}
+	c.mcastTTL.Store(uint32(ttl) + 1)
 	return nil
+}
+
+// multicastTTL is the TTL of c's direct multicast sends.
+func (c *UDPConn) multicastTTL() uint8 {
+	if v := c.mcastTTL.Load(); v > 0 {
+		return uint8(v - 1)
+	}
+	return 1
 }
 
 // SetMulticastLoopback sets whether the datagrams c sends to a multicast
 // group are also delivered to the stack's own sockets that joined it. It is
 // off by default (unlike Linux's IP_MULTICAST_LOOP): a feed handler does not
-// want its own sends back.
+// want its own sends back. With it off, sends to a group take the direct
+// path of unicast sends (a cached route, no allocation); with it on, they go
+// through netstack's endpoint, which loops them back.
 func (c *UDPConn) SetMulticastLoopback(on bool) {
 	c.ep.SocketOptions().SetMulticastLoop(on)
+	c.mcastLoop.Store(on)
 }
 
 func groupAddr(group netip.Addr) net.Addr {

@@ -142,11 +142,16 @@ func TestMulticastRead(t *testing.T) {
 	}
 }
 
-// TestMulticastSend has A send to a group B joined, over the pipe.
+// TestMulticastSend has A send to a group B joined, over the pipe: the
+// frame carries the multicast TTL, the send allocates nothing, and A's own
+// socket that joined the group gets its datagrams only with loopback on.
 func TestMulticastSend(t *testing.T) {
 	p := newPair(t, staticARP)
 	got := make(chan string, 4)
 	r, err := p.b.ServeUDP(5003, func(c *tickwire.UDPConn, payload []byte, from netip.AddrPort) {
+		if string(payload) == "alloc" {
+			return
+		}
 		select {
 		case got <- string(payload) + " from " + from.String():
 		default:
@@ -159,6 +164,15 @@ func TestMulticastSend(t *testing.T) {
 	if err := r.JoinGroup(testGroup); err != nil {
 		t.Fatal(err)
 	}
+	ttls := make(chan byte, 4)
+	p.pa.SetSniffer(func(f []byte) {
+		if len(f) >= 14+20 && f[14+9] == 17 && f[14+16] == 239 {
+			select {
+			case ttls <- f[14+8]:
+			default:
+			}
+		}
+	})
 	s, err := p.a.ListenUDP(4000)
 	if err != nil {
 		t.Fatal(err)
@@ -167,16 +181,56 @@ func TestMulticastSend(t *testing.T) {
 	if err := s.SetMulticastTTL(4); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.WriteToUDPAddrPort([]byte("hello group"), netip.AddrPortFrom(testGroup, 5003)); err != nil {
+	// A's own socket on the group's port, joined.
+	own := make(chan string, 4)
+	mine, err := p.a.ServeUDP(5003, func(c *tickwire.UDPConn, payload []byte, from netip.AddrPort) {
+		select {
+		case own <- string(payload):
+		default:
+		}
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case m := <-got:
-		if want := "hello group from " + addrPort(addrA, 4000).String(); m != want {
-			t.Errorf("got %q, want %q", m, want)
+	defer mine.Close()
+	if err := mine.JoinGroup(testGroup); err != nil {
+		t.Fatal(err)
+	}
+	to := netip.AddrPortFrom(testGroup, 5003)
+	next := func(ch chan string) string {
+		t.Helper()
+		select {
+		case m := <-ch:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatalf("nothing received; A's stats %+v", p.a.Stats())
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("nothing received; B's stats %+v", p.b.Stats())
+		return ""
+	}
+	if _, err := s.WriteToUDPAddrPort([]byte("hello group"), to); err != nil {
+		t.Fatal(err)
+	}
+	if m, want := next(got), "hello group from "+addrPort(addrA, 4000).String(); m != want {
+		t.Errorf("got %q, want %q", m, want)
+	}
+	if ttl := <-ttls; ttl != 4 {
+		t.Errorf("TTL %d on the wire, want 4", ttl)
+	}
+	p.pa.SetSniffer(nil)
+	if !raceEnabled {
+		b := []byte("alloc")
+		if allocs := testing.AllocsPerRun(100, func() { s.WriteToUDPAddrPort(b, to) }); allocs != 0 {
+			t.Errorf("%.2f allocations per multicast send, want 0", allocs)
+		}
+	}
+	// Loopback on: A's own joined socket gets the datagram too; with it off
+	// (above) it got none, or "looped" would not come first.
+	s.SetMulticastLoopback(true)
+	if _, err := s.WriteToUDPAddrPort([]byte("looped"), to); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(own); m != "looped" {
+		t.Errorf("A's own socket got %q with loopback on, want looped", m)
 	}
 }
 

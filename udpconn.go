@@ -76,6 +76,10 @@ type UDPConn struct {
 	// rxGroup is the multicast group of that datagram (RxGroup), 0 for
 	// unicast.
 	rxGroup atomic.Uint32
+	// mcastTTL is SetMulticastTTL's value plus one (0: the default, 1);
+	// mcastLoop is SetMulticastLoopback's (multicast.go).
+	mcastTTL  atomic.Uint32
+	mcastLoop atomic.Bool
 
 	readMu sync.Mutex
 	// +checklocks:readMu

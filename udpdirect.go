@@ -352,8 +352,8 @@ const udpRouteCache = 4
 // (broadcast, our own address, no route: the netstack endpoint then sends,
 // or reports the error).
 func (c *UDPConn) route(to tcpip.Address) *udpRoute {
-	if isMulticast4(to) {
-		return nil // the netstack endpoint applies the multicast TTL and loopback
+	if isMulticast4(to) && c.mcastLoop.Load() {
+		return nil // the netstack endpoint loops the datagram back
 	}
 	for i := range c.routes {
 		if e := c.routes[i].Load(); e != nil && e.to == to && e.acquire() {
@@ -376,7 +376,7 @@ func (c *UDPConn) route(to tcpip.Address) *udpRoute {
 		c.routeMu.Unlock()
 		return nil
 	}
-	if r.IsOutboundBroadcast() || r.Loop()&gstack.PacketLoop != 0 || header.IsV4MulticastAddress(to) || to == c.local {
+	if r.IsOutboundBroadcast() || r.Loop()&gstack.PacketLoop != 0 || to == c.local {
 		r.Release()
 		c.routeMu.Unlock()
 		return nil
@@ -432,7 +432,11 @@ func (c *UDPConn) sendDirect(e *udpRoute, b []byte, port uint16) tcpip.Error {
 	// on datagrams that fit the MTU: the fragments of a larger one need an
 	// IPv4 ID, which netstack draws from its secure RNG (one allocation).
 	df := int(length)+header.IPv4MinimumSize <= int(r.MTU())
-	params := gstack.NetworkHeaderParams{Protocol: header.UDPProtocolNumber, TTL: r.DefaultTTL(), TOS: uint8(c.tos.Load()), DF: df}
+	ttl := r.DefaultTTL()
+	if isMulticast4(e.to) {
+		ttl = c.multicastTTL()
+	}
+	params := gstack.NetworkHeaderParams{Protocol: header.UDPProtocolNumber, TTL: ttl, TOS: uint8(c.tos.Load()), DF: df}
 	if err := r.WritePacket(params, pkt); err != nil {
 		c.t.stats.PacketSendErrors.Increment()
 		return err
