@@ -48,7 +48,18 @@ type pair struct {
 // Config before New. Both stacks are closed at the end of the test.
 func newPair(t testing.TB, tweak func(*tickwire.Config)) *pair {
 	t.Helper()
-	pa, pb := pipe.New(pipe.Options{})
+	return newPairQueue(t, 0, tweak)
+}
+
+// newPairQueue is newPair with the pipe's queue of frames waiting behind a
+// delivery in progress set to queueLen (0: the pipe's default, 1024). Tests
+// that send thousands of frames back to back and count what the stack did
+// with each make it hold them all: otherwise, while another goroutine
+// delivers into the same end (slow under the race detector), the pipe
+// drops what exceeds its queue and the stack never sees it.
+func newPairQueue(t testing.TB, queueLen int, tweak func(*tickwire.Config)) *pair {
+	t.Helper()
+	pa, pb := pipe.New(pipe.Options{QueueLen: queueLen})
 	ca := tickwire.Config{Link: pa, MAC: pa.MAC(), Addr: addrA}
 	cb := tickwire.Config{Link: pb, MAC: pb.MAC(), Addr: addrB}
 	if tweak != nil {
@@ -69,6 +80,17 @@ func newPair(t testing.TB, tweak func(*tickwire.Config)) *pair {
 		b.Close()
 	})
 	return &pair{a: a, b: b, pa: pa, pb: pb}
+}
+
+// delivered waits until the pipe has delivered (or dropped) every frame A's
+// end accepted: Send queues a frame, instead of delivering it inline, while
+// another goroutine delivers into B, and that goroutine delivers the queue
+// after it, so counters read right after the Sends may not include them.
+func (p *pair) delivered(t testing.TB) {
+	t.Helper()
+	if !waitFor(30*time.Second, func() bool { s := p.pa.Stats(); return s.Delivered+s.Dropped >= s.Sent }) {
+		t.Fatalf("the pipe still holds frames: %+v", p.pa.Stats())
+	}
 }
 
 func ctxTimeout(t testing.TB, d time.Duration) context.Context {
