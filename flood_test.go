@@ -19,21 +19,7 @@ import (
 // runs again it answers what it took and serves new clients. Before the
 // bound, netstack queued every one of them.
 func TestListenQueueBound(t *testing.T) {
-	p := newPairQueue(t, 1<<14, nil) // holds every frame sent: see newPairQueue
-	ln, err := p.b.ListenTCP(echoPort)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	echoServer(ln)
-	other := netip.MustParseAddr("10.0.0.3")
-	server := addrPort(addrB, echoPort)
-	if err := p.pa.Send(arpRequest(net.HardwareAddr{2, 0, 0, 0, 0, 3}, other, addrB.Addr())); err != nil {
-		t.Fatal(err)
-	}
-	syn := func(port uint16) []byte {
-		return tcpFrame(p, netip.AddrPortFrom(other, port), server, uint32(port)*7919, 0, header.TCPFlagSyn, nil)
-	}
+	p, ln, server, syn := synTarget(t)
 
 	release := tickwire.HoldListener(ln)
 	held := true
@@ -73,7 +59,7 @@ func TestListenQueueBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A client whose handshake ACK was lost sends data: the reserve takes it.
-	data := tcpFrame(p, netip.AddrPortFrom(other, 9000), server, 1, 2, header.TCPFlagAck|header.TCPFlagPsh, []byte("data"))
+	data := tcpFrame(p, netip.AddrPortFrom(synSource, 9000), server, 1, 2, header.TCPFlagAck|header.TCPFlagPsh, []byte("data"))
 	if err := p.pa.Send(data); err != nil {
 		t.Fatal(err)
 	}
@@ -104,21 +90,7 @@ func TestListenQueueBound(t *testing.T) {
 // room in its queue, and refuses (and counts) the rest; a refused SYN sent
 // again is taken.
 func TestListenFlooded(t *testing.T) {
-	p := newPairQueue(t, 1<<14, nil) // holds every frame sent: see newPairQueue
-	ln, err := p.b.ListenTCP(echoPort)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	echoServer(ln)
-	other := netip.MustParseAddr("10.0.0.3")
-	server := addrPort(addrB, echoPort)
-	if err := p.pa.Send(arpRequest(net.HardwareAddr{2, 0, 0, 0, 0, 3}, other, addrB.Addr())); err != nil {
-		t.Fatal(err)
-	}
-	syn := func(port uint16) []byte {
-		return tcpFrame(p, netip.AddrPortFrom(other, port), server, uint32(port)*7919, 0, header.TCPFlagSyn, nil)
-	}
+	p, ln, _, syn := synTarget(t)
 	release := tickwire.HoldListener(ln)
 	for i := range 1000 { // fills the queue: the listener is flooded
 		if err := p.pa.Send(syn(uint16(10000 + i))); err != nil {
@@ -176,6 +148,30 @@ func TestListenFlooded(t *testing.T) {
 	if send(port) {
 		t.Error("a retransmitted SYN was refused by the flooded listener")
 	}
+}
+
+// synSource is the address the SYN tests send from.
+var synSource = netip.MustParseAddr("10.0.0.3")
+
+// synTarget makes a pair whose B serves echo on echoPort, knows synSource's
+// MAC, and whose pipe holds every frame sent (see newPairQueue); syn builds
+// a SYN from synSource:port to the listener at server.
+func synTarget(t *testing.T) (p *pair, ln *tickwire.TCPListener, server netip.AddrPort, syn func(port uint16) []byte) {
+	p = newPairQueue(t, 1<<14, nil)
+	ln, err := p.b.ListenTCP(echoPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	echoServer(ln)
+	server = addrPort(addrB, echoPort)
+	if err := p.pa.Send(arpRequest(net.HardwareAddr{2, 0, 0, 0, 0, 3}, synSource, addrB.Addr())); err != nil {
+		t.Fatal(err)
+	}
+	syn = func(port uint16) []byte {
+		return tcpFrame(p, netip.AddrPortFrom(synSource, port), server, uint32(port)*7919, 0, header.TCPFlagSyn, nil)
+	}
+	return p, ln, server, syn
 }
 
 // TestConnQueueBound: an ACK flood on an established connection's own
