@@ -147,14 +147,14 @@ func (p *tcpProtocol) decide(ep *tcp.Endpoint, id gstack.TransportEndpointID, tc
 	case payload > 0:
 		return used <= limit, false
 	case ep.EndpointState() == tcp.StateListen:
-		g, now := p.gate(ep), netstackunsafe.Nanotime()
-		if used <= limit-listenDataReserve && g.allow(now) {
+		g := p.gate(ep)
+		if used <= limit-listenDataReserve && g.allowNow() {
 			return true, false
 		}
 		if used <= limit && p.refused.checkAndAdd(id, tcpHdr, payload) {
 			return true, true
 		}
-		g.flooded(now)
+		g.flooded(netstackunsafe.Nanotime())
 		return false, false
 	}
 	return used <= limit+emptySegmentAllowance, false
@@ -186,7 +186,11 @@ func (p *tcpProtocol) gate(ep *tcp.Endpoint) *floodGate {
 // remembered (refusedSet), so that a real client's retransmission gets in.
 // Segments with payload are not throttled. A nil *floodGate admits all.
 type floodGate struct {
-	mu sync.Mutex
+	// active is set while the listener may be flooded (until is in the
+	// future or was when last looked at), so that a listener never
+	// flooded costs its segments one atomic load: no lock, no clock.
+	active atomic.Bool
+	mu     sync.Mutex
 	// until is when the listener stops being flooded (Nanotime).
 	// +checklocks:mu
 	until int64
@@ -203,6 +207,17 @@ const (
 	floodMaxCredit = floodAdmitBurst * floodCost
 )
 
+// allowNow is allow at the time now; it reads the clock only while the
+// listener may be flooded.
+func (g *floodGate) allowNow() bool {
+	return g == nil || !g.active.Load() || g.allow(netstackunsafe.Nanotime())
+}
+
+// openNow is open at the time now, reading the clock as allowNow does.
+func (g *floodGate) openNow() bool {
+	return g == nil || !g.active.Load() || g.open(netstackunsafe.Nanotime())
+}
+
 // allow reports whether a first-time segment without payload may join the
 // listener's queue, which has room, at now.
 func (g *floodGate) allow(now int64) bool {
@@ -212,6 +227,7 @@ func (g *floodGate) allow(now int64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if now >= g.until {
+		g.active.Store(false)
 		return true
 	}
 	g.refill(now)
@@ -230,6 +246,7 @@ func (g *floodGate) open(now int64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if now >= g.until {
+		g.active.Store(false)
 		return true
 	}
 	g.refill(now)
@@ -256,6 +273,7 @@ func (g *floodGate) flooded(now int64) {
 		g.credit, g.last = floodMaxCredit, now
 	}
 	g.until = now + floodHold
+	g.active.Store(true)
 }
 
 // refuse counts a segment admit refused.
@@ -442,7 +460,7 @@ func (p *tcpProtocol) refuseEarly(ip header.IPv4, tcpHdr header.TCP, payload int
 			continue
 		}
 		if int64(netstackunsafe.QueuedBytes(l.ep)) <= l.ep.SocketOptions().GetReceiveBufferSize()-listenDataReserve &&
-			l.gate.open(netstackunsafe.Nanotime()) {
+			l.gate.openNow() {
 			return false
 		}
 		id := gstack.TransportEndpointID{

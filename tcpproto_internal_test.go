@@ -13,7 +13,13 @@ func TestFloodGate(t *testing.T) {
 			t.Fatalf("segment %d refused by a listener never flooded", i)
 		}
 	}
+	if g.active.Load() || !g.allowNow() || !g.openNow() {
+		t.Error("a listener never flooded is active, or refused")
+	}
 	g.flooded(t0)
+	if !g.active.Load() {
+		t.Error("a flooded listener is not active: allowNow would skip its bucket")
+	}
 	taken := 0
 	for g.allow(t0) {
 		taken++
@@ -52,6 +58,9 @@ func TestFloodGate(t *testing.T) {
 		if !g.allow(end) {
 			t.Fatalf("segment %d refused a floodHold after the last refusal", i)
 		}
+	}
+	if g.active.Load() {
+		t.Error("still active a floodHold after the last refusal")
 	}
 	var none *floodGate
 	none.flooded(t0)
