@@ -150,3 +150,10 @@ func FragHeld(s *Stack) (datagrams, mem int) { return s.wire.frags.held() }
 // NetstackIPv4Received returns the IPv4 packets netstack's network layer
 // received.
 func NetstackIPv4Received(s *Stack) uint64 { return s.st.Stats().IP.PacketsReceived.Value() }
+
+// HoldUDPHandler takes c's handler lock, as a goroutine running c's handler
+// holds it, until release is called.
+func HoldUDPHandler(c *UDPConn) (release func()) {
+	c.recv.mu.Lock()
+	return c.recv.mu.Unlock
+}

@@ -534,10 +534,49 @@ func TestUDPFragmented(t *testing.T) {
 			t.Fatalf("handler got %d bytes, want the 4000 sent", len(b))
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("the handler got nothing")
+		t.Fatalf("the handler got nothing; receiver's stats: %+v", p.b.Stats())
 	}
 	if got := p.b.Stats().IPv4Reassembled; got != 2 {
 		t.Errorf("IPv4Reassembled = %d, want 2", got)
+	}
+}
+
+// TestUDPLargeDatagramToBusyHandler sends datagrams, one larger than a
+// ring slot, while another goroutine runs the socket's handler: none is
+// dropped, each reaches the handler once it is free.
+func TestUDPLargeDatagramToBusyHandler(t *testing.T) {
+	p := newPair(t, staticARP)
+	got := make(chan int, 4)
+	srv, err := p.b.ServeUDP(9007, func(_ *tickwire.UDPConn, payload []byte, _ netip.AddrPort) {
+		got <- len(payload)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c := dialUDP(t, p, 9007)
+	release := tickwire.HoldUDPHandler(srv)
+	for _, size := range []int{100, 4000} {
+		if _, err := c.Write(randomBytes(size, 2)); err != nil {
+			release()
+			t.Fatal(err)
+		}
+	}
+	release()
+	sizes := map[int]bool{}
+	for range 2 {
+		select {
+		case n := <-got:
+			sizes[n] = true
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the handler got %v; receiver's stats: %+v", sizes, p.b.Stats())
+		}
+	}
+	if !sizes[100] || !sizes[4000] {
+		t.Errorf("the handler got sizes %v, want 100 and 4000", sizes)
+	}
+	if st := p.b.Stats(); st.DropUDPBufferFull != 0 {
+		t.Errorf("DropUDPBufferFull = %d, want 0", st.DropUDPBufferFull)
 	}
 }
 

@@ -181,14 +181,25 @@ func (c *UDPConn) opError(op string, addr net.Addr, err error) error {
 	return opError(op, "udp", c.laddr, addr, err)
 }
 
+// receipt is what became of a datagram handed to receive.
+type receipt uint8
+
+const (
+	received receipt = iota // handed to the handler or queued in the ring
+	ringFull                // dropped: the ring was full
+	tooLarge                // not taken: larger than a ring slot
+)
+
 // receive hands a directly delivered datagram to the socket: to its handler
 // when it has one and nobody is running it, after the datagrams waiting in
 // the ring (else to the ring, for whoever runs the handler next, so that
 // order is kept and the delivering goroutine never waits), or to the ring.
-// It reports false when the ring was full. rx is the datagram's receive
-// time.
+// A datagram larger than a slot that cannot go to the handler at once is
+// not taken (tooLarge): the caller leaves it to netstack's endpoint, whose
+// datagrams the socket's goroutine hands to the handler. rx is the
+// datagram's receive time.
 // +checklocksignore: TryLock, which checklocks cannot follow.
-func (c *UDPConn) receive(payload []byte, from netip.AddrPort, rx int64, group uint32) bool {
+func (c *UDPConn) receive(payload []byte, from netip.AddrPort, rx int64, group uint32) receipt {
 	if c.recv.set.Load() && c.recv.mu.TryLock() {
 		c.drainRingLocked() // what waits there came first
 		if !c.closed.Load() {
@@ -197,16 +208,19 @@ func (c *UDPConn) receive(payload []byte, from netip.AddrPort, rx int64, group u
 			c.recv.handler(c, payload, from)
 		}
 		c.recv.mu.Unlock()
-		return true
+		return received
+	}
+	if len(payload) > c.ring.slotSize {
+		return tooLarge
 	}
 	if !c.ring.push(payload, from, rx, group) {
-		return false
+		return ringFull
 	}
 	select {
 	case c.readCh <- struct{}{}:
 	default:
 	}
-	return true
+	return received
 }
 
 // OnReceive switches c to the handler API: from now on, handler is

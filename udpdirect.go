@@ -241,11 +241,14 @@ func (t *udpTable) deliver(pkt *gstack.PacketBuffer, rx int64) bool {
 	if len(d.payload) > c.ring.slotSize && !c.recv.set.Load() {
 		return false // larger than the link's MTU said: netstack's endpoint holds it
 	}
-	t.stats.PacketsReceived.Increment()
 	from := netip.AddrPortFrom(netip.AddrFrom4(d.src.As4()), d.srcPort)
-	if !c.receive(d.payload, from, rx, groupOf(d.dst)) {
+	switch c.receive(d.payload, from, rx, groupOf(d.dst)) {
+	case tooLarge:
+		return false // the handler is busy: netstack's endpoint holds it until its goroutine runs
+	case ringFull:
 		t.stats.ReceiveBufferErrors.Increment()
 	}
+	t.stats.PacketsReceived.Increment()
 	return true
 }
 
