@@ -153,6 +153,8 @@ func NetstackIPv4Received(s *Stack) uint64 { return s.st.Stats().IP.PacketsRecei
 
 // HoldUDPHandler takes c's handler lock, as a goroutine running c's handler
 // holds it, until release is called.
+//
+// +checklocksignore: the lock is released by the function returned.
 func HoldUDPHandler(c *UDPConn) (release func()) {
 	c.recv.mu.Lock()
 	return c.recv.mu.Unlock
