@@ -19,7 +19,8 @@
 //	                       a line: the UDP datagrams sent to GROUP:PORT (from
 //	                       SRC, when given). Repeat it for every line, in any
 //	                       number up to 64. Lines on the same GROUP:PORT must
-//	                       each name their source address.
+//	                       each name their source address, or (-iface) be
+//	                       captured on different interfaces.
 //	-gap-timeout D         how long a missing message is waited for, in capture
 //	                       time, before it is declared lost (default 100ms)
 //	-format json           output format; json is the only one
@@ -32,16 +33,23 @@
 //	                       SIGINT or SIGTERM, or until the MoldUDP64 session
 //	                       has ended and nothing is left to wait for
 //
-//	-iface NAME            live mode, passive: join every line's group through
+//	-iface IFACE           live mode, passive: join every line's group through
 //	                       the host's kernel (it sends the IGMP reports) and
-//	                       capture the datagrams from interface NAME with
+//	                       capture the datagrams from interface IFACE with
 //	                       AF_PACKET; the gap timeout runs in capture time,
 //	                       advanced by the wall clock on a quiet link
+//	-iface LINE=IFACE      the same for one line, on its own interface: lines A
+//	                       and B of a feed usually arrive on two NICs, often
+//	                       with the same GROUP:PORT. Repeat it per line; a
+//	                       plain -iface IFACE serves the lines not named
 //
 // With -tap, a line's datagrams are those its socket receives for its group
 // and port (tickwire's RxGroup), from SRC when given; one socket serves each
-// port. With -iface they are told apart as in a capture: by group, port and
-// SRC.
+// port. With -iface they are told apart by interface, then as in a
+// capture: by group, port and SRC. Each interface is read by a goroutine
+// of its own; the datagrams meet in one arbiter, in the order the readers
+// hand them over (the kernel's receive stamps, one clock for every
+// interface, measure how far behind a line was).
 //
 // Output, one object per line of stdout:
 //
@@ -92,6 +100,7 @@ func main() {
 type line struct {
 	name   string
 	stream udpcap.Stream
+	iface  string // -iface: the interface it is captured on
 }
 
 type lineFlags []line
@@ -119,12 +128,82 @@ func (l *lineFlags) Set(v string) error {
 		if o.name == name {
 			return fmt.Errorf("line %s given twice", name)
 		}
-		if o.stream.Group == s.Group && o.stream.Port == s.Port &&
-			(!o.stream.Source.IsValid() || !s.Source.IsValid() || o.stream.Source == s.Source) {
-			return fmt.Errorf("lines %s and %s are both %v: tell them apart by source, NAME=GROUP:PORT@SRC", o.name, name, addr)
-		}
 	}
 	*l = append(*l, line{name: name, stream: s})
+	return nil
+}
+
+// overlap returns an error when two lines take the same datagrams: the
+// same GROUP:PORT, not told apart by source address or (-iface) by
+// interface.
+func overlap(lines []line) error {
+	for i, a := range lines {
+		for _, b := range lines[:i] {
+			if a.stream.Group == b.stream.Group && a.stream.Port == b.stream.Port && a.iface == b.iface &&
+				(!a.stream.Source.IsValid() || !b.stream.Source.IsValid() || a.stream.Source == b.stream.Source) {
+				how := "by source, NAME=GROUP:PORT@SRC"
+				if a.iface != "" {
+					how += ", or by interface, -iface NAME=IFACE"
+				}
+				return fmt.Errorf("lines %s and %s are both %v:%d: tell them apart %s", b.name, a.name, a.stream.Group, a.stream.Port, how)
+			}
+		}
+	}
+	return nil
+}
+
+// ifaceFlags are the -iface flags: IFACE for every line without one of
+// its own, or LINE=IFACE.
+type ifaceFlags struct {
+	all    string            // IFACE
+	byLine map[string]string // LINE=IFACE
+}
+
+func (f *ifaceFlags) String() string { return fmt.Sprint(f.all, f.byLine) }
+
+func (f *ifaceFlags) Set(v string) error {
+	name, iface, perLine := strings.Cut(v, "=")
+	switch {
+	case !perLine && f.all != "":
+		return errors.New("-iface IFACE given twice")
+	case !perLine:
+		f.all = v
+	case name == "" || iface == "":
+		return errors.New("want IFACE or LINE=IFACE")
+	case f.byLine[name] != "":
+		return fmt.Errorf("line %s given two interfaces", name)
+	default:
+		if f.byLine == nil {
+			f.byLine = make(map[string]string)
+		}
+		f.byLine[name] = iface
+	}
+	return nil
+}
+
+func (f *ifaceFlags) set() bool { return f.all != "" || len(f.byLine) > 0 }
+
+// assign gives each line its interface.
+func (f *ifaceFlags) assign(lines []line) error {
+	for name := range f.byLine {
+		found := false
+		for i := range lines {
+			if lines[i].name == name {
+				lines[i].iface, found = f.byLine[name], true
+			}
+		}
+		if !found {
+			return fmt.Errorf("-iface %s=%s: no line %s", name, f.byLine[name], name)
+		}
+	}
+	for i := range lines {
+		if lines[i].iface == "" {
+			if f.all == "" {
+				return fmt.Errorf("line %s has no interface: add -iface %s=IFACE or -iface IFACE", lines[i].name, lines[i].name)
+			}
+			lines[i].iface = f.all
+		}
+	}
 	return nil
 }
 
@@ -137,7 +216,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("gap-timeout", arb.DefaultGapTimeout, "capture time a missing message is waited for")
 	format := fs.String("format", "json", "output format (json)")
 	var live liveOptions
-	iface := fs.String("iface", "", "live: capture from interface `NAME` with AF_PACKET, joining the groups through the host (root)")
+	var iface ifaceFlags
+	fs.Var(&iface, "iface", "live: capture from interface `IFACE` (or LINE=IFACE, per line; repeat) with AF_PACKET, joining the groups through the host (root)")
 	fs.StringVar(&live.tap, "tap", "", "live: create TAP device `NAME` and run a tickwire stack on it (root)")
 	fs.Func("addr", "live: the stack's address, `A/P` (default 10.207.0.2/24)", func(v string) (err error) {
 		live.addr, err = netip.ParsePrefix(v)
@@ -161,10 +241,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "mcastfeed: unexpected arguments %q\n", fs.Args())
 		return 2
-	case *path == "" && live.tap == "" && *iface == "":
+	case *path == "" && live.tap == "" && !iface.set():
 		fmt.Fprintln(stderr, "mcastfeed: -pcap FILE, -tap NAME or -iface NAME is required")
 		return 2
-	case (*path != "") && (live.tap != "" || *iface != "") || live.tap != "" && *iface != "":
+	case (*path != "") && (live.tap != "" || iface.set()) || live.tap != "" && iface.set():
 		fmt.Fprintln(stderr, "mcastfeed: -pcap, -tap and -iface exclude each other")
 		return 2
 	case len(lines) == 0:
@@ -180,13 +260,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcastfeed: -gap-timeout must be positive")
 		return 2
 	}
+	if iface.set() {
+		if err := iface.assign(lines); err != nil {
+			fmt.Fprintln(stderr, "mcastfeed:", err)
+			return 2
+		}
+	}
+	if err := overlap(lines); err != nil {
+		fmt.Fprintln(stderr, "mcastfeed:", err)
+		return 2
+	}
 
 	live.timeout = *timeout
 	if live.tap != "" {
 		return runLive(live, lines, stdout, stderr)
 	}
-	if *iface != "" {
-		return runIface(*iface, live, lines, stdout, stderr)
+	if iface.set() {
+		return runIface(live, lines, stdout, stderr)
 	}
 
 	out := bufio.NewWriterSize(stdout, 64<<10)

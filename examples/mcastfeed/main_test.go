@@ -247,6 +247,12 @@ func TestFlags(t *testing.T) {
 		{[]string{"-pcap", path, "-line", "A=239.1.1.1:5000", "-format", "csv"}, 2},
 		{[]string{"-pcap", path, "-line", "A=239.1.1.1:5000", "-gap-timeout", "0s"}, 2},
 		{[]string{"-pcap", filepath.Join(t.TempDir(), "missing"), "-line", "A=239.1.1.1:5000"}, 1},
+		{[]string{"-iface", "lo", "-line", "A=239.1.1.1:5000", "-line", "B=239.1.1.1:5000"}, 2},
+		{[]string{"-iface", "A=lo", "-line", "A=239.1.1.1:5000", "-line", "B=239.1.1.1:5000"}, 2},
+		{[]string{"-iface", "C=lo", "-iface", "lo", "-line", "A=239.1.1.1:5000"}, 2},
+		{[]string{"-iface", "lo", "-iface", "lo", "-line", "A=239.1.1.1:5000"}, 2},
+		{[]string{"-iface", "A=lo", "-iface", "A=eth0", "-line", "A=239.1.1.1:5000"}, 2},
+		{[]string{"-iface", "A=lo", "-pcap", path, "-line", "A=239.1.1.1:5000"}, 2},
 		{[]string{"-pcap", path, "-line", "A=239.1.1.1:5000"}, 0},
 	} {
 		var out, errb bytes.Buffer
