@@ -40,6 +40,14 @@ type Config struct {
 	// and the STEP share at least STEP.MaxMessageSize (64 KiB by default), so
 	// at least 256 KiB.
 	BufferTotal int64
+	// Budget, when not nil, is shared by the Decoders of the receive
+	// queues of one source (mirror.Config.Budget): their flow directions
+	// and reassembly buffers count against it together. Each Decoder's
+	// reassembly buffers are then bounded by the Budget's MaxBufferTotal
+	// alone, and BufferTotal sets only its own STEP share (a quarter of
+	// it, at least STEP.MaxMessageSize); MaxFlows still sizes its table:
+	// give it the Budget's MaxFlows to let any one queue use them all.
+	Budget *mirror.Budget
 	// HoleTimeout is the capture time a hole is waited for
 	// (mirror.Config.HoleTimeout). 0 means mirror.DefaultHoleTimeout
 	// (100ms); a negative value disables the timeout.
@@ -79,6 +87,13 @@ func (c Config) budgets() (reassembly int64, stepBudget int, err error) {
 	}
 	s := total / 4
 	reassembly = total - s
+	if c.Budget != nil {
+		reassembly = c.Budget.MaxBufferTotal() // mirror.New checks it against perFlow
+		if total < 0 || s < int64(maxMsg) {
+			return 0, 0, fmt.Errorf("%w: BufferTotal %d: want 1/4 of it %d (STEP.MaxMessageSize) at least", ErrConfig, total, maxMsg)
+		}
+		return reassembly, int(s), nil
+	}
 	if total < 0 || reassembly < int64(perFlow) || s < int64(maxMsg) || reassembly > mirror.MaxMaxBufferTotal {
 		return 0, 0, fmt.Errorf("%w: BufferTotal %d: want 3/4 of it %d (BufferPerFlow) to %d, 1/4 of it %d (STEP.MaxMessageSize) at least",
 			ErrConfig, total, perFlow, int64(mirror.MaxMaxBufferTotal), maxMsg)
@@ -179,7 +194,7 @@ func New(cfg Config, h Handler) (*Decoder, error) {
 	d.feedCfg = sse.FeedConfig{STEP: cfg.STEP, MaxPMapBytes: cfg.MaxPMapBytes, Decoder: &d.dec}
 	d.asm, err = mirror.New(mirror.Config{
 		BufferPerFlow: cfg.BufferPerFlow, MaxFlows: cfg.MaxFlows, MaxBufferTotal: reassembly,
-		HoleTimeout: cfg.HoleTimeout, Checksum: cfg.Checksum, History: cfg.History,
+		HoleTimeout: cfg.HoleTimeout, Checksum: cfg.Checksum, History: cfg.History, Budget: cfg.Budget,
 	}, (*mirrorHandler)(d))
 	if err != nil {
 		return nil, err

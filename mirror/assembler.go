@@ -27,6 +27,7 @@ type Assembler struct {
 	free             []*buffer
 	nBufs            int
 	maxBufs          int
+	budget           *Budget // nil without Config.Budget
 	maxFree          int
 	bufHead, bufTail int32
 	stats            Stats
@@ -80,7 +81,16 @@ func New(cfg Config, h Handler) (*Assembler, error) {
 		bufHead:  -1,
 		bufTail:  -1,
 	}
+	if b := cfg.Budget; b != nil {
+		if b.maxBytes < int64(cfg.BufferPerFlow) {
+			return nil, fmt.Errorf("%w: Budget of %d buffer bytes below BufferPerFlow (%d)", ErrConfig, b.maxBytes, cfg.BufferPerFlow)
+		}
+		a.budget = b
+	}
 	a.maxFree = min(max(a.maxBufs/4, 1), cfg.MaxFlows)
+	if a.budget != nil {
+		a.maxFree = min(a.maxFree, budgetFree)
+	}
 	a.t.init(cfg.MaxFlows)
 	return a, nil
 }
@@ -404,7 +414,11 @@ func (a *Assembler) segment(w wireKey, fi int32, seq uint32, flags uint8, payloa
 			a.stats.EmptySegments++
 			return nil
 		}
-		fi = a.newFlow(w, h)
+		if fi = a.newFlow(w, h); fi < 0 {
+			a.stats.Segments++
+			a.stats.FlowsRefused++
+			return nil
+		}
 	}
 	f := &a.t.flows[fi]
 	if !a.acceptChecksum(f, cs, len(payload) > 0) {
@@ -507,7 +521,10 @@ const evictScan = 16
 // or idle flow near the least recently active end, or else evicts the least
 // recently active flow.
 func (a *Assembler) newFlow(w wireKey, h uint64) int32 {
-	if len(a.t.free) == 0 {
+	if len(a.t.free) == 0 || !a.budget.takeFlow() {
+		if a.t.inUse == 0 {
+			return -1 // the Budget's flows are all other Assemblers'
+		}
 		victim := a.t.tail
 		for i, fi := 0, a.t.tail; i < evictScan && fi >= 0; i, fi = i+1, a.t.flows[fi].lruPrev {
 			if a.t.flows[fi].state != flowActive {
@@ -652,6 +669,11 @@ func (a *Assembler) place(f *flow, o uint64, p []byte, ts int64) {
 			continue
 		}
 		stored, ov, an, ok := a.insert(f, o, p, ts)
+		if !ok && f.buf == nil {
+			// No buffer to be had (Budget): skip the hole before p.
+			a.gap(f, o-f.next, &a.stats.BufferTotalSkips, ts)
+			continue
+		}
 		if !ok {
 			a.skipHole(f, &a.stats.RunLimitSkips, ts)
 			continue
@@ -775,7 +797,9 @@ func (a *Assembler) insert(f *flow, o uint64, p []byte, ts int64) (stored, overl
 	if i == j && f.nRuns == maxRuns {
 		return false, false, false, false
 	}
-	a.takeBuffer(f, true, ts)
+	if !a.takeBuffer(f, true, ts) {
+		return false, false, false, false
+	}
 	runs := &f.buf.runs
 	merged := run{start: o, end: e, ts: ts}
 	cur := o
@@ -965,7 +989,14 @@ func (a *Assembler) Close() {
 		}
 		a.releaseBuffer(f)
 		a.t.remove(fi)
+		a.budget.releaseFlows(1)
 		fi = nextFi
+	}
+	if a.budget != nil { // what Close kept for reuse goes back to it
+		a.budget.releaseBuffers(len(a.free), a.bufSize)
+		a.nBufs -= len(a.free)
+		clear(a.free)
+		a.free = a.free[:0]
 	}
 	a.deadline = math.MaxInt64
 	a.pendHead = -1

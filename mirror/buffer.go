@@ -31,8 +31,10 @@ func (a *Assembler) takeBuffer(f *flow, hold bool, ts int64) bool {
 	if f.buf != nil {
 		return true
 	}
-	if len(a.free) == 0 && a.nBufs >= a.maxBufs && !a.reclaim(hold, ts) {
-		return false
+	if len(a.free) == 0 && (a.nBufs >= a.maxBufs || !a.budget.takeBuffer(a.bufSize)) {
+		if !a.reclaim(hold, ts) {
+			return false
+		}
 	}
 	if n := len(a.free); n > 0 {
 		f.buf = a.free[n-1]
@@ -40,7 +42,7 @@ func (a *Assembler) takeBuffer(f *flow, hold bool, ts int64) bool {
 		a.free = a.free[:n-1]
 	} else {
 		f.buf = &buffer{ring: make([]byte, a.bufSize)}
-		a.nBufs++
+		a.nBufs++ // the Budget's share was taken above
 	}
 	// Whatever the ring holds belongs to its previous user.
 	f.histStart = max(f.histStart, f.next)
@@ -106,4 +108,5 @@ func (a *Assembler) releaseBuffer(f *flow) {
 		return
 	}
 	a.nBufs--
+	a.budget.releaseBuffers(1, a.bufSize)
 }

@@ -86,6 +86,11 @@
 // MaxBufferTotal bytes of buffers (plus 800 bytes of bookkeeping each);
 // steady-state processing allocates nothing.
 //
+// A multi-queue source runs one Assembler per receive queue; a Budget
+// (Config.Budget) bounds their flow directions and buffers together, so
+// that the configured figures hold for the source as a whole however
+// unevenly RSS spreads the flows.
+//
 // IPv4 fragments are not reassembled: they are counted in Stats.Fragments and
 // dropped, so their bytes become holes (market-data and most TCP traffic is
 // sent with Don't Fragment). IPv6 is not handled (counted as NonTCP).

@@ -87,3 +87,34 @@ func ExampleStatsVar() {
 	// data  0 "hi"
 	// 2 frames, 2 bytes
 }
+
+// One Assembler per receive queue, each on its own goroutine, bounded
+// together by a Budget: 1,024 flow directions and 48 MiB of reassembly
+// buffers for the source as a whole, whichever queues RSS fills.
+func ExampleBudget() {
+	budget, err := mirror.NewBudget(1024, 48<<20)
+	if err != nil {
+		panic(err)
+	}
+	queues := make([]*mirror.Assembler, 4)
+	for i := range queues {
+		queues[i], err = mirror.New(mirror.Config{
+			MaxFlows: budget.MaxFlows(), MaxBufferTotal: budget.MaxBufferTotal(),
+			Budget: budget, Checksum: mirror.ChecksumIgnore,
+		}, printer{})
+		if err != nil {
+			panic(err)
+		}
+	}
+	queues[2].HandleIPv4(tcpPacket(100, 0x02, ""), 0) // the SYN of a flow RSS put on queue 2
+	fmt.Println(budget.Flows(), "of", budget.MaxFlows(), "flow directions tracked")
+	for _, a := range queues {
+		a.Close()
+	}
+	fmt.Println(budget.Flows(), "after Close")
+	// Output:
+	// start 192.0.2.1:5000->192.0.2.2:6000
+	// 1 of 1024 flow directions tracked
+	// end   close
+	// 0 after Close
+}

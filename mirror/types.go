@@ -115,6 +115,11 @@ type Config struct {
 	// 16 least recently active are all active, evicts the least recently
 	// active (Stats.Evictions). 0 means DefaultMaxFlows; at most MaxMaxFlows.
 	MaxFlows int
+	// Budget, when not nil, bounds the flow directions and reassembly
+	// buffers of this Assembler and the others sharing it together, beside
+	// their own MaxFlows and MaxBufferTotal (see Budget). Its
+	// MaxBufferTotal must be at least BufferPerFlow.
+	Budget *Budget
 	// HoleTimeout is the capture time after which a hole is skipped (the
 	// hole's age counts from the arrival of the first byte held after it).
 	// 0 means DefaultHoleTimeout; a negative value disables the timeout, so
@@ -269,6 +274,11 @@ type Stats struct {
 	Flows       uint64 // flow directions started (FlowStart calls)
 	ActiveFlows uint64 // flow directions started and not yet ended
 	Evictions   uint64 // active flow directions evicted to make room (they end with EndEvicted)
+	// FlowsRefused counts segments that would have started a flow
+	// direction while the Budget's flows were all held by other
+	// Assemblers and this one held none to evict: the segment is counted
+	// in Segments and otherwise ignored.
+	FlowsRefused uint64
 }
 
 // Errors returned by HandleFrame, HandleLinkFrame and HandleIPv4 for a frame

@@ -80,10 +80,11 @@
 //	                       decoder (flow state per queue); the records are
 //	                       those of one queue, in another order across flow
 //	                       directions but the same order within each, and
-//	                       the summary sums the queues. -max-flows and
-//	                       -buffer-total are shared out equally among the
-//	                       queues (each gets at least the -buffer-total
-//	                       minimum); no progress line is shown. With -xdp:
+//	                       the summary sums the queues. -max-flows and the
+//	                       reassembly share of -buffer-total bound all the
+//	                       queues together (mirror.Budget: any one queue may
+//	                       use all of them); the STEP share is split
+//	                       equally; no progress line is shown. With -xdp:
 //	                       the receive queues 0 to N-1 bound, one AF_XDP
 //	                       socket each (default 1)
 //	-xdp IFACE             capture live from IFACE over AF_XDP (link/afxdp)

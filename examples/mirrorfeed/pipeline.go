@@ -250,6 +250,9 @@ func (p *pipeline) summary(fst feed.Stats, offloaded []mirror.FlowKey, elapsed t
 	if st.Evictions > 0 || st.BufferFullSkips > 0 {
 		s += fmt.Sprintf(", %d flow evictions, %d buffer-full skips", st.Evictions, st.BufferFullSkips)
 	}
+	if st.FlowsRefused > 0 {
+		s += fmt.Sprintf(", %d segments of flows refused by -max-flows across queues", st.FlowsRefused)
+	}
 	if st.BufferTotalSkips > 0 || fst.UnfinishedDropped > 0 {
 		s += fmt.Sprintf(", %d buffer-total skips, %d unfinished STEP messages dropped (%d bytes)", st.BufferTotalSkips, fst.UnfinishedDropped, fst.UnfinishedDroppedBytes)
 	}

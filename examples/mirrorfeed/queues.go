@@ -32,14 +32,16 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	return l.w.Write(b)
 }
 
-// queueConfig is the feed decoder configuration of one of n queues: the
-// flags' -max-flows and -buffer-total shared out equally, each share at
-// least what a decoder needs (1 flow direction; 4/3 of -buffer and four
-// STEP messages of the default size).
-func (o options) queueConfig(n int) feed.Config {
+// queueConfig is the feed decoder configuration of one of n queues sharing
+// b: -max-flows and the reassembly share of -buffer-total are b's, shared
+// by the queues (any one may use all of them: RSS need not spread the flows
+// evenly); the STEP share is split equally, each at least four STEP
+// messages of the default size.
+func (o options) queueConfig(n int, b *mirror.Budget) feed.Config {
 	c := o.feedConfig()
-	c.MaxFlows = max((o.maxFlows+n-1)/n, 1)
-	c.BufferTotal = max(o.bufferTotal/int64(n), (int64(o.buffer)*4+2)/3, 4*step.DefaultMaxMessageSize)
+	c.MaxFlows = o.maxFlows
+	c.Budget = b
+	c.BufferTotal = max(o.bufferTotal/int64(n), 4*step.DefaultMaxMessageSize)
 	return c
 }
 
@@ -60,10 +62,15 @@ func processQueues(ctx context.Context, o options, ring *ringSource, stdout, std
 		d       *feed.Decoder
 		readErr error
 	}
+	budget, err := mirror.NewBudget(o.maxFlows, o.bufferTotal-int64(o.stepBudget))
+	if err != nil {
+		fmt.Fprintf(stderr, "mirrorfeed: %v\n", err)
+		return 2
+	}
 	qs := make([]queue, n)
 	for i := range qs {
 		p := newPipeline(o, bufio.NewWriterSize(shared, 64<<10))
-		d, err := feed.New(o.queueConfig(n), p.handler())
+		d, err := feed.New(o.queueConfig(n, budget), p.handler())
 		if err != nil {
 			fmt.Fprintf(stderr, "mirrorfeed: %v\n", err)
 			return 2
