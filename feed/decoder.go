@@ -214,6 +214,19 @@ func (d *Decoder) HandleFrame(linkType uint16, data []byte, ts int64) error {
 	return d.asm.HandleLinkFrame(linkType, data, ts)
 }
 
+// HandleSourceFrame is HandleFrame for a frame as a frame.Source returned
+// it: its link type, bytes and time, and, when the source verified its
+// checksums (Frame.ChecksumVerified), without checking them again
+// (mirror.Assembler.HandleVerifiedLinkFrame). Run uses it.
+func (d *Decoder) HandleSourceFrame(f *frame.Frame) error {
+	data := f.Data()
+	d.retired.FrameBytes += uint64(len(data))
+	if f.ChecksumVerified {
+		return d.asm.HandleVerifiedLinkFrame(f.LinkType, data, f.Time)
+	}
+	return d.asm.HandleLinkFrame(f.LinkType, data, f.Time)
+}
+
 // Run reads frames from src and handles them until src returns io.EOF
 // (Run then returns nil), another error (returned as it is), or ctx is
 // done (Run returns ctx.Err()). ctx is checked between batches: a Source
@@ -234,7 +247,7 @@ func (d *Decoder) Run(ctx context.Context, src frame.Source) error {
 		n, err := src.ReadFrames(d.batch)
 		for i := range d.batch[:n] {
 			f := &d.batch[i]
-			d.HandleFrame(f.LinkType, f.Data(), f.Time) // per-frame errors are counted in Stats
+			d.HandleSourceFrame(f) // per-frame errors are counted in Stats
 		}
 		var te interface{ Timeout() bool }
 		switch {

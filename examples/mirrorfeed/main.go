@@ -407,7 +407,7 @@ func pump(ctx context.Context, src frame.Source, batch []frame.Frame, d *feed.De
 		n, err := src.ReadFrames(batch)
 		for i := range batch[:n] {
 			f := &batch[i]
-			d.HandleFrame(f.LinkType, f.Data(), f.Time) // per-frame errors are counted in d.Stats
+			d.HandleSourceFrame(f) // per-frame errors are counted in d.Stats
 			bytesIn += uint64(f.N)
 		}
 		frames += uint64(n)

@@ -234,7 +234,7 @@ func pumpQueue(ctx context.Context, src frame.Source, c *queueClock, d *feed.Dec
 		for i := range batch[:n] {
 			f := &batch[i]
 			c.catchUp(d, f.Time)
-			d.HandleFrame(f.LinkType, f.Data(), f.Time) // per-frame errors are counted in d.Stats
+			d.HandleSourceFrame(f) // per-frame errors are counted in d.Stats
 		}
 		frames += uint64(n)
 		switch {

@@ -25,6 +25,7 @@ func (s *memSource) ReadFrames(frames []frame.Frame) (int, error) {
 		dst.N = copy(dst.Buf, src.Data)
 		dst.WireLen = len(src.Data)
 		dst.Time = src.Time
+		dst.LinkType, dst.ChecksumVerified = frame.LinkTypeEthernet, false
 		s.next++
 		n++
 	}

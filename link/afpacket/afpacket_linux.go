@@ -214,6 +214,7 @@ func (s *Source) readLocked(frames []frame.Frame, deadline time.Time) (int, read
 			f.WireLen = max(ci.Length, len(data))
 			f.Time = ci.Timestamp.UnixNano()
 			f.LinkType = frame.LinkTypeEthernet
+			f.ChecksumVerified = false // TP_STATUS_CSUM_VALID does not reach gopacket's CaptureInfo
 			if f.Truncated() {
 				s.truncated.Add(1)
 			}

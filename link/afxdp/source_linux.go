@@ -71,6 +71,7 @@ func (s *Source) fill(b []byte) {
 	f.WireLen = len(b)
 	f.Time = s.rx
 	f.LinkType = frame.LinkTypeEthernet
+	f.ChecksumVerified = false // copy mode: the frame's rx checksum status does not reach the socket
 	s.cur.rxFrames.Add(1)
 	s.cur.rxBytes.Add(uint64(len(b)))
 	if f.N < len(b) {

@@ -393,6 +393,53 @@ func TestChecksumOffload(t *testing.T) {
 	}
 }
 
+// TestReadFramesChecksumVerified: a frame source marks a TCP frame whose
+// checksums the device's sum confirms, and no other: not one with a
+// flipped payload byte, not one without the device's sum, not ARP. The
+// borrowing path marks the same.
+func TestReadFramesChecksumVerified(t *testing.T) {
+	seg := testFrame(20+200, 9)
+	seg[12] = 5 << 4
+	header.TCP(seg).SetChecksum(0)
+	good := ipv4Frame(uint8(header.TCPProtocolNumber), seg)
+	ip := header.IPv4(good[14:])
+	s := header.PseudoHeaderChecksum(header.TCPProtocolNumber, ip.SourceAddress(), ip.DestinationAddress(), uint16(len(seg)))
+	header.TCP(good[34:]).SetChecksum(^checksum.Checksum(good[34:], s))
+	bad := append([]byte(nil), good...)
+	bad[len(bad)-1] ^= 0x40
+	arp := testFrame(60, 1)
+	header.Ethernet(arp).Encode(&header.EthernetFields{Type: header.ARPProtocolNumber})
+	noSum := func(c []byte) { c[CplFlags] = 0 }
+	for _, borrow := range []bool{false, true} {
+		e, d := newTestEndpoint(t, Config{})
+		q := e.RxQueue(0)
+		d.put(0, good, nil)
+		d.put(0, bad, nil)
+		d.put(0, good, noSum)
+		d.put(0, arp, nil)
+		batch := frame.NewBatch(8, 2048)
+		for i := range batch {
+			batch[i].ChecksumVerified = true // what a previous read left
+		}
+		read := q.ReadFrames
+		if borrow {
+			read = q.BorrowFrames
+		}
+		n, err := read(batch)
+		if err != nil || n != 4 {
+			t.Fatalf("borrow %v: %d frames, %v", borrow, n, err)
+		}
+		for i, want := range []bool{true, false, false, false} {
+			if batch[i].ChecksumVerified != want {
+				t.Errorf("borrow %v: frame %d ChecksumVerified %v, want %v", borrow, i, batch[i].ChecksumVerified, want)
+			}
+		}
+		if borrow {
+			q.ReleaseBorrowed()
+		}
+	}
+}
+
 func TestStampExtendsSeconds(t *testing.T) {
 	e, d := newTestEndpoint(t, Config{})
 	q := e.RxQueue(0)

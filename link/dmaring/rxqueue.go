@@ -353,6 +353,7 @@ func (q *RxQueue) ReadFrames(frames []frame.Frame) (int, error) {
 			f := &frames[n]
 			f.N = copy(f.Buf, m.buf[:m.n])
 			f.WireLen, f.Time, f.LinkType = m.n, m.rx, frame.LinkTypeEthernet
+			f.ChecksumVerified = rxVerified(m.buf[:m.n], m.csum, m.haveCsum)
 			bytes += uint64(m.n)
 			n++
 		}
@@ -395,6 +396,7 @@ func (q *RxQueue) BorrowFrames(frames []frame.Frame) (int, error) {
 			f := &frames[n]
 			f.Buf = m.buf[:m.n:m.n]
 			f.N, f.WireLen, f.Time, f.LinkType = m.n, m.n, m.rx, frame.LinkTypeEthernet
+			f.ChecksumVerified = rxVerified(f.Buf, m.csum, m.haveCsum)
 			bytes += uint64(m.n)
 			n++
 		}

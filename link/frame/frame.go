@@ -48,6 +48,13 @@ type Frame struct {
 	// means what it did; 0 is LINKTYPE_NULL (BSD loopback), which no
 	// consumer in tickwire decodes.
 	LinkType uint16
+	// ChecksumVerified reports that the source checked the frame's IPv4
+	// header checksum and its TCP or UDP checksum and found them right: a
+	// NIC's receive checksum offload (link/dmaring, from the completion's
+	// sum, as Linux's CHECKSUM_COMPLETE). A consumer may then skip its own
+	// checks (mirror.Assembler.HandleVerifiedLinkFrame). False says nothing:
+	// the consumer checks. Every Source in tickwire sets it on every frame.
+	ChecksumVerified bool
 }
 
 // Link-layer header types, as numbered by pcap's LINKTYPE_ values

@@ -389,6 +389,7 @@ func (r *ngReader) readPacket(f *frame.Frame, typ, total uint32) (bool, error) {
 		return false, &LinkTypeError{LinkType: uint16(ifc.linkType), Interface: int(id)}
 	}
 	f.LinkType = uint16(ifc.linkType)
+	f.ChecksumVerified = false
 	f.Time = ifc.nanos(uint64(r.u32(h[12:]))<<32 | uint64(r.u32(h[16:])))
 	f.WireLen = max(int(wireLen), int(capLen))
 	return true, r.readData(f, int(capLen), total, 28)
@@ -420,6 +421,7 @@ func (r *ngReader) readSimple(f *frame.Frame, total uint32) (bool, error) {
 		return false, &LinkTypeError{LinkType: uint16(ifc.linkType), Interface: 0}
 	}
 	f.LinkType = uint16(ifc.linkType)
+	f.ChecksumVerified = false
 	f.Time = 0
 	f.WireLen = max(int(wireLen), int(capLen))
 	return true, r.readData(f, int(capLen), total, 12)

@@ -340,6 +340,7 @@ func (r *Reader) ReadFrames(frames []frame.Frame) (int, error) {
 			f.N = copy(f.Buf, data)
 			f.WireLen = max(ci.Length, len(data))
 			f.LinkType = r.link
+			f.ChecksumVerified = false
 			f.Time = 0
 			if !ci.Timestamp.IsZero() {
 				f.Time = ci.Timestamp.UnixNano()
