@@ -159,3 +159,14 @@ func HoldUDPHandler(c *UDPConn) (release func()) {
 	c.recv.mu.Lock()
 	return c.recv.mu.Unlock
 }
+
+// SetFloodGate sets the admission rate (segments a second) and burst of
+// listener ln's floodGate, for tests whose sender is slower than the
+// defaults on a loaded machine.
+func SetFloodGate(ln *TCPListener, rate, burst int) {
+	g := ln.s.wire.tcp.gate(ln.ep.(*tcp.Endpoint))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.cost = 1e9 / int64(rate)
+	g.maxCredit = int64(burst) * g.cost
+}

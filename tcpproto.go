@@ -200,12 +200,18 @@ type floodGate struct {
 	credit int64
 	// +checklocks:mu
 	last int64
+	// cost is what one segment takes from the bucket (ns of credit) and
+	// maxCredit what the bucket holds: floodAdmitRate and floodAdmitBurst,
+	// which tests lower.
+	// +checklocks:mu
+	cost int64
+	// +checklocks:mu
+	maxCredit int64
 }
 
-const (
-	floodCost      = 1e9 / floodAdmitRate
-	floodMaxCredit = floodAdmitBurst * floodCost
-)
+func newFloodGate() *floodGate {
+	return &floodGate{cost: 1e9 / floodAdmitRate, maxCredit: floodAdmitBurst * 1e9 / floodAdmitRate}
+}
 
 // allowNow is allow at the time now; it reads the clock only while the
 // listener may be flooded.
@@ -231,10 +237,10 @@ func (g *floodGate) allow(now int64) bool {
 		return true
 	}
 	g.refill(now)
-	if g.credit < floodCost {
+	if g.credit < g.cost {
 		return false
 	}
-	g.credit -= floodCost
+	g.credit -= g.cost
 	return true
 }
 
@@ -250,13 +256,13 @@ func (g *floodGate) open(now int64) bool {
 		return true
 	}
 	g.refill(now)
-	return g.credit >= floodCost
+	return g.credit >= g.cost
 }
 
 // refill adds the credit earned since the last call.
 // +checklocks:g.mu
 func (g *floodGate) refill(now int64) {
-	g.credit = min(g.credit+now-g.last, floodMaxCredit)
+	g.credit = min(g.credit+now-g.last, g.maxCredit)
 	g.last = now
 }
 
@@ -270,7 +276,7 @@ func (g *floodGate) flooded(now int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if now >= g.until {
-		g.credit, g.last = floodMaxCredit, now
+		g.credit, g.last = g.maxCredit, now
 	}
 	g.until = now + floodHold
 	g.active.Store(true)
@@ -417,7 +423,7 @@ func (p *tcpProtocol) addListener(port uint16, ep *tcp.Endpoint) {
 	if old := p.listeners.Load(); old != nil {
 		ls = append(ls, (*old)...)
 	}
-	ls = append(ls, listenerPort{port, ep, new(floodGate)})
+	ls = append(ls, listenerPort{port, ep, newFloodGate()})
 	p.listeners.Store(&ls)
 }
 

@@ -6,7 +6,7 @@ import "testing"
 // flooded, a burst of floodAdmitBurst, then floodAdmitRate a second; a
 // floodHold after its last refusal, everything again.
 func TestFloodGate(t *testing.T) {
-	var g floodGate
+	g := newFloodGate()
 	const t0 = int64(5e9)
 	for i := range 10000 {
 		if !g.allow(t0 + int64(i)) {
