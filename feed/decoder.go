@@ -145,6 +145,7 @@ type Decoder struct {
 	asm     *mirror.Assembler
 	h       Handler
 	stream  StreamHandler // h when it is one, else nil
+	errs    ErrorHandler  // h when it is one, else nil
 	feedCfg sse.FeedConfig
 	dec     sse.Decoder // shared by the directions' FeedDecoders
 	decode  bool
@@ -191,6 +192,7 @@ func New(cfg Config, h Handler) (*Decoder, error) {
 		stepBudget: stepBudget,
 	}
 	d.stream, _ = h.(StreamHandler)
+	d.errs, _ = h.(ErrorHandler)
 	d.feedCfg = sse.FeedConfig{STEP: cfg.STEP, MaxPMapBytes: cfg.MaxPMapBytes, Decoder: &d.dec}
 	d.asm, err = mirror.New(mirror.Config{
 		BufferPerFlow: cfg.BufferPerFlow, MaxFlows: cfg.MaxFlows, MaxBufferTotal: reassembly,

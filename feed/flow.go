@@ -1,7 +1,10 @@
 package feed
 
 import (
+	"errors"
+
 	"github.com/tickwire/tickwire/fast/sse"
+	"github.com/tickwire/tickwire/fast/sse/step"
 	"github.com/tickwire/tickwire/mirror"
 )
 
@@ -11,6 +14,9 @@ type flowState struct {
 	d    *Decoder
 	meta Meta // the direction, and the capture time of the chunk being decoded
 	dec  *sse.FeedDecoder
+	// base is the stream offset of the first byte fed to dec: the STEP
+	// parser counts its offsets from there.
+	base uint64
 	// held is dec.Held() as last accounted in Decoder.stepHeld; prev and
 	// next link the flow in the Decoder's holders while held > 0.
 	held       int
@@ -26,6 +32,24 @@ func (fs *flowState) OnOrder(o *sse.Order) { fs.d.h.Order(o, fs.meta) }
 // OnGap implements sse.FeedHandler.OnGap.
 func (fs *flowState) OnGap(category uint32, expected, got uint64) {
 	fs.d.h.SequenceGap(category, expected, got, fs.meta)
+}
+
+// OnError implements sse.ErrorHandler.OnError: the error goes to the
+// Handler when it is an ErrorHandler, with its stream offset.
+func (fs *flowState) OnError(err error) {
+	if fs.d.errs == nil {
+		return
+	}
+	var off int64
+	var se *step.Error
+	var fe *sse.FeedError
+	switch {
+	case errors.As(err, &fe):
+		off = fe.Offset
+	case errors.As(err, &se):
+		off = se.Offset
+	}
+	fs.d.errs.DecodeError(fs.base+uint64(off), err, fs.meta)
 }
 
 // mirrorHandler is the Decoder seen as the mirror.Handler, so that the
@@ -46,7 +70,11 @@ func (m *mirrorHandler) Data(k mirror.FlowKey, offset uint64, data []byte, ts in
 	if !d.decode {
 		return
 	}
-	fs := d.flow(k)
+	fs := d.lookup(k)
+	if fs == nil {
+		fs = d.flow(k)
+		fs.base = offset
+	}
 	fs.meta.Time = ts
 	// Errors are counted in the decoder's Stats and decoding goes on past
 	// them.

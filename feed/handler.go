@@ -54,6 +54,18 @@ type StreamHandler interface {
 	Data(k mirror.FlowKey, offset uint64, data []byte, ts int64)
 }
 
+// ErrorHandler is a Handler that is also told about every STEP framing or
+// FAST decoding error, the errors Stats.DecodeErrors counts (a resynchronising
+// run of garbage once, however long): offset is the stream offset of the
+// STEP message or garbage run in the flow direction m.Flow, err a
+// *step.Error or an *sse.FeedError (whose cause fast.Code names). The
+// Decoder checks for it once, in New. Errors are rare; each costs an
+// allocation.
+type ErrorHandler interface {
+	Handler
+	DecodeError(offset uint64, err error, m Meta)
+}
+
 // HandlerFuncs is a Handler made of functions; a nil field ignores its
 // events.
 type HandlerFuncs struct {

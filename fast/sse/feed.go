@@ -27,6 +27,15 @@ type StepHandler interface {
 	OnStep(m *step.Message)
 }
 
+// ErrorHandler is an optional extension of FeedHandler: a handler that has
+// OnError is told about every error Feed meets, in stream order (a
+// *step.Error, or a *FeedError, also for a message of an unknown template),
+// where Feed itself returns only the first one of its chunk. err is the
+// caller's to keep. Errors are rare: each costs an allocation.
+type ErrorHandler interface {
+	OnError(err error)
+}
+
 // FeedConfig bounds a FeedDecoder. The zero value selects the defaults.
 type FeedConfig struct {
 	// STEP bounds the STEP parser (message size, tracked categories).
@@ -76,8 +85,9 @@ type FeedDecoder struct {
 	dec     *Decoder
 	maxPMap int
 	h       FeedHandler
-	rh      Handler     // h as a Handler, converted once rather than per message
-	sh      StepHandler // h as a StepHandler, or nil
+	rh      Handler      // h as a Handler, converted once rather than per message
+	sh      StepHandler  // h as a StepHandler, or nil
+	eh      ErrorHandler // h as an ErrorHandler, or nil
 	stats   FeedStats
 }
 
@@ -91,6 +101,7 @@ func NewFeedDecoder(cfg FeedConfig, h FeedHandler) *FeedDecoder {
 		f.dec = new(Decoder)
 	}
 	f.sh, _ = h.(StepHandler)
+	f.eh, _ = h.(ErrorHandler)
 	return f
 }
 
@@ -104,6 +115,9 @@ func (f *FeedDecoder) Feed(chunk []byte) error {
 	for {
 		m, err := f.parser.Next()
 		if err != nil {
+			if f.eh != nil {
+				f.eh.OnError(err)
+			}
 			if first == nil {
 				first = err
 			}
@@ -138,13 +152,20 @@ func (f *FeedDecoder) decodePayload(m *step.Message) error {
 	if err != nil {
 		if errors.Is(err, fast.ErrUnknownTemplate) {
 			f.stats.UnknownTemplate++
+			if f.eh != nil {
+				f.eh.OnError(&FeedError{Offset: m.Offset, SeqNum: m.SeqNum, Err: err})
+			}
 			return nil
 		}
 		f.stats.DecodeErrors++
 		if errors.Is(err, fast.ErrLimit) {
 			f.stats.LimitHits++
 		}
-		return &FeedError{Offset: m.Offset, SeqNum: m.SeqNum, Err: err}
+		fe := &FeedError{Offset: m.Offset, SeqNum: m.SeqNum, Err: err}
+		if f.eh != nil {
+			f.eh.OnError(fe)
+		}
+		return fe
 	}
 	return nil
 }

@@ -2,9 +2,12 @@ package twin
 
 import (
 	"encoding/binary"
+	"errors"
 	"time"
 
+	"github.com/tickwire/tickwire/fast"
 	"github.com/tickwire/tickwire/fast/sse"
+	"github.com/tickwire/tickwire/fast/sse/step"
 	"github.com/tickwire/tickwire/feed"
 	"github.com/tickwire/tickwire/hwoffload"
 	"github.com/tickwire/tickwire/internal/shm"
@@ -59,8 +62,8 @@ type engine struct {
 	flowSeq uint32
 
 	// Counters kept by the engine itself; the others come from dec.Stats.
-	rxFrames, rxDropped, trades, orders, decodeErrSeen uint64
-	latCount, latMin, latMax, latSum                   uint64
+	rxFrames, rxDropped, trades, orders, decodeErrors uint64
+	latCount, latMin, latMax, latSum                  uint64
 }
 
 func newEngine(r *shm.Region, cfg Config) (*engine, error) {
@@ -289,7 +292,7 @@ func (e *engine) reset() {
 		e.set32(hwoffload.RingReg(k, hwoffload.RingCons), 0)
 		e.set32(hwoffload.RingReg(k, hwoffload.RingDropped), 0)
 	}
-	e.rxFrames, e.rxDropped, e.trades, e.orders, e.decodeErrSeen = 0, 0, 0, 0, 0
+	e.rxFrames, e.rxDropped, e.trades, e.orders, e.decodeErrors = 0, 0, 0, 0, 0
 	e.latCount, e.latMin, e.latMax, e.latSum = 0, 0, 0, 0
 	e.errCode = hwoffload.CodeNone
 	e.set32(hwoffload.RegError, 0)
@@ -297,10 +300,9 @@ func (e *engine) reset() {
 	e.updateStatus()
 }
 
-// publishCounters stores the counter and latency registers, and writes a
-// decode error record per error the decoder counted since the last call.
-// It runs after each step of frames (at most pollEvery apart while frames
-// flow) rather than per frame: the decoder's Stats walk its flows.
+// publishCounters stores the counter and latency registers. It runs after
+// each step of frames (at most pollEvery apart while frames flow) rather
+// than per frame: the decoder's Stats walk its flows.
 func (e *engine) publishCounters() {
 	st := e.dec.Stats()
 	e.set64(hwoffload.RegRxFrames, e.rxFrames)
@@ -310,20 +312,11 @@ func (e *engine) publishCounters() {
 	e.set64(hwoffload.RegTrades, e.trades)
 	e.set64(hwoffload.RegOrders, e.orders)
 	e.set64(hwoffload.RegStepSeqGaps, st.SequenceGaps)
-	e.set64(hwoffload.RegDecodeErrors, st.DecodeErrors)
+	e.set64(hwoffload.RegDecodeErrors, e.decodeErrors)
 	e.set64(hwoffload.RegLatCount, e.latCount)
 	e.set64(hwoffload.RegLatMin, e.latMin)
 	e.set64(hwoffload.RegLatMax, e.latMax)
 	e.set64(hwoffload.RegLatSum, e.latSum)
-	if e.fastOn() {
-		for ; e.decodeErrSeen < st.DecodeErrors; e.decodeErrSeen++ {
-			if s, ok := e.begin(hwoffload.RingEvents, hwoffload.KindDecodeError, ^uint32(0)); ok {
-				s.PutDecodeError(^uint64(0), "")
-				e.commit(hwoffload.RingEvents)
-			}
-		}
-	}
-	e.decodeErrSeen = st.DecodeErrors
 }
 
 func (e *engine) fastOn() bool { return e.shadow[hwoffload.RegFastCtrl/4]&hwoffload.FastEnable != 0 }
@@ -488,6 +481,45 @@ func (e *engine) SequenceGap(category uint32, expected, got uint64, m feed.Meta)
 		s.PutSeqGap(category, expected, got)
 		e.commit(hwoffload.RingEvents)
 	}
+}
+
+// The engine is a feed.ErrorHandler: every decoding error is a record.
+var _ feed.ErrorHandler = (*engine)(nil)
+
+// DecodeError implements feed.ErrorHandler.DecodeError.
+func (e *engine) DecodeError(offset uint64, err error, m feed.Meta) {
+	e.decodeErrors++
+	if !e.fastOn() {
+		return
+	}
+	if s, ok := e.begin(hwoffload.RingEvents, hwoffload.KindDecodeError, e.flowIndex(m.Flow)); ok {
+		s.PutDecodeError(offset, DecodeErrorCode(err))
+		e.commit(hwoffload.RingEvents)
+	}
+}
+
+// DecodeErrorCode returns the code a decode error record carries for err,
+// a decoding error feed reports: the STEP framing errors as GARBAGE,
+// FRAMING, TOOLARGE, CHECKSUM and FIELD, a FAST decoding error as its code
+// in the FAST specification (fast.Code: D2, D5, D6, D7, D9, R1, R4, LIMIT,
+// SHORT), anything else as ERROR. REGISTERS.md lists them.
+func DecodeErrorCode(err error) string {
+	switch {
+	case errors.Is(err, step.ErrGarbage):
+		return "GARBAGE"
+	case errors.Is(err, step.ErrFraming):
+		return "FRAMING"
+	case errors.Is(err, step.ErrTooLarge):
+		return "TOOLARGE"
+	case errors.Is(err, step.ErrChecksum):
+		return "CHECKSUM"
+	case errors.Is(err, step.ErrField):
+		return "FIELD"
+	}
+	if c := fast.Code(err); c != "" {
+		return c
+	}
+	return "ERROR"
 }
 
 // FlowEnd implements feed.Handler.FlowEnd.

@@ -26,11 +26,12 @@
 // register the host wrote is put back too. CYCLES counts the monotonic
 // clock at CYCLE_HZ; it is refreshed at each look and each record.
 //
+// Every decoding error feed reports (feed.ErrorHandler) becomes a decode
+// error record with its stream offset and code (DecodeErrorCode).
+//
 // What the card does and the twin does not yet: the general TOE, UDP, ARP
-// and ICMP (the host path: ARP_COUNT stays 0, ring 3 stays empty), live
-// input, and per-error decode error records (the twin counts errors from the
-// decoder's statistics and writes one record per error with an unknown
-// offset and code).
+// and ICMP (the host path: ARP_COUNT stays 0, ring 3 stays empty) and live
+// input.
 package twin
 
 import (

@@ -81,7 +81,14 @@ func start(t *testing.T, src frame.Source, log2 int) (*twin.Twin, *hwoffload.Dev
 // startInMemory is start with the region in Go memory.
 func startInMemory(t *testing.T, src frame.Source, log2 int) (*twin.Twin, *hwoffload.Device) {
 	t.Helper()
-	tw, err := twin.New(twin.Config{Input: src, RingLog2: log2})
+	return startConfig(t, twin.Config{Input: src, RingLog2: log2})
+}
+
+// startConfig runs a twin of config cfg (its region in Go memory unless
+// cfg.Region is set) and opens it in this process.
+func startConfig(t *testing.T, cfg twin.Config) (*twin.Twin, *hwoffload.Device) {
+	t.Helper()
+	tw, err := twin.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
