@@ -21,7 +21,7 @@ import (
 // tinyParams keep every measure to a few tens of milliseconds (enough for
 // some bytes to cross under -race): the tests check the plumbing, never the
 // speed.
-var tinyParams = params{rounds: 2, dur: 30 * time.Millisecond, conns: 40, fewConns: 8}
+var tinyParams = params{rounds: 2, dur: 30 * time.Millisecond, conns: 40, fewConns: 8, udpPorts: 300}
 
 // TestAllMeasuresJSON runs every measure with tiny counts and checks the
 // JSON that -json prints: the fields of issue #5, ratio = tickwire /

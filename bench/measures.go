@@ -45,6 +45,46 @@ var measures = []measure{
 		setup: setupTCPRTTLocked,
 	},
 	{
+		name: "udp_rx_64B", unit: "datagrams/s", better: higher, quick: true,
+		baselineName: "kernel UDP, loopback",
+		doc: "The highest rate at which a Stack.ServeUDP handler (default Config) receives 64-byte " +
+			"datagrams with under 0.1% loss: a goroutine writes them through a DialUDP socket of a " +
+			"second stack over link/pipe, paced to a target rate (first unpaced, then a bisection " +
+			"below that rate when it loses 0.1% or more), for a quarter of the sample's duration per " +
+			"trial; loss is what was sent and never counted (the receiving stack's " +
+			"Stats.DropUDPBufferFull and the pipe's drops end a trial's wait early). Value: the " +
+			"highest received rate of a trial under the bound. Baseline: the same search for a " +
+			"net.UDPConn sending over 127.0.0.1 to a socket read by a goroutine in " +
+			"ReadFromUDPAddrPort. Over link/pipe the receiving stack runs on the sender's goroutine " +
+			"(as the kernel's loopback runs the receive in the sender's system call), so a handler " +
+			"slows the sender instead of losing datagrams.",
+		setup: setupUDPRate(false),
+	},
+	{
+		name: "udp_rx_64B_readfrom", unit: "datagrams/s", better: higher, quick: true,
+		baselineName: "kernel UDP, loopback, ReadFrom",
+		doc: "udp_rx_64B with a ListenUDP socket read by a goroutine in ReadFrom (one allocation per " +
+			"datagram, the address), fed through the socket's receive ring " +
+			"(Config.UDPReceiveQueue); baseline: the kernel socket read with ReadFrom.",
+		setup: setupUDPRate(true),
+	},
+	{
+		name: "udp_listen_64k", unit: "s", better: lower, quick: true,
+		baselineName: "kernel UDP sockets, scaled",
+		doc: "Seconds to open a ListenUDP socket on every port (1 to 65535) of a fresh stack. " +
+			"Baseline: opening 4,096 kernel UDP sockets (net.ListenUDP on 127.0.0.1, ephemeral " +
+			"ports), scaled to 65,535.",
+		setup: setupUDPListen,
+	},
+	{
+		name: "udp_listen_64k_mem", unit: "B/listener", better: lower, quick: true,
+		baselineName: "tickwire, 1,000 listeners",
+		doc: "Go heap growth (after GC) per listener with udp_listen_64k's 65,535 ListenUDP " +
+			"sockets; baseline: the same with 1,000 (a figure that grows with the count is a " +
+			"cost that does not scale). Goal: 65,535 listeners in under 64 MiB.",
+		setup: setupUDPListenMemory,
+	},
+	{
 		name: "tcp_bulk", unit: "Gb/s", better: higher, quick: true,
 		baselineName: "kernel TCP, loopback",
 		doc: "One TCP stream, 64 KiB writes for the sample's duration, then a half-close; rate of " +

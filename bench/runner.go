@@ -23,11 +23,12 @@ type params struct {
 	dur      time.Duration // length of one timed sample
 	conns    int           // connections of tcp_10k_conns' tickwire side
 	fewConns int           // connections of its baseline side
+	udpPorts int           // listeners of udp_listen_64k (65,535: every port)
 }
 
 var (
-	fullParams  = params{rounds: 5, dur: time.Second, conns: 10000, fewConns: 100}
-	quickParams = params{rounds: 5, dur: 200 * time.Millisecond, conns: 10000, fewConns: 100}
+	fullParams  = params{rounds: 5, dur: time.Second, conns: 10000, fewConns: 100, udpPorts: allUDPPorts}
+	quickParams = params{rounds: 5, dur: 200 * time.Millisecond, conns: 10000, fewConns: 100, udpPorts: allUDPPorts}
 )
 
 // sample is what one side of a measure reports for one round.
