@@ -125,9 +125,18 @@
 // notifies after a TX doorbell when it sees the word set (an RX refill
 // needs no wake-up: the device reads the RX producer pointer when a frame
 // arrives). Busy, neither side sleeps: the cost
-// per frame is then the atomics above, no system call. Across processes the
-// Notifiers would be eventfds passed over a Unix socket (or a futex on a
-// shared word); this package creates them for a device in the same process.
+// per frame is then the atomics above, no system call.
+//
+// Across processes (Config.Shared, and examples/nicsim as the device) the
+// Notifiers are futex words in the region's header instead (RegionWakeups:
+// a Notify bumps the word and calls FUTEX_WAKE; a Wait calls FUTEX_WAIT
+// while the word is unchanged), so nothing but the region file passes
+// between the two processes; the host also writes its MAC in the header
+// (Region.HostMAC), for a device whose wire needs it. A waiter then holds
+// its thread in futex(2), where an eventfd parks only its goroutine. The
+// eventfds of the in-process form could be passed over a Unix socket
+// instead; the futex words need no socket and no handshake, and either side
+// may start first after the host created the region.
 //
 // # Frame sources and borrowing
 //

@@ -50,6 +50,13 @@ type Config struct {
 	// InMemory puts the region in Go memory instead of a file: the device
 	// must then run in this process. Works on every system.
 	InMemory bool
+	// Shared is for a device in another process (examples/nicsim -region
+	// PATH): the region is the file at Path (required), and the wake-ups
+	// are futex words in its header (RegionWakeups), which the device
+	// takes from its own mapping, instead of eventfds only this process
+	// can use. A queue's reader then sleeps in futex(2), holding its
+	// thread. Linux only.
+	Shared bool
 }
 
 // Endpoint is the host side of a region: a stack.LinkEndpoint for
@@ -117,13 +124,21 @@ func New(cfg Config) (*Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Shared && (cfg.Path == "" || cfg.InMemory) {
+		return nil, errors.New("dmaring: Shared needs a Path and a file-backed region")
+	}
 	var r *Region
 	if cfg.InMemory {
 		r = newMemRegion(l)
 	} else if r, err = newFileRegion(l, cfg.Path); err != nil {
 		return nil, err
 	}
-	wake, err := newWakeups(l.Queues)
+	var wake *Wakeups
+	if cfg.Shared {
+		wake, err = RegionWakeups(r)
+	} else {
+		wake, err = newWakeups(l.Queues)
+	}
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -136,6 +151,7 @@ func New(cfg Config) (*Endpoint, error) {
 	}
 	e := &Endpoint{region: r, layout: l, wake: wake, mac: mac}
 	e.Init(tcpip.LinkAddress(mac), cfg.MTU)
+	copy(r.mem[HdrMAC:HdrMAC+6], mac)
 	l.writeHeader(r.mem, FeatureRxCsum|FeatureTxCsum|FeatureTs)
 	if err := e.program(); err != nil {
 		e.Close()

@@ -103,6 +103,7 @@ const (
 	HdrFeatures   = 0x28 // Feature bits the host asks for
 	HdrRingLog    = 0x2C // log2 entries of the host's TX/RX rings and CQs
 	HdrEQLog      = 0x30 // log2 entries of its event queues
+	HdrMAC        = 0x34 // the host's Ethernet address, 6 bytes (a device on a TAP wire gives it the TAP)
 
 	// Device clock (device-written, a seqlock: odd while being written).
 	HdrClockSeq   = 0x40
@@ -116,6 +117,12 @@ const (
 	HdrDevLastErr = 0x88 // the last ErrCode
 	HdrDevLastQ   = 0x8C // the last error's queue (kind<<16 | index)
 	HdrDevSleep   = 0x90 // 1: the device waits for a kick after a doorbell
+
+	// Wake-up words of a shared region (Config.Shared): futexes both
+	// processes wait on and bump. The device's, then one per event queue
+	// (HdrWakeEQ + 4*i).
+	HdrWakeDevice = 0x100
+	HdrWakeEQ     = 0x104
 )
 
 // Region header values.

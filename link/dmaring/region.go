@@ -1,6 +1,7 @@
 package dmaring
 
 import (
+	"net"
 	"os"
 	"sync"
 )
@@ -56,6 +57,13 @@ func (r *Region) Map() (*Region, error) {
 // OpenRegion maps a region another process created, from its file, and
 // checks its header. The file stays open until Close.
 func OpenRegion(f *os.File) (*Region, error) { return mapFile(f, true) }
+
+// HostMAC returns the Ethernet address the host's Endpoint wrote in the
+// header, for a device in another process whose wire needs it (a TAP
+// device addressed to the host).
+func (r *Region) HostMAC() net.HardwareAddr {
+	return append(net.HardwareAddr(nil), r.mem[HdrMAC:HdrMAC+6]...)
+}
 
 // Close unmaps the region (the creator's Close also removes a /dev/shm
 // file it created). Nothing read from Bytes may be used after it.
