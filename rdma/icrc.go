@@ -18,27 +18,29 @@ import (
 // icrcSeed is the CRC of the 8 bytes of masked LRH: ICRC continues from it.
 var icrcSeed = crc32.ChecksumIEEE([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 
+// ff supplies the ones of masked fields.
+var ff = [4]byte{0xff, 0xff, 0xff, 0xff}
+
 // ICRC returns the invariant CRC of a RoCEv2 packet given its IPv4 header
 // ip (20 bytes, no options) and its UDP datagram udp (header and payload,
-// without the trailing 4 ICRC bytes). It masks the variant fields in a
-// copy and leaves ip and udp unchanged. It allocates nothing.
-func ICRC(ip, udp []byte) uint32 {
-	var h [20 + 8 + BTHSize]byte
-	copy(h[:20], ip)
-	copy(h[20:], udp[:8+BTHSize])
-	return icrcMasked(&h, udp[8+BTHSize:])
-}
+// without the trailing 4 ICRC bytes). The variant fields are masked as the
+// CRC runs: ip and udp are not modified. It allocates nothing.
+func ICRC(ip, udp []byte) uint32 { return icrcParts(ip, udp[:8], udp[8:]) }
 
-// icrcMasked masks the variant fields of h (IPv4, UDP and BTH headers)
-// and returns the CRC of the masked LRH, h and rest.
-func icrcMasked(h *[20 + 8 + BTHSize]byte, rest []byte) uint32 {
-	h[1] = 0xff                   // TOS
-	h[8] = 0xff                   // TTL
-	h[10], h[11] = 0xff, 0xff     // header checksum
-	h[20+6], h[20+7] = 0xff, 0xff // UDP checksum
-	h[28+BTHResv8aOffset] = 0xff  // FECN, BECN, reserved
-	c := crc32.Update(icrcSeed, crc32.IEEETable, h[:])
-	return crc32.Update(c, crc32.IEEETable, rest)
+// icrcParts is ICRC with the UDP header and the transport packet apart.
+func icrcParts(ip, udp, transport []byte) uint32 {
+	c := crc32.Update(icrcSeed, crc32.IEEETable, ip[:1])
+	c = crc32.Update(c, crc32.IEEETable, ff[:1]) // TOS
+	c = crc32.Update(c, crc32.IEEETable, ip[2:8])
+	c = crc32.Update(c, crc32.IEEETable, ff[:1]) // TTL
+	c = crc32.Update(c, crc32.IEEETable, ip[9:10])
+	c = crc32.Update(c, crc32.IEEETable, ff[:2]) // header checksum
+	c = crc32.Update(c, crc32.IEEETable, ip[12:20])
+	c = crc32.Update(c, crc32.IEEETable, udp[:6])
+	c = crc32.Update(c, crc32.IEEETable, ff[:2]) // UDP checksum
+	c = crc32.Update(c, crc32.IEEETable, transport[:BTHResv8aOffset])
+	c = crc32.Update(c, crc32.IEEETable, ff[:1]) // FECN, BECN, reserved
+	return crc32.Update(c, crc32.IEEETable, transport[BTHResv8aOffset+1:])
 }
 
 // IPv4 header flags this package assumes of a peer's datagrams (see
@@ -52,21 +54,22 @@ const (
 
 // icrcFor computes the ICRC of transport (BTH to the end of the payload
 // and pad, without ICRC) carried in a UDP datagram from src to dst, as
-// this package's IPv4 header reconstruction has it (see assumedIPID).
-func icrcFor(src, dst netip.AddrPort, transport []byte) uint32 {
-	var h [20 + 8 + BTHSize]byte
+// this package's IPv4 header reconstruction has it (see assumedIPID). h is
+// scratch space, its contents overwritten: the caller owns it, so that
+// nothing is allocated.
+func icrcFor(h *[28]byte, src, dst netip.AddrPort, transport []byte) uint32 {
 	udpLen := 8 + len(transport) + ICRCSize
-	h[0] = 0x45
+	h[0], h[1] = 0x45, 0
 	binary.BigEndian.PutUint16(h[2:], uint16(20+udpLen))
 	binary.BigEndian.PutUint16(h[4:], assumedIPID)
 	binary.BigEndian.PutUint16(h[6:], assumedIPFlags)
-	h[9] = 17
+	h[8], h[9], h[10], h[11] = 0, 17, 0, 0
 	s, d := src.Addr().As4(), dst.Addr().As4()
 	copy(h[12:16], s[:])
 	copy(h[16:20], d[:])
 	binary.BigEndian.PutUint16(h[20:], src.Port())
 	binary.BigEndian.PutUint16(h[22:], dst.Port())
 	binary.BigEndian.PutUint16(h[24:], uint16(udpLen))
-	copy(h[28:], transport[:BTHSize])
-	return icrcMasked(&h, transport[BTHSize:])
+	h[26], h[27] = 0, 0
+	return icrcParts(h[:20], h[20:], transport)
 }

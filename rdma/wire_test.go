@@ -44,7 +44,7 @@ func ipv4Frame(src, dst netip.AddrPort, transport []byte) []byte {
 	binary.BigEndian.PutUint16(u[2:], dst.Port())
 	binary.BigEndian.PutUint16(u[4:], uint16(udpLen))
 	copy(u[8:], transport)
-	binary.LittleEndian.PutUint32(u[8+len(transport):], icrcFor(src, dst, transport))
+	binary.LittleEndian.PutUint32(u[8+len(transport):], icrcFor(new([28]byte), src, dst, transport))
 	return f
 }
 
