@@ -33,7 +33,7 @@ func Example() {
 	lcq, _ := rdma.NewCQ(16)
 	lq, _ := ld.CreateQP(rdma.QPConfig{SendCQ: lcq, RecvCQ: lcq})
 
-	// What the two ends exchange, then connect.
+	// What the two ends exchange (see Exchange), then connect.
 	_ = lq.Connect(rdma.QPAttrs{PeerAddr: netip.MustParseAddr("10.0.0.2"), PeerQPN: rq.QPN(), RecvPSN: 100, SendPSN: 500})
 	_ = rq.Connect(rdma.QPAttrs{PeerAddr: netip.MustParseAddr("10.0.0.1"), PeerQPN: lq.QPN(), RecvPSN: 500, SendPSN: 100})
 

@@ -70,7 +70,7 @@ type QPConfig struct {
 }
 
 // QPAttrs are the attributes that move a queue pair to RTR and RTS: what
-// the two ends exchange to connect.
+// the two ends exchange to connect (see Exchange and ConnInfo).
 type QPAttrs struct {
 	PeerAddr netip.Addr // the peer's IPv4 address; its UDP port is 4791
 	PeerQPN  uint32     // the peer's QPN (24 bits)
