@@ -52,7 +52,9 @@ func (c ConnInfo) AppendBinary(b []byte) ([]byte, error) {
 }
 
 // MarshalBinary returns c's wire form.
-func (c ConnInfo) MarshalBinary() ([]byte, error) { return c.AppendBinary(make([]byte, 0, ConnInfoSize)) }
+func (c ConnInfo) MarshalBinary() ([]byte, error) {
+	return c.AppendBinary(make([]byte, 0, ConnInfoSize))
+}
 
 // UnmarshalBinary sets c from its wire form, failing with an error that
 // wraps ErrConnInfo when b is not ConnInfoSize bytes of it.
