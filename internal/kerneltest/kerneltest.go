@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -127,7 +128,15 @@ func (n *Netns) MoveLink(tb testing.TB, from *Netns, dev string) {
 // in b, both up. Namespaces delete their devices when they go.
 func Veth(tb testing.TB, a *Netns, nameA string, b *Netns, nameB string) {
 	tb.Helper()
-	a.MustRun(tb, "ip", "link", "add", nameA, "type", "veth", "peer", "name", nameB)
+	VethQueues(tb, a, nameA, b, nameB, 1)
+}
+
+// VethQueues is Veth with queues receive and transmit queues on each end.
+func VethQueues(tb testing.TB, a *Netns, nameA string, b *Netns, nameB string, queues int) {
+	tb.Helper()
+	q := strconv.Itoa(queues)
+	a.MustRun(tb, "ip", "link", "add", nameA, "numtxqueues", q, "numrxqueues", q, "type", "veth",
+		"peer", "name", nameB, "numtxqueues", q, "numrxqueues", q)
 	b.MoveLink(tb, a, nameB)
 	a.MustRun(tb, "ip", "link", "set", nameA, "up")
 	b.MustRun(tb, "ip", "link", "set", nameB, "up")

@@ -55,13 +55,19 @@ type vethPair struct {
 // frames (partial checksums, GSO super-frames): see the package doc.
 func newVeth(t testing.TB) *vethPair {
 	t.Helper()
+	return newVethQueues(t, 1)
+}
+
+// newVethQueues is newVeth with queues queues on each end.
+func newVethQueues(t testing.TB, queues int) *vethPair {
+	t.Helper()
 	kerneltest.RequireRoot(t)
 	kerneltest.RequireTool(t, "ethtool")
 	v := &vethPair{own: kerneltest.NewNetns(t, "twx"), peer: kerneltest.NewNetns(t, "twx")}
 	v.own.DisableIPv6(t)
 	v.peer.DisableIPv6(t)
 	v.ownDev, v.peerDev = kerneltest.Name("twx"), kerneltest.Name("twx")
-	kerneltest.Veth(t, v.own, v.ownDev, v.peer, v.peerDev)
+	kerneltest.VethQueues(t, v.own, v.ownDev, v.peer, v.peerDev, queues)
 	v.peer.MustRun(t, "ip", "addr", "add", netip.PrefixFrom(peerIP, 24).String(), "dev", v.peerDev)
 	v.own.MustRun(t, "ip", "addr", "add", netip.PrefixFrom(hostIP, 24).String(), "dev", v.ownDev)
 	v.peer.MustRun(t, "ethtool", "-K", v.peerDev, "tx", "off", "tso", "off", "gso", "off")
@@ -269,3 +275,46 @@ func TestStackOverXDP(t *testing.T) {
 }
 
 var _ = errors.Is
+
+// TestEndpointTwoQueuesSpreadTX: an endpoint on both queues of a two-queue
+// veth serves 16 kernel connections; its sends are spread over the two
+// sockets by the connections' hashes, and the per-queue counters add up to
+// the endpoint's.
+func TestEndpointTwoQueuesSpreadTX(t *testing.T) {
+	v := newVethQueues(t, 2)
+	ep, err := v.open(afxdp.Config{Addr: stackIP, Queues: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := tickwire.New(tickwire.Config{Link: ep, MAC: ep.MAC(), Addr: netip.PrefixFrom(stackIP, 24), Gateway: peerIP,
+		MaxConnectionsPerSource: 64})
+	if err != nil {
+		ep.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	kerneltest.ServeEcho(t, s, echoPort)
+	if ep.Queues() != 2 {
+		t.Fatalf("Queues() = %d, want 2", ep.Queues())
+	}
+	addr := netip.AddrPortFrom(stackIP, echoPort).String()
+	for range 16 {
+		echo(t, dial(t, v.peer, "tcp4", addr), 4096)
+	}
+	total := ep.Stats()
+	var sum afxdp.Stats
+	for i := range 2 {
+		q := ep.QueueStats(i)
+		if q.TxFrames == 0 {
+			t.Errorf("queue %d sent nothing: %+v", i, q)
+		}
+		sum.TxFrames += q.TxFrames
+		sum.RxFrames += q.RxFrames
+	}
+	if sum.TxFrames != total.TxFrames || sum.RxFrames != total.RxFrames {
+		t.Errorf("per-queue sums %d sent, %d received; the endpoint's %d, %d", sum.TxFrames, sum.RxFrames, total.TxFrames, total.RxFrames)
+	}
+	if q := ep.QueueStats(2); q != (afxdp.Stats{}) {
+		t.Errorf("QueueStats(2) = %+v, want zero", q)
+	}
+}

@@ -45,6 +45,12 @@ func (e *Endpoint) AttachMode() AttachMode { return AttachAuto }
 // Stats returns the endpoint's counters.
 func (e *Endpoint) Stats() Stats { return Stats{} }
 
+// Queues returns 0.
+func (e *Endpoint) Queues() int { return 0 }
+
+// QueueStats returns zero Stats.
+func (e *Endpoint) QueueStats(int) Stats { return Stats{} }
+
 // SetBusyPoll implements link.BusyPoller.
 func (e *Endpoint) SetBusyPoll(d time.Duration) {}
 
@@ -79,6 +85,12 @@ func (s *Source) AttachMode() AttachMode { return AttachAuto }
 
 // Stats returns the counters.
 func (s *Source) Stats() Stats { return Stats{} }
+
+// Queues returns 0.
+func (s *Source) Queues() int { return 0 }
+
+// QueueStats returns zero Stats.
+func (s *Source) QueueStats(int) Stats { return Stats{} }
 
 // SetBusyPoll makes ReadFrames spin before it blocks.
 func (s *Source) SetBusyPoll(d time.Duration) {}

@@ -114,6 +114,14 @@ func (e *Endpoint) AttachMode() AttachMode { return e.q.prog.mode }
 // Stats returns the endpoint's counters; the kernel's are frozen at Close.
 func (e *Endpoint) Stats() Stats { return e.q.stats(e.q.socks) }
 
+// Queues returns the number of receive queues bound, one socket each.
+func (e *Endpoint) Queues() int { return len(e.q.socks) }
+
+// QueueStats returns the counters of the socket of the i-th queue bound
+// (Config.Queue + i), zero for i out of range: the reader goroutine's
+// receive figures and the sends WritePackets spread to it by hash.
+func (e *Endpoint) QueueStats(i int) Stats { return e.q.queueStats(i) }
+
 // SetBusyPoll makes each reader spin on its RX ring, with no system call,
 // for up to d after its ring runs empty before it parks in the runtime
 // poller; 0, the default, parks at once. Spinning saves the wake-up from poll (a few
@@ -231,18 +239,40 @@ func (e *Endpoint) read(s *socket, f *os.File) {
 // WritePackets implements stack.LinkEndpoint.WritePackets. It does NOT
 // take ownership of the packets. Frames that find no free send frame, or
 // are longer than a UMEM frame, are dropped and counted but reported as
-// written, like frames lost on a cable.
+// written, like frames lost on a cable. With several queues a packet is
+// sent from the socket of queue pkt.Hash mod N (netstack gives each
+// connection its own hash), so the writers of different connections
+// mostly take different locks; a run of packets for one socket is
+// published with one kick.
 func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	if e.closing.Load() {
 		return 0, &tcpip.ErrClosedForSend{}
 	}
-	s := e.q.socks[0]
+	all := pkts.AsSlice()
+	n := uint32(len(e.q.socks))
+	for len(all) > 0 {
+		q := all[0].Hash % n
+		run := 1
+		for run < len(all) && all[run].Hash%n == q {
+			run++
+		}
+		if !e.q.socks[q].writeRun(all[:run]) {
+			return 0, &tcpip.ErrClosedForSend{}
+		}
+		all = all[run:]
+	}
+	return pkts.Len(), nil
+}
+
+// writeRun queues pkts on s's TX ring and kicks the kernel once; false
+// when s is closed for sending.
+func (s *socket) writeRun(pkts []*stack.PacketBuffer) bool {
 	s.txMu.Lock()
 	defer s.txMu.Unlock()
 	if s.txClosed {
-		return 0, &tcpip.ErrClosedForSend{}
+		return false
 	}
-	for _, pkt := range pkts.AsSlice() {
+	for _, pkt := range pkts {
 		size := pkt.Size()
 		dst, ok := s.reserveLocked(size)
 		if !ok {
@@ -262,7 +292,7 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 		s.commitLocked(n)
 	}
 	s.flushLocked()
-	return pkts.Len(), nil
+	return true
 }
 
 // Close implements stack.LinkEndpoint.Close. It stops the readers and

@@ -209,6 +209,14 @@ func (q *queues) stats(socks []*socket) Stats {
 	return st
 }
 
+// queueStats is stats of the i-th socket alone, zero out of range.
+func (q *queues) queueStats(i int) Stats {
+	if i < 0 || i >= len(q.socks) {
+		return Stats{}
+	}
+	return q.stats(q.socks[i : i+1])
+}
+
 // zeroCopy reports whether every socket got zero-copy mode.
 func (q *queues) zeroCopy(socks []*socket) bool {
 	for _, s := range socks {

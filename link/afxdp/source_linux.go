@@ -146,6 +146,13 @@ func (s *Source) AttachMode() AttachMode { return s.q.prog.mode }
 // Stats returns the counters; the kernel's are frozen at Close.
 func (s *Source) Stats() Stats { return s.q.stats(s.q.socks) }
 
+// Queues returns the number of receive queues bound, one socket each.
+func (s *Source) Queues() int { return len(s.q.socks) }
+
+// QueueStats returns the counters of the socket of the i-th queue bound
+// (Config.Queue + i), zero for i out of range.
+func (s *Source) QueueStats(i int) Stats { return s.q.queueStats(i) }
+
 // Close implements frame.Source.Close. It wakes a blocked ReadFrames,
 // which returns io.EOF, waits for it to leave, detaches the XDP program
 // (the kernel sees every frame again) and releases the sockets. Calling it
