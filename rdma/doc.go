@@ -38,6 +38,12 @@
 //     AckReq bit on the last packet of a message and every 16th packet;
 //     the responder coalesces ACKs (one for the newest PSN when several
 //     are due).
+//   - An inline payload hook (QPConfig.Hook, PayloadHook) between the
+//     transport and memory, as BALBOA's offloads sit: each WRITE and SEND
+//     message is sealed before it is cut into packets and opened by the
+//     responder before any of it reaches memory. AESGCM is AES-256-GCM with
+//     nonces from the PSN space (NonceSize says how); a message whose tag
+//     fails is NAKed and counted (Stats.HookRejected).
 //   - Memory regions with an rkey, a virtual address (below 2^53) and
 //     access flags; completion queues polled (CQ.Poll) or waited on
 //     (CQ.Wait), completions in the order the requests were posted.

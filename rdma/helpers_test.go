@@ -102,6 +102,11 @@ func (l *lossyLink) release() {
 	}
 }
 
+// testTimeout is the local ACK timeout of the tests' queue pairs: long
+// enough that a goroutine starved on a loaded machine (2 cores, parallel
+// tests, -race) is not taken for 7 losses in a row.
+const testTimeout = 25 * time.Millisecond
+
 // pair is two connected queue pairs on two stacks joined by link/pipe.
 type pair struct {
 	sa, sb   *tickwire.Stack
@@ -159,9 +164,7 @@ func newPair(t testing.TB, mtu int, f faults) *pair {
 	if _, err := p.sa.Ping(ctx, addrB); err != nil {
 		t.Fatal(err)
 	}
-	// Long enough that a goroutine starved on a loaded machine (2 cores,
-	// parallel tests, -race) is not taken for 7 losses in a row.
-	timeout := 25 * time.Millisecond
+	timeout := testTimeout
 	if err := p.qa.Connect(QPAttrs{PeerAddr: addrB, PeerQPN: p.qb.QPN(), RecvPSN: 0xfffff0, SendPSN: 0xffff00,
 		PathMTU: mtu, Timeout: timeout, MinRNRTimer: 1}); err != nil {
 		t.Fatal(err)

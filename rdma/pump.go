@@ -192,7 +192,7 @@ func (q *QP) requestPacketLocked() int {
 	k := q.sqPkt
 	first, last := k == 0, k == w.npkts-1
 	off := int(k) * mtu
-	chunk := w.buf[off:min(off+mtu, len(w.buf))]
+	chunk := w.wire[off:min(off+mtu, len(w.wire))]
 	imm := w.wr.Op == OpWriteImm || w.wr.Op == OpSendImm
 	var op Opcode
 	if w.wr.Op == OpWrite || w.wr.Op == OpWriteImm {
@@ -223,7 +223,7 @@ func (q *QP) requestPacketLocked() int {
 	BTH(q.tx).Encode(&BTHFields{Opcode: op, PKey: DefaultPKey, DestQP: q.a.PeerQPN, AckReq: ackReq, PSN: psn})
 	h := BTHSize
 	if opFlags[op]&fReth != 0 {
-		RETH(q.tx[h:]).Encode(w.wr.RemoteAddr, w.wr.RKey, uint32(len(w.buf)))
+		RETH(q.tx[h:]).Encode(w.wr.RemoteAddr, w.wr.RKey, uint32(len(w.wire)))
 		h += RETHSize
 	}
 	if opFlags[op]&fImm != 0 {

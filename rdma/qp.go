@@ -67,6 +67,17 @@ type QPConfig struct {
 	SendCQ, RecvCQ *CQ // where completions go (may be the same CQ); required
 	SendQueue      int // send work requests outstanding; default DefaultQueueDepth, at most MaxSendQueue
 	RecvQueue      int // receive work requests posted; default DefaultQueueDepth, at most MaxRecvQueue
+
+	// Hook, when not nil, transforms every WRITE and SEND message (see
+	// PayloadHook). The queue pair then holds HookSlots sealed messages
+	// of at most HookMessage bytes in flight (defaults DefaultHookSlots,
+	// DefaultHookMessage; at most MaxHookSlots, MaxHookMessage): PostSend
+	// fails with ErrSendQueueFull when all slots are taken, and the
+	// responder gathers one message of at most HookMessage bytes. Memory:
+	// (HookSlots+1) x (HookMessage + Overhead) bytes, allocated here.
+	Hook        PayloadHook
+	HookSlots   int
+	HookMessage int
 }
 
 // QPAttrs are the attributes that move a queue pair to RTR and RTS: what
@@ -129,8 +140,34 @@ type swqe struct {
 	// reqStart is the response packet the last READ request sent asked
 	// from (0, or where a resend picked up).
 	reqStart uint32
+	wire     []byte // the sealed message, with a hook (a slot of hookState.free)
 	readOut  bool
 	status   Status
+}
+
+// hookState is a hooked queue pair's buffers and nonce state.
+type hookState struct {
+	h       PayloadHook
+	max     int      // longest message
+	free    [][]byte // sealed-message slots not in use
+	rx      []byte   // the responder's gathering buffer
+	txEpoch uint16   // wraps of the sender's message PSNs
+	txLast  uint32
+	rxEpoch uint16 // and of the receiver's
+	rxLast  uint32
+	rxN     int    // bytes gathered
+	rxPSN   uint32 // first PSN of the message being gathered
+	nonce   [NonceSize]byte
+}
+
+// epoch returns the wrap count for a message with first PSN psn after
+// one with first PSN *last, counting a wrap when the PSN went down.
+func epoch(e *uint16, last *uint32, psn uint32) uint16 {
+	if psn < *last {
+		*e++
+	}
+	*last = psn
+	return *e
 }
 
 type rwqe struct {
@@ -209,6 +246,8 @@ type QP struct {
 	// +checklocks:mu
 	wlen int
 	// +checklocks:mu
+	wleft int // WRITE: bytes of the message still to come
+	// +checklocks:mu
 	rOff int // SEND: bytes received into rq's head
 	// +checklocks:mu
 	rq []rwqe
@@ -226,6 +265,9 @@ type QP struct {
 	reads [MaxReadsInFlight]readResp
 	// +checklocks:mu
 	rdHead, rdN int
+
+	// +checklocks:mu
+	hk hookState
 
 	// +checklocks:mu
 	pumping bool
@@ -250,7 +292,25 @@ func (d *Device) CreateQP(cfg QPConfig) (*QP, error) {
 	if cfg.SendQueue < 1 || cfg.SendQueue > MaxSendQueue || cfg.RecvQueue < 1 || cfg.RecvQueue > MaxRecvQueue {
 		return nil, ErrAttrs
 	}
-	q := &QP{d: d, sendCQ: cfg.SendCQ, recvCQ: cfg.RecvCQ,
+	var hk hookState
+	if cfg.Hook != nil {
+		if cfg.HookSlots == 0 {
+			cfg.HookSlots = DefaultHookSlots
+		}
+		if cfg.HookMessage == 0 {
+			cfg.HookMessage = DefaultHookMessage
+		}
+		if cfg.HookSlots < 1 || cfg.HookSlots > MaxHookSlots || cfg.HookMessage < 1 || cfg.HookMessage > MaxHookMessage {
+			return nil, ErrAttrs
+		}
+		hk.h, hk.max = cfg.Hook, cfg.HookMessage
+		size := cfg.HookMessage + cfg.Hook.Overhead()
+		hk.rx = make([]byte, size)
+		for range cfg.HookSlots {
+			hk.free = append(hk.free, make([]byte, size))
+		}
+	}
+	q := &QP{d: d, sendCQ: cfg.SendCQ, recvCQ: cfg.RecvCQ, hk: hk,
 		sq: make([]swqe, cfg.SendQueue), rq: make([]rwqe, cfg.RecvQueue),
 		tx: make([]byte, maxHdrLen+4096+ICRCSize)}
 	q.timer = time.AfterFunc(time.Hour, q.onTimeout)
@@ -435,11 +495,24 @@ func (q *QP) PostSend(wr *SendWR) error {
 		return ErrSendQueueFull
 	}
 	w := &q.sq[q.sqTail%uint64(len(q.sq))]
-	n := uint32((wr.Length + q.a.PathMTU - 1) / q.a.PathMTU)
-	if n == 0 {
-		n = 1
+	buf := wr.Local.buf[wr.Offset : wr.Offset+wr.Length]
+	wire := buf
+	if q.hk.h != nil {
+		if wr.Op == OpRead || wr.Length > q.hk.max {
+			q.mu.Unlock()
+			return ErrHookMessage
+		}
+		if len(q.hk.free) == 0 {
+			q.mu.Unlock()
+			return ErrSendQueueFull
+		}
+		slot := q.hk.free[len(q.hk.free)-1]
+		q.hk.free = q.hk.free[:len(q.hk.free)-1]
+		nonce(&q.hk.nonce, q.qpn, q.a.PeerQPN, q.nextPSN, epoch(&q.hk.txEpoch, &q.hk.txLast, q.nextPSN))
+		wire = q.hk.h.Seal(slot[:0], buf, &q.hk.nonce)
 	}
-	*w = swqe{wr: *wr, buf: wr.Local.buf[wr.Offset : wr.Offset+wr.Length], psn: q.nextPSN, npkts: n}
+	n := uint32(npkts(len(wire), q.a.PathMTU))
+	*w = swqe{wr: *wr, buf: buf, wire: wire, psn: q.nextPSN, npkts: n}
 	q.nextPSN = (q.nextPSN + n) & PSNMask
 	q.sqTail++
 	q.mu.Unlock()
@@ -490,6 +563,7 @@ func (q *QP) toErrorLocked() {
 			st = StatusFlushed
 		}
 		q.sendCQ.push(Completion{ID: w.wr.ID, QPN: q.qpn, Op: w.wr.Op, Status: st})
+		q.freeSlotLocked(w)
 		*w = swqe{}
 	}
 	q.sqNext = q.sqHead

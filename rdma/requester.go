@@ -142,12 +142,22 @@ func (q *QP) retireLocked() {
 		if w.readOut {
 			q.readsOut--
 		}
+		q.freeSlotLocked(w)
 		q.sendCQ.push(Completion{ID: w.wr.ID, QPN: q.qpn, Op: w.wr.Op, Bytes: n})
 		*w = swqe{}
 		q.sqHead++
 	}
 	if q.sqNext < q.sqHead {
 		q.sqNext, q.sqPkt = q.sqHead, 0
+	}
+}
+
+// freeSlotLocked returns w's sealed-message slot.
+//
+// +checklocks:q.mu
+func (q *QP) freeSlotLocked(w *swqe) {
+	if q.hk.h != nil && w.wire != nil && w.wr.Op != OpRead {
+		q.hk.free = append(q.hk.free, w.wire[:0])
 	}
 }
 

@@ -36,6 +36,10 @@ func (q *QP) respondLocked(p *Packet) {
 	}
 	switch {
 	case f&fRead != 0:
+		if q.hk.h != nil { // READs are not transformed: refused both ends
+			q.fatalNAKLocked(NAKInvalidRequest, psn)
+			return
+		}
 		if !q.readLocked(p, false) {
 			return
 		}
@@ -45,14 +49,25 @@ func (q *QP) respondLocked(p *Packet) {
 		return
 	case f&fWrite != 0:
 		if f&fFirst != 0 {
-			buf, ok := q.d.mr(p.RETH.RKey()).span(p.RETH.VA(), p.RETH.DMALength(), AccessRemoteWrite)
+			n := int64(p.RETH.DMALength())
+			if q.hk.h != nil {
+				// The DMA length counts the sealed message; memory gets
+				// the message.
+				n -= int64(q.hk.h.Overhead())
+				if n < 0 || n > int64(q.hk.max) {
+					q.fatalNAKLocked(NAKInvalidRequest, psn)
+					return
+				}
+				q.hk.rxN, q.hk.rxPSN = 0, psn
+			}
+			buf, ok := q.d.mr(p.RETH.RKey()).span(p.RETH.VA(), uint32(n), AccessRemoteWrite)
 			if !ok {
 				q.fatalNAKLocked(NAKRemoteAccessError, psn)
 				return
 			}
-			q.wbuf, q.wlen = buf, len(buf)
+			q.wbuf, q.wlen, q.wleft = buf, len(buf), int(p.RETH.DMALength())
 		}
-		if !q.lengthOKLocked(f, len(p.Payload), len(q.wbuf)) {
+		if !q.lengthOKLocked(f, len(p.Payload), q.wleft) {
 			q.fatalNAKLocked(NAKInvalidRequest, psn)
 			return
 		}
@@ -61,10 +76,21 @@ func (q *QP) respondLocked(p *Packet) {
 			return
 		}
 		q.inMsg = fWrite
-		copy(q.wbuf, p.Payload)
-		q.wbuf = q.wbuf[len(p.Payload):]
+		if q.hk.h == nil {
+			copy(q.wbuf[q.wlen-q.wleft:], p.Payload)
+		} else {
+			q.hk.rxN += copy(q.hk.rx[q.hk.rxN:], p.Payload)
+		}
+		q.wleft -= len(p.Payload)
 		if f&fLast != 0 {
 			q.inMsg = 0
+			if q.hk.h != nil {
+				msg, ok := q.openLocked(psn)
+				if !ok {
+					return
+				}
+				copy(q.wbuf, msg)
+			}
 			if f&fImm != 0 {
 				q.completeRecvLocked(OpRecvWriteImm, q.wlen, p.Imm)
 			}
@@ -77,19 +103,42 @@ func (q *QP) respondLocked(p *Packet) {
 				return
 			}
 			q.rOff = 0
+			q.hk.rxN, q.hk.rxPSN = 0, psn
 		}
 		if !q.lengthOKLocked(f, len(p.Payload), q.a.PathMTU) {
 			q.fatalNAKLocked(NAKInvalidRequest, psn)
 			return
 		}
 		r := &q.rq[q.rqHead]
-		if len(p.Payload) > len(r.buf)-q.rOff {
-			r.wr.Length = -1 // completes with StatusLocalLength
-			q.fatalNAKLocked(NAKInvalidRequest, psn)
-			return
+		if q.hk.h != nil {
+			if len(p.Payload) > len(q.hk.rx)-q.hk.rxN {
+				q.fatalNAKLocked(NAKInvalidRequest, psn)
+				return
+			}
+			q.inMsg = fSend
+			q.hk.rxN += copy(q.hk.rx[q.hk.rxN:], p.Payload)
+			if f&fLast == 0 {
+				break
+			}
+			msg, ok := q.openLocked(psn)
+			if !ok {
+				return
+			}
+			if len(msg) > len(r.buf) {
+				r.wr.Length = -1 // completes with StatusLocalLength
+				q.fatalNAKLocked(NAKInvalidRequest, psn)
+				return
+			}
+			q.rOff = copy(r.buf, msg)
+		} else {
+			if len(p.Payload) > len(r.buf)-q.rOff {
+				r.wr.Length = -1 // completes with StatusLocalLength
+				q.fatalNAKLocked(NAKInvalidRequest, psn)
+				return
+			}
+			q.inMsg = fSend
+			q.rOff += copy(r.buf[q.rOff:], p.Payload)
 		}
-		q.inMsg = fSend
-		q.rOff += copy(r.buf[q.rOff:], p.Payload)
 		if f&fLast != 0 {
 			q.inMsg = 0
 			q.completeRecvLocked(OpRecv, q.rOff, p.Imm)
@@ -101,6 +150,22 @@ func (q *QP) respondLocked(p *Packet) {
 	if p.BTH.AckReq() {
 		q.setAckLocked(syndromeACKNoCredits, psn)
 	}
+}
+
+// openLocked opens the gathered message with the hook, in place. A
+// message that does not open is NAKed remote operational error (the queue
+// pair goes to ERROR) and counted; it reports false.
+//
+// +checklocks:q.mu
+func (q *QP) openLocked(psn uint32) ([]byte, bool) {
+	nonce(&q.hk.nonce, q.a.PeerQPN, q.qpn, q.hk.rxPSN, epoch(&q.hk.rxEpoch, &q.hk.rxLast, q.hk.rxPSN))
+	msg, err := q.hk.h.Open(q.hk.rx[:q.hk.rxN], &q.hk.nonce)
+	if err != nil {
+		q.d.st.HookRejected.Add(1)
+		q.fatalNAKLocked(NAKRemoteOpError, psn)
+		return nil, false
+	}
+	return msg, true
 }
 
 // lengthOKLocked checks a request packet's payload length n: a FIRST or

@@ -24,7 +24,7 @@ type Stats struct {
 	SeqNAKsSent     uint64 // NAK sequence error sent (one per gap)
 	RNRNAKsSent     uint64 // RNR NAKs sent: a SEND or WRITE with immediate found no receive buffer
 	AccessNAKsSent  uint64 // NAK remote access error sent: bad rkey, bounds or access; nothing written
-	InvalidNAKsSent uint64 // NAK invalid request sent: bad opcode sequence or length, too many reads
+	InvalidNAKsSent uint64 // NAK invalid request (bad opcode sequence or length, too many reads) or remote operational error (HookRejected) sent
 	ReadsDropped    uint64 // duplicate reads dropped with the read queue full
 	HookRejected    uint64 // messages the payload hook refused (AES-GCM tag mismatch); never in memory
 
