@@ -50,7 +50,7 @@ type Device struct {
 	st counters
 	// rxHdr is handle's scratch: the socket calls its handler one
 	// datagram at a time.
-	rxHdr [28]byte
+	rxHdr [icrcScratch]byte
 }
 
 // MaxQPs bounds the queue pairs of a Device.

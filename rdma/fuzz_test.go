@@ -83,7 +83,7 @@ func FuzzQP(f *testing.F) {
 	f.Add(seed(OpReadRequest, 0xfffff0, ro.RKey(), ro.Addr(), 700, 0))
 	f.Add(seed(OpSendOnlyImm, 0xfffff0, 0, 0, 0, 17))
 	f.Add(seed(OpAcknowledge, 0xffff00, 0, 0, 0, 0)[:BTHSize])
-	var h [28]byte
+	var h [icrcScratch]byte
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if q.State() == StateError {
 			q.Destroy()

@@ -83,7 +83,7 @@ func TestICRCReconstructed(t *testing.T) {
 	src := netip.MustParseAddrPort("192.168.0.7:49152")
 	dst := netip.MustParseAddrPort("192.168.0.7:4791")
 	transport := ip[28 : len(ip)-4]
-	if got, want := icrcFor(new([28]byte), src, dst, transport), ICRC(ip[:20], ip[20:len(ip)-4]); got != want {
+	if got, want := icrcFor(new([icrcScratch]byte), src, dst, transport), ICRC(ip[:20], ip[20:len(ip)-4]); got != want {
 		t.Fatalf("icrcFor = %#x, ICRC = %#x", got, want)
 	}
 }

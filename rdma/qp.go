@@ -275,7 +275,7 @@ type QP struct {
 	// pumping touches it.
 	kicked atomic.Bool // queued for the device's goroutine
 	tx     []byte
-	txHdr  [28]byte
+	txHdr  [icrcScratch]byte
 }
 
 // CreateQP creates a queue pair in RESET.

@@ -11,9 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/link/pcap"
+	"github.com/tickwire/tickwire/link/pcap/recorder"
+	"github.com/tickwire/tickwire/link/pipe"
 )
 
 // ipv4Frame wraps transport (BTH to the end of the pad, no ICRC) in
@@ -44,7 +48,7 @@ func ipv4Frame(src, dst netip.AddrPort, transport []byte) []byte {
 	binary.BigEndian.PutUint16(u[2:], dst.Port())
 	binary.BigEndian.PutUint16(u[4:], uint16(udpLen))
 	copy(u[8:], transport)
-	binary.LittleEndian.PutUint32(u[8+len(transport):], icrcFor(new([28]byte), src, dst, transport))
+	binary.LittleEndian.PutUint32(u[8+len(transport):], icrcFor(new([icrcScratch]byte), src, dst, transport))
 	return f
 }
 
@@ -96,12 +100,18 @@ func tshark(t *testing.T, path string) []tsharkRow {
 	return rows
 }
 
-// checkTshark fails the test for a row tshark did not parse as InfiniBand
-// over UDP or flagged malformed or with an expert note.
-func checkTshark(t *testing.T, rows []tsharkRow) {
+// isRoCE reports whether tshark parsed the row as InfiniBand over UDP.
+func (r tsharkRow) isRoCE() bool {
+	return strings.HasSuffix(r.protocol, "ip:udp:infiniband") || strings.Contains(r.protocol, "ip:udp:infiniband:")
+}
+
+// checkTshark fails the test for a row tshark flagged malformed or with an
+// expert note, and with allRoCE for one it did not parse as InfiniBand
+// over UDP.
+func checkTshark(t *testing.T, rows []tsharkRow, allRoCE bool) {
 	t.Helper()
 	for i, r := range rows {
-		if !strings.HasSuffix(r.protocol, "ip:udp:infiniband") && !strings.Contains(r.protocol, "ip:udp:infiniband:") {
+		if allRoCE && !r.isRoCE() {
 			t.Errorf("frame %d: protocols %q", i+1, r.protocol)
 		}
 		if r.expert != "" || r.malformed != "" {
@@ -141,7 +151,7 @@ func TestTsharkParsesHeaders(t *testing.T) {
 	if len(rows) != len(frames) {
 		t.Fatalf("tshark read %d frames, wrote %d", len(rows), len(frames))
 	}
-	checkTshark(t, rows)
+	checkTshark(t, rows, true)
 	for i, r := range rows {
 		op := Opcode(i)
 		if r.opcode != i || r.psn != 1000+i || r.qp != 0x11+i {
@@ -171,9 +181,176 @@ func writePcap(t *testing.T, path string, frames [][]byte) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeFile(path, buf.Bytes()); err != nil {
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o644) }
+// TestTsharkSession records a session between two stacks through
+// link/pcap/recorder (WRITEs of one and several packets, with immediate,
+// a READ, SENDs, an RNR NAK and a remote access NAK) and checks that
+// tshark parses every RoCEv2 packet as InfiniBand, without malformed or
+// expert notes, with the opcodes, PSNs, RETHs and AETHs sent.
+func TestTsharkSession(t *testing.T) {
+	if _, err := exec.LookPath("tshark"); err != nil {
+		t.Skip("tshark not installed (apt-get install tshark)")
+	}
+	path, st := recordSession(t)
+	rows := tshark(t, path)
+	checkTshark(t, rows, false)
+	seen := map[int]int{}
+	var roce int
+	for _, r := range rows {
+		if !r.isRoCE() {
+			continue
+		}
+		roce++
+		seen[r.opcode]++
+		op := Opcode(r.opcode)
+		if opFlags[op]&fReth != 0 && (r.va == "" || r.rkey == "" || r.dmalen == "") {
+			t.Errorf("%v without RETH fields", op)
+		}
+		if opFlags[op]&fAeth != 0 && r.syndrome == "" {
+			t.Errorf("%v without AETH", op)
+		}
+	}
+	if uint64(roce) != st.TxPackets+st.RxPackets {
+		t.Errorf("tshark saw %d RoCE packets, the device counted %d sent and %d received", roce, st.TxPackets, st.RxPackets)
+	}
+	for _, op := range []Opcode{OpWriteOnly, OpWriteFirst, OpWriteMiddle, OpWriteLast, OpWriteLastImm, OpReadRequest,
+		OpReadResponseFirst, OpReadResponseMid, OpReadResponseLast, OpSendFirst, OpSendLastImm, OpSendOnly, OpAcknowledge} {
+		if seen[int(op)] == 0 {
+			t.Errorf("tshark saw no %v", op)
+		}
+	}
+	t.Logf("%d RoCE packets, opcodes %v", roce, seen)
+}
+
+// recordSession records a session between two stacks through
+// link/pcap/recorder: WRITEs of one and several packets, with immediate, a
+// READ, SENDs, an RNR NAK and a remote access NAK, PSNs wrapping. It
+// returns the file and the recording side's counters.
+func recordSession(t *testing.T) (string, Stats) {
+	path := filepath.Join(t.TempDir(), "rdma.pcap")
+	a, b := pipe.New(pipe.Options{})
+	rec, err := recorder.Create(a, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := tickwire.New(tickwire.Config{Link: rec, MAC: a.MAC(), Addr: netip.PrefixFrom(addrA, 24)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := tickwire.New(tickwire.Config{Link: b, MAC: b.MAC(), Addr: netip.PrefixFrom(addrB, 24)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	da, _ := Open(sa)
+	db, _ := Open(sb)
+	defer db.Close()
+	cqa, _ := NewCQ(64)
+	cqb, _ := NewCQ(64)
+	qa, _ := da.CreateQP(QPConfig{SendCQ: cqa, RecvCQ: cqa})
+	qb, _ := db.CreateQP(QPConfig{SendCQ: cqb, RecvCQ: cqb})
+	if err := qa.Connect(QPAttrs{PeerAddr: addrB, PeerQPN: qb.QPN(), RecvPSN: 50, SendPSN: 0xfffffe, PathMTU: 256, Timeout: testTimeout}); err != nil {
+		t.Fatal(err)
+	}
+	if err := qb.Connect(QPAttrs{PeerAddr: addrA, PeerQPN: qa.QPN(), RecvPSN: 0xfffffe, SendPSN: 50, PathMTU: 256, Timeout: testTimeout, MinRNRTimer: 1}); err != nil {
+		t.Fatal(err)
+	}
+	src, _ := da.RegisterMR(bytes.Repeat([]byte("0123456789abcdef"), 64), AccessLocalWrite)
+	rmr, _ := db.RegisterMR(make([]byte, 4096), AccessRemoteWrite|AccessRemoteRead|AccessLocalWrite)
+	ops := []SendWR{
+		{Op: OpWrite, Length: 10, RemoteAddr: rmr.Addr()},
+		{Op: OpWrite, Length: 700, RemoteAddr: rmr.Addr() + 100},
+		{Op: OpWriteImm, Length: 600, RemoteAddr: rmr.Addr() + 1000, Imm: 9},
+		{Op: OpRead, Length: 600, RemoteAddr: rmr.Addr() + 100, Offset: 1024 - 600},
+		{Op: OpSendImm, Length: 300, Imm: 10},
+		{Op: OpSend, Length: 5},
+	}
+	if err := qb.PostRecv(RecvWR{Local: rmr, Offset: 2048, Length: 1024}); err != nil { // the WRITE with immediate's
+		t.Fatal(err)
+	}
+	for i := range ops {
+		ops[i].ID, ops[i].Local, ops[i].RKey = uint64(i), src, rmr.RKey()
+		if err := qa.PostSend(&ops[i]); err != nil {
+			t.Fatal(err)
+		}
+		if ops[i].Op == OpSendImm {
+			// No buffer yet: RNR NAKs until one is posted.
+			for db.Stats().RNRNAKsSent == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			for range 2 {
+				if err := qb.PostRecv(RecvWR{Local: rmr, Offset: 2048, Length: 1024}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if c := wait(t, cqa, 1)[0]; c.Status != StatusSuccess {
+			t.Fatalf("%v: %+v", ops[i].Op, c)
+		}
+	}
+	bad := SendWR{ID: 99, Op: OpWrite, Local: src, Length: 8, RemoteAddr: rmr.Addr(), RKey: rmr.RKey() + 1}
+	if err := qa.PostSend(&bad); err != nil {
+		t.Fatal(err)
+	}
+	if c := wait(t, cqa, 1)[0]; c.Status != StatusRemoteAccess {
+		t.Fatalf("bad rkey: %+v", c)
+	}
+	da.Close()
+	sa.Close() // closes the recorder: the file is complete
+	return path, da.Stats()
+}
+
+// scapyICRC is run by TestScapyICRC: for every packet of a capture with a
+// RoCE BTH, it rebuilds the packet with scapy computing the ICRC, and
+// compares with the ICRC on the wire.
+const scapyICRC = `
+import sys
+from scapy.all import rdpcap, Ether
+from scapy.contrib.roce import BTH
+n = bad = 0
+for p in rdpcap(sys.argv[1]):
+    if BTH not in p:
+        continue
+    n += 1
+    want = p[BTH].icrc
+    q = p.copy()
+    del q[BTH].icrc
+    got = Ether(q.build())[BTH].icrc
+    if got != want:
+        bad += 1
+        print("mismatch: wire %#010x, scapy %#010x, opcode %d psn %d" % (want, got, p[BTH].opcode, p[BTH].psn))
+print("packets", n, "mismatches", bad)
+`
+
+// TestScapyICRC checks the ICRC of every packet of a recorded session
+// against scapy's RoCE layer (scapy.contrib.roce), when scapy is installed
+// (apt-get install python3-scapy: Debian's goes with /usr/bin/python3).
+func TestScapyICRC(t *testing.T) {
+	py := ""
+	for _, c := range []string{"/usr/bin/python3", "python3"} {
+		if exec.Command(c, "-c", "import scapy.contrib.roce").Run() == nil {
+			py = c
+			break
+		}
+	}
+	if py == "" {
+		t.Skip("scapy's RoCE layer not installed (apt-get install python3-scapy)")
+	}
+	path, st := recordSession(t)
+	script := filepath.Join(t.TempDir(), "icrc.py")
+	if err := os.WriteFile(script, []byte(scapyICRC), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(py, script, path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("scapy: %v\n%s", err, out)
+	}
+	want := fmt.Sprintf("packets %d mismatches 0\n", st.TxPackets+st.RxPackets)
+	if !strings.HasSuffix(string(out), want) {
+		t.Fatalf("scapy says:\n%s\nwant %q", out, want)
+	}
+}
