@@ -93,6 +93,32 @@ var measures = []measure{
 		setup: setupBulk,
 	},
 	{
+		name: "rdma_write_lat_64B", unit: "us", better: lower, latency: true, quick: true,
+		baselineName: "tickwire tcp_rtt_64B_latency",
+		doc: "One-sided RoCEv2 RDMA WRITE of 64 bytes (package rdma, RC queue pair, path MTU 4096) " +
+			"between two tickwire stacks in latency mode over link/pipe: PostSend, then poll the " +
+			"completion queue (yielding between polls) until the WRITE's completion, which the " +
+			"responder's ACK brings. Baseline: tickwire's own tcp_rtt_64B_latency ping-pong in the " +
+			"same run. Goal (issue 19): at most 0.5x the TCP round trip.",
+		setup: setupRDMAWriteLatency,
+	},
+	{
+		name: "rdma_write_bw", unit: "Gb/s", better: higher, quick: true,
+		baselineName: "tickwire tcp_bulk",
+		doc: "RDMA WRITEs of 32 KiB (BALBOA's line-rate size), 16 outstanding, path MTU 4096, " +
+			"over link/pipe (IP MTU 9000); rate of the bytes whose completions came back. " +
+			"Baseline: tickwire's tcp_bulk stream (MSS 1408) in the same run.",
+		setup: setupRDMAWriteBW,
+	},
+	{
+		name: "rdma_aes_gcm_bw", unit: "Gb/s", better: higher, quick: true,
+		baselineName: "rdma_write_bw without the hook",
+		doc: "rdma_write_bw with the AES-256-GCM payload hook on both queue pairs (sealed at " +
+			"PostSend, gathered and opened before memory): the ratio is the cost of the inline " +
+			"offload in software. Baseline: the same WRITEs without the hook.",
+		setup: setupRDMAAESGCMBW,
+	},
+	{
 		name: "tcp_connect", unit: "conns/s", better: higher, quick: true,
 		baselineName: "kernel TCP, loopback",
 		doc: "Connections opened per second, one after another: dial, read the end of stream (the " +
