@@ -1,6 +1,7 @@
 package tickwire
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net"
@@ -23,6 +24,8 @@ const (
 	DefaultMaxConnections = 64
 	DefaultARPEntries     = 128
 	DefaultARPTimeout     = 500 * time.Millisecond
+	DefaultTimeWait       = 60 * time.Second // Linux's TCP_TIMEWAIT_LEN
+	DefaultMaxTimeWait    = 65536
 
 	// Keepalive finds a dead peer DefaultKeepaliveIdle +
 	// DefaultKeepaliveCount x DefaultKeepaliveInterval = 55 s after it
@@ -36,6 +39,9 @@ const (
 const (
 	// MaxConnectionsLimit is the largest MaxConnections New accepts.
 	MaxConnectionsLimit = 1 << 20
+	// MaxTimeWaitLimit is the largest MaxTimeWait New accepts: about
+	// 100 MiB of records.
+	MaxTimeWaitLimit = 1 << 20
 	// MaxARPEntries is the largest ARPEntries New accepts: netstack's own
 	// neighbor table holds 512 entries per interface.
 	MaxARPEntries = gstack.NeighborCacheSize
@@ -51,6 +57,8 @@ const (
 	maxKeepalive      = 32767 * time.Second
 	maxKeepaliveCount = 127
 	minIdleTimeout    = 100 * time.Millisecond
+	minTimeWait       = time.Second
+	maxTimeWait       = 4 * time.Minute // 2 x the MSL of RFC 9293
 	maxIdleTimeout    = 24 * time.Hour
 )
 
@@ -159,6 +167,25 @@ type Config struct {
 	// IdleTimeout of silence; Read and Write cost one atomic add more while
 	// it is on. Default 0: off; else 100 ms to 24 h.
 	IdleTimeout time.Duration
+
+	// TimeWait is how long a connection that this stack closed first
+	// stays in TIME-WAIT after the peer's FIN, answering the peer's
+	// retransmitted FIN with an ACK (our last ACK may have been lost) and
+	// keeping its 4-tuple from a new connection whose segments an old
+	// duplicate could corrupt (RFC 9293 3.6). A new SYN from the peer with
+	// a higher sequence number ends it early (RFC 6191), as does a dial
+	// of ours that takes the same local port (as Linux's tcp_tw_reuse).
+	// A connection in TIME-WAIT is a record of about 100 bytes, not a
+	// netstack endpoint: it holds no MaxConnections slot and no buffer.
+	// Default 60 s (Linux's fixed length); 1 s to 4 min. Shorter trades
+	// that protection for fewer records under heavy connection churn.
+	TimeWait time.Duration
+	// MaxTimeWait bounds the connections held in TIME-WAIT, as Linux's
+	// tcp_max_tw_buckets does: one that would exceed it closes at once
+	// without TIME-WAIT, counted in Stats.TCPTimeWaitOverflow. Default
+	// 65536 (about 7 MiB; at 1,000 closes a second, 60 s of TIME-WAIT
+	// holds 60,000); 1 to MaxTimeWaitLimit.
+	MaxTimeWait int
 
 	// ARPEntries bounds the dynamic ARP table. An ARP request from an
 	// unknown host that finds the table full is dropped (Stats.ARPTableFull)
@@ -331,6 +358,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.IdleTimeout != 0 && (c.IdleTimeout < minIdleTimeout || c.IdleTimeout > maxIdleTimeout) {
 		return c, configErrorf("IdleTimeout", "%v out of range [%v, %v] (0: off)", c.IdleTimeout, minIdleTimeout, maxIdleTimeout)
+	}
+	c.TimeWait, c.MaxTimeWait = cmp.Or(c.TimeWait, DefaultTimeWait), cmp.Or(c.MaxTimeWait, DefaultMaxTimeWait)
+	switch {
+	case c.TimeWait < minTimeWait || c.TimeWait > maxTimeWait:
+		return c, configErrorf("TimeWait", "%v out of range [%v, %v]", c.TimeWait, minTimeWait, maxTimeWait)
+	case c.MaxTimeWait < 1 || c.MaxTimeWait > MaxTimeWaitLimit:
+		return c, configErrorf("MaxTimeWait", "%d out of range [1, %d]", c.MaxTimeWait, MaxTimeWaitLimit)
 	}
 	if c.ARPEntries == 0 {
 		c.ARPEntries = DefaultARPEntries

@@ -56,6 +56,11 @@ func TestConfigErrors(t *testing.T) {
 		{"IdleTimeout", func(c *tickwire.Config) { c.IdleTimeout = -time.Second }},
 		{"IdleTimeout", func(c *tickwire.Config) { c.IdleTimeout = time.Millisecond }},
 		{"IdleTimeout", func(c *tickwire.Config) { c.IdleTimeout = 25 * time.Hour }},
+		{"TimeWait", func(c *tickwire.Config) { c.TimeWait = -time.Second }},
+		{"TimeWait", func(c *tickwire.Config) { c.TimeWait = time.Millisecond }},
+		{"TimeWait", func(c *tickwire.Config) { c.TimeWait = 5 * time.Minute }},
+		{"MaxTimeWait", func(c *tickwire.Config) { c.MaxTimeWait = -1 }},
+		{"MaxTimeWait", func(c *tickwire.Config) { c.MaxTimeWait = tickwire.MaxTimeWaitLimit + 1 }},
 		{"ARPEntries", func(c *tickwire.Config) { c.ARPEntries = 513 }},
 		{"ARPEntries", func(c *tickwire.Config) { c.ARPEntries = -1 }},
 		{"ARPTimeout", func(c *tickwire.Config) { c.ARPTimeout = time.Microsecond }},
@@ -107,9 +112,9 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)
 	}
 	if got.MaxConnectionsPerSource != 32 || got.KeepaliveIdle != 30*time.Second || got.KeepaliveInterval != 5*time.Second ||
-		got.KeepaliveCount != 5 || got.IdleTimeout != 0 {
-		t.Errorf("connection defaults: MaxConnectionsPerSource %d, keepalive %v/%v/%d, IdleTimeout %v; want 32, 30s/5s/5, 0",
-			got.MaxConnectionsPerSource, got.KeepaliveIdle, got.KeepaliveInterval, got.KeepaliveCount, got.IdleTimeout)
+		got.KeepaliveCount != 5 || got.IdleTimeout != 0 || got.TimeWait != time.Minute || got.MaxTimeWait != 65536 {
+		t.Errorf("connection defaults: MaxConnectionsPerSource %d, keepalive %v/%v/%d, IdleTimeout %v, TimeWait %v, MaxTimeWait %d; want 32, 30s/5s/5, 0, 1m0s, 65536",
+			got.MaxConnectionsPerSource, got.KeepaliveIdle, got.KeepaliveInterval, got.KeepaliveCount, got.IdleTimeout, got.TimeWait, got.MaxTimeWait)
 	}
 }
 

@@ -63,6 +63,11 @@
 //     buffer, and 64 KiB more for segments without payload (ACKs, RSTs),
 //     in netstack's accounting, about 800 bytes for such a segment
 //     [DropTCPQueueFull].
+//   - Connections in TIME-WAIT (closed by this stack first): a record of
+//     about 100 bytes each, not the netstack endpoint, kept for
+//     Config.TimeWait (default 60 s); at most Config.MaxTimeWait (default
+//     65536), beyond which a connection closes without TIME-WAIT
+//     [TCPTimeWaitOverflow; TCPTimeWait is the gauge].
 //   - Per listener: a SYN queue and an accept queue of
 //     min(max(MaxConnections, 16), 1024) each; SYNs beyond the SYN queue are
 //     answered with SYN cookies [TCPSYNCookiesTx], handshakes beyond the

@@ -109,7 +109,13 @@ const echoPort = 7
 // serveEcho makes B serve TCP echo on echoPort until the end of the test.
 func (p *pair) serveEcho(t testing.TB) {
 	t.Helper()
-	ln, err := p.b.ListenTCP(echoPort)
+	serveEchoOn(t, p.b)
+}
+
+// serveEchoOn makes s serve TCP echo on echoPort until the end of the test.
+func serveEchoOn(t testing.TB, s *tickwire.Stack) {
+	t.Helper()
+	ln, err := s.ListenTCP(echoPort)
 	if err != nil {
 		t.Fatal(err)
 	}

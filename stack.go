@@ -193,6 +193,17 @@ func (s *Stack) configure() error {
 	s.wire.routed = cfg.Gateway.IsValid()
 	s.wire.udp = newUDPTable(s)
 	s.wire.tcp = s.tcp
+	// With the tcp internals found, TIME-WAIT is a record in the wire's
+	// table (timewait.go) and netstack closes the endpoint as it enters
+	// the state; without them netstack keeps it, for Config.TimeWait.
+	netstackTimeWait := cfg.TimeWait
+	if s.tcp != nil {
+		s.wire.tw = newTimeWaitTable(s.st, cfg.TimeWait, cfg.MaxTimeWait)
+		netstackTimeWait = 0
+	}
+	if err := s.st.SetTransportProtocolOption(tcp.ProtocolNumber, ptr(tcpip.TCPTimeWaitTimeoutOption(netstackTimeWait))); err != nil {
+		return fail("set tcp option", err)
+	}
 	s.wire.frags = newFragTable(s.st.Clock(), addr, s.wire.subnet.Broadcast())
 	cfg.Link.SetLinkAddress(tcpip.LinkAddress(cfg.MAC))
 	if err := s.st.CreateNICWithOptions(nicID, s.wire, gstack.NICOptions{Name: "tw0", QDisc: &passThrough{w: s.wire}}); err != nil {
@@ -240,6 +251,9 @@ func (s *Stack) Close() error {
 		s.st.Close()
 		s.st.Wait()
 		s.wire.frags.close()
+		if s.wire.tw != nil {
+			s.wire.tw.close()
+		}
 		s.goroutines.Wait()
 		s.wire.out.close()
 		s.arp.stop()

@@ -11,7 +11,7 @@ import (
 )
 
 // Stats is a snapshot of a Stack's counters, all monotonic except the
-// ARPEntries and ConnsOpen gauges. Frame and byte counts are taken at the
+// ARPEntries, TCPTimeWait and ConnsOpen gauges. Frame and byte counts are taken at the
 // link (Bytes count whole Ethernet frames, header included, FCS excluded), so
 // they include frames netstack later drops; the rest come from netstack's
 // own counters or from tickwire's bounds.
@@ -65,17 +65,19 @@ type Stats struct {
 	ARPEntries                                               uint64 // current dynamic entries (gauge)
 
 	// TCP.
-	TCPRetransmits     uint64 // segments retransmitted
-	TCPFastRetransmits uint64 // fast retransmits (three duplicate ACKs)
-	TCPTimeouts        uint64 // retransmission timer expiries
-	TCPResetsTx        uint64
-	TCPResetsRx        uint64
-	TCPNoACKRx         uint64 // segments with none of SYN, ACK and RST (NULL and FIN scans), which TCP discards or answers with a RST on a closed port
-	TCPQueueRetries    uint64 // segments a full listener queue took because they repeat one it refused in the last second or two: a client's retransmitted SYN or handshake data, which a flood's segments are not (tickwire)
-	TCPSYNCookiesTx    uint64 // SYN-ACKs answered with a SYN cookie (SYN queue full)
-	TCPSYNCookiesRx    uint64 // valid cookies that completed a handshake
-	TCPSYNCookiesBad   uint64 // ACKs with an invalid cookie
-	TCPPeerTimeouts    uint64 // established connections reset because the peer stopped answering: keepalive probes, or data unacknowledged past the user timeout or the retransmission limit
+	TCPRetransmits      uint64 // segments retransmitted
+	TCPFastRetransmits  uint64 // fast retransmits (three duplicate ACKs)
+	TCPTimeouts         uint64 // retransmission timer expiries
+	TCPResetsTx         uint64
+	TCPResetsRx         uint64
+	TCPNoACKRx          uint64 // segments with none of SYN, ACK and RST (NULL and FIN scans), which TCP discards or answers with a RST on a closed port
+	TCPQueueRetries     uint64 // segments a full listener queue took because they repeat one it refused in the last second or two: a client's retransmitted SYN or handshake data, which a flood's segments are not (tickwire)
+	TCPSYNCookiesTx     uint64 // SYN-ACKs answered with a SYN cookie (SYN queue full)
+	TCPSYNCookiesRx     uint64 // valid cookies that completed a handshake
+	TCPSYNCookiesBad    uint64 // ACKs with an invalid cookie
+	TCPPeerTimeouts     uint64 // established connections reset because the peer stopped answering: keepalive probes, or data unacknowledged past the user timeout or the retransmission limit
+	TCPTimeWait         uint64 // connections in TIME-WAIT, held as records (gauge; see Config.TimeWait)
+	TCPTimeWaitOverflow uint64 // connections closed without TIME-WAIT because Config.MaxTimeWait were held (tickwire)
 
 	// Connections.
 	ConnsOpen             uint64 // established connections holding a slot (gauge)
@@ -278,6 +280,11 @@ func (s *Stack) Stats() Stats {
 	st.TCPSYNCookiesRx = ns.TCP.ListenOverflowSynCookieRcvd.Value()
 	st.TCPSYNCookiesBad = ns.TCP.ListenOverflowInvalidSynCookieRcvd.Value()
 	st.TCPPeerTimeouts = ns.TCP.EstablishedTimedout.Value()
+	if tw := s.wire.tw; tw != nil {
+		st.TCPTimeWait = uint64(tw.n.Load())
+		st.TCPTimeWaitOverflow = tw.overflow.Load()
+		st.DropTCPChecksum += tw.badSum.Load()
+	}
 
 	st.ConnsOpen = uint64(s.conns.open.Load())
 	st.ConnsAccepted = s.conns.accepted.Load()

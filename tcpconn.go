@@ -87,6 +87,12 @@ type TCPConn struct {
 	// linger is the wait SetLinger asked Close for, in nanoseconds (0:
 	// none).
 	linger atomic.Int64
+
+	// twEntry is the timeWaitListener, registered while the stack keeps
+	// TIME-WAIT records; timeWaitSeen is set when it recorded (or tried to
+	// record) the connection.
+	twEntry      waiter.Entry
+	timeWaitSeen atomic.Bool
 }
 
 var _ net.Conn = (*TCPConn)(nil)
@@ -95,6 +101,10 @@ func (s *Stack) newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *TCPConn {
 	s.setKeepalive(ep)
 	c := &TCPConn{s: s, idleWatched: s.idle != nil}
 	c.init(wq, ep, &s.cfg)
+	if s.wire.tw != nil {
+		c.twEntry.Init(timeWaitListener{c}, waiter.EventHUp)
+		wq.EventRegister(&c.twEntry)
+	}
 	if s.sy != nil {
 		c.tep, _ = ep.(*tcp.Endpoint)
 		if c.tep != nil {

@@ -47,7 +47,9 @@ type TCPInfo struct {
 // allocates nothing, takes netstack's endpoint lock briefly, and may be
 // called at any time, from an OnReceive handler too, and after Close (the
 // byte counts then stay as they were, and State follows the close:
-// "FIN-WAIT1", then "TIME-WAIT" or "CLOSED").
+// "FIN-WAIT1", then "CLOSED"; a connection that enters TIME-WAIT shows
+// "TIME-WAIT" only for a moment, since the stack keeps TIME-WAIT as a
+// record of its own and closes the endpoint: see Config.TimeWait).
 func (c *TCPConn) Info() TCPInfo {
 	info := TCPInfo{
 		BytesSent:     c.bytesTx.Load(),

@@ -38,6 +38,9 @@ type wire struct {
 	tcp *tcpProtocol
 	// frags reassembles IPv4 datagrams (frag.go).
 	frags *fragTable
+	// tw answers for connections in TIME-WAIT (timewait.go); nil when
+	// netstack's internals were not found (netstack keeps TIME-WAIT).
+	tw *timeWaitTable
 }
 
 var (
@@ -197,6 +200,10 @@ func (w *wire) inboundTCP(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketB
 		return false
 	}
 	dataOff := int(b[ihl+header.TCPDataOffset]>>4) * 4
+	if w.tw.screen(pkt, header.IPv4(b), header.TCP(b[ihl:]), int(ip.TotalLength())-ihl-dataOff,
+		w.Capabilities()&gstack.CapabilityRXChecksumOffload != 0) {
+		return true
+	}
 	if w.tcp != nil && w.tcp.refuseEarly(header.IPv4(b), header.TCP(b[ihl:]), int(ip.TotalLength())-ihl-dataOff) {
 		return true
 	}
@@ -262,6 +269,7 @@ func (w *wire) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 			// belongs to this packet alone, so it is edited in place.
 			if tcp := pkt.TransportHeader().Slice(); len(tcp) >= header.TCPMinimumSize && header.TCP(tcp).Flags()&header.TCPFlagSyn != 0 {
 				rewriteSYN(tcp, 0)
+				w.tw.forgetSYN(pkt)
 			}
 		}
 	}

@@ -127,6 +127,17 @@ var measures = []measure{
 		setup: setupConnect,
 	},
 	{
+		name: "tcp_churn_mem", unit: "B/conn", better: lower,
+		baselineName: "tickwire, established idle connection",
+		doc: "Go heap growth (after GC) per connection in TIME-WAIT: 10,000 connect/echo/close " +
+			"cycles on one stack pair over link/pipe, the client closing first, then the heap " +
+			"divided by the client's Stats.TCPTimeWait (a dial that reuses the port of a " +
+			"connection in TIME-WAIT ends it, so a few hundred fewer than the cycles). Baseline: " +
+			"the heap per established idle connection (both ends and the server's reader " +
+			"goroutine, as tcp_10k_conns_mem), with 1,000 connections. Issue goal: at most 512 bytes.",
+		setup: setupChurnMemory,
+	},
+	{
 		name: "tcp_10k_conns", unit: "Gb/s", better: higher,
 		baselineName: "tickwire, 100 connections",
 		doc: "Aggregate throughput with 10,000 concurrent connections between two tickwire stacks " +

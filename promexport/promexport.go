@@ -13,7 +13,7 @@
 // in snake case (tickwire_mirror_ and tickwire_sse_feed_ for the others):
 // Stats.TCPRetransmits is the counter tickwire_tcp_retransmits_total and
 // Stats.ConnsOpen the gauge tickwire_conns_open. The fields documented as
-// gauges (Stats.ARPEntries and Stats.ConnsOpen, mirror.Stats.ActiveFlows)
+// gauges (Stats.ARPEntries, Stats.TCPTimeWait and Stats.ConnsOpen, mirror.Stats.ActiveFlows)
 // are gauges, every other field a counter with the suffix _total. The help
 // text names the field, whose doc comment says what it counts.
 //
@@ -41,7 +41,7 @@ func NewStackCollector(s *tickwire.Stack, labels prometheus.Labels) *Collector {
 	if labels == nil {
 		labels = prometheus.Labels{"addr": s.Addr().String()}
 	}
-	return newCollector("tickwire_", "tickwire.Stats", s.Stats, labels, "ARPEntries", "ConnsOpen")
+	return newCollector("tickwire_", "tickwire.Stats", s.Stats, labels, "ARPEntries", "TCPTimeWait", "ConnsOpen")
 }
 
 // NewMirrorCollector returns a Collector of the mirror.Stats that stats

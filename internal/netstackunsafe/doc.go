@@ -10,7 +10,8 @@
 // (Process), except that the ACK for them is reported as owed instead of
 // sent; SettleACK sends such an ACK later. Kick and Unlock release an
 // endpoint locked with TryLock so that segments queued meanwhile reach a
-// processor. The clock half builds a tcpip.MonotonicTime from the runtime's
+// processor. TimeWaitPoints reads the sequence numbers a connection in
+// TIME-WAIT answers with, for the stack's TIME-WAIT records. The clock half builds a tcpip.MonotonicTime from the runtime's
 // monotonic nanoseconds without a time.Time.
 //
 //	if netstackunsafe.Available() {
@@ -43,7 +44,11 @@
 // and check what the new code expects of its caller (locks held, references
 // taken). For a mirrored one (handleConnected, handleSegmentsLocked), carry
 // the change into Process, keeping its one difference: the final ACK is
-// reported as owed unless more than mss bytes are unacknowledged. For
+// reported as owed unless more than mss bytes are unacknowledged
+// (handleTimeWaitSegment is mirrored by the root package's
+// timeWaitTable.answer, and consumeSegment and startTimeWait must still
+// enter TIME-WAIT with RcvNxt past the peer's FIN and notify EventHUp
+// holding the lock, which TimeWaitPoints relies on). For
 // UnlockUser, LockUser and queuePacket, check that ownedByUser still means
 // "held by a user goroutine: queue segments, wake no processor" and that
 // UnlockUser still hands a non-empty queue to a processor. Then run the

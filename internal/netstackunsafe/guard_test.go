@@ -40,7 +40,9 @@ var guarded = []struct {
 	{"pkg/tcpip/transport/tcp", "(*segment).DecRef", "linked", "cdacac27726e439b"},
 	{"pkg/tcpip/transport/tcp", "(*Endpoint).resetConnectionLocked", "linked", "d577a7d0a7a146a3"},
 	{"pkg/tcpip/transport/tcp", "(*Endpoint).drainClosingSegmentQueue", "linked", "126c6dfcd6949b16"},
-	{"pkg/tcpip/transport/tcp", "startTimeWait", "linked", "fed67f696ff4ea5e"},
+	{"pkg/tcpip/transport/tcp", "startTimeWait", "linked; TimeWaitPoints: it notifies EventHUp holding ep.mu in TIME-WAIT", "fed67f696ff4ea5e"},
+	{"pkg/tcpip/transport/tcp", "(*receiver).handleTimeWaitSegment", "mirrored by tickwire's timeWaitTable.answer", "6fb26b9f18bde02a"},
+	{"pkg/tcpip/transport/tcp", "(*receiver).consumeSegment", "TimeWaitPoints: it enters TIME-WAIT with RcvNxt one past the peer's FIN", "0342c1ac7aceeb3c"},
 	{"pkg/tcpip/transport/tcp", "(*Endpoint).resetKeepaliveTimer", "linked", "a655eb4396655f44"},
 	{"pkg/tcpip/transport/tcp", "(*sender).sendAck", "linked", "7a3594dedf69342b"},
 	{"pkg/tcpip", "type MonotonicTime", "Monotonic builds it in place", "75596d6bc4226920"},
@@ -76,7 +78,7 @@ func TestGuard(t *testing.T) {
 // latency mode back through netstack's processor goroutines.
 func TestAvailable(t *testing.T) {
 	if !Available() {
-		t.Error("tcp.Endpoint fields (ownedByUser, segmentQueue, snd, rcv, route, waiterQueue, rcvMemUsed, MaxSentAck, SndUna, RcvNxt) not found")
+		t.Error("tcp.Endpoint fields (ownedByUser, segmentQueue, snd, rcv, route, waiterQueue, rcvMemUsed, MaxSentAck, SndUna, SndNxt, RcvNxt) not found")
 	}
 	if !MonotonicAvailable() {
 		t.Error("tcpip.MonotonicTime is no longer one int64 of nanoseconds")

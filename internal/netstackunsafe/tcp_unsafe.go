@@ -59,6 +59,7 @@ type fieldOffsets struct {
 	waiterQueue  uintptr // *waiter.Queue in tcp.Endpoint
 	maxSentAck   uintptr // seqnum.Value in sender: the highest ACK number sent
 	sndUna       uintptr // seqnum.Value in sender: oldest unacknowledged
+	sndNxt       uintptr // seqnum.Value in sender: next to send
 	rcvNxt       uintptr // seqnum.Value in receiver: next expected
 	rcvMemUsed   uintptr // atomicbitops.Int32 in tcp.Endpoint: memory of queued and unread segments
 }
@@ -104,12 +105,13 @@ func findFields() fieldOffsets {
 	maxSentAck, ok7 := embedded(snd.Type.Elem(), sendState, "MaxSentAck")
 	sndUna, ok8 := embedded(snd.Type.Elem(), sendState, "SndUna")
 	rcvNxt, ok9 := embedded(rcv.Type.Elem(), recvState, "RcvNxt")
-	if !ok7 || !ok8 || !ok9 {
+	sndNxt, ok11 := embedded(snd.Type.Elem(), sendState, "SndNxt")
+	if !ok7 || !ok8 || !ok9 || !ok11 {
 		return fieldOffsets{}
 	}
 	return fieldOffsets{ok: true, ownedByUser: owned.Offset, segmentQueue: queue.Offset,
 		snd: snd.Offset, rcv: rcv.Offset, route: route.Offset, waiterQueue: wq.Offset,
-		maxSentAck: maxSentAck, sndUna: sndUna, rcvNxt: rcvNxt, rcvMemUsed: mem.Offset}
+		maxSentAck: maxSentAck, sndUna: sndUna, sndNxt: sndNxt, rcvNxt: rcvNxt, rcvMemUsed: mem.Offset}
 }
 
 // Available reports whether the tcp.Endpoint fields the package reads were
@@ -125,6 +127,18 @@ func sender(ep *tcp.Endpoint) unsafe.Pointer { return field(ep, fields.snd) }
 
 func sndUna(ep *tcp.Endpoint) seqnum.Value {
 	return *(*seqnum.Value)(unsafe.Add(sender(ep), fields.sndUna))
+}
+
+// TimeWaitPoints returns the sequence numbers a connection in TIME-WAIT
+// answers with: the next it would send (SndNxt, one past its FIN) and the
+// next it expects (RcvNxt, one past the peer's FIN). The caller must hold
+// ep's lock, as a waiter callback run by netstack's startTimeWait does (it
+// notifies EventHUp with the lock held, once the state is TIME-WAIT); in
+// TIME-WAIT netstack changes neither number.
+func TimeWaitPoints(ep *tcp.Endpoint) (sndNxt, rcvNxt seqnum.Value) {
+	sndNxt = *(*seqnum.Value)(unsafe.Add(sender(ep), fields.sndNxt))
+	rcvNxt = *(*seqnum.Value)(unsafe.Add(field(ep, fields.rcv), fields.rcvNxt))
+	return sndNxt, rcvNxt
 }
 
 // unacked is how far the receive point is ahead of the last ACK sent: the
