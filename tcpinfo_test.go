@@ -37,8 +37,10 @@ func TestTCPInfo(t *testing.T) {
 	if info.RTT <= 0 || info.RTO <= 0 {
 		t.Errorf("RTT %v, RTO %v; want both > 0", info.RTT, info.RTO)
 	}
-	if info.CongestionWindow < 10 {
-		t.Errorf("CongestionWindow = %d, want >= 10", info.CongestionWindow)
+	// A retransmission timeout (a loaded machine can hold a segment past
+	// the 200 ms RTO) rightly shrinks the window.
+	if info.CongestionWindow < 10 && info.Timeouts == 0 {
+		t.Errorf("CongestionWindow = %d with no timeout, want >= 10", info.CongestionWindow)
 	}
 	// 64 KiB in segments of at most 1408 bytes each way, and their ACKs.
 	if min := uint64(len(msg) / 1408); info.SegmentsSent < min || info.SegmentsReceived < min {
