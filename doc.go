@@ -175,7 +175,11 @@
 //     handler's answer, the next request) carries the acknowledgement
 //     first: a request/reply exchange costs two segments instead of three.
 //     Duplicate ACKs and window updates are never delayed, and a bulk
-//     sender still gets an ACK for every other full segment;
+//     sender still gets an ACK for every other full segment; a Read that
+//     frees most of the receive buffer (the window it opens is at least
+//     twice what the sender may still send) announces it at once, as
+//     Linux's read path does, so that a bulk transfer (a snapshot, a
+//     recovery burst) keeps the stock mode's rate;
 //   - netstack's clock is read once for a TCP segment of a held connection
 //     (until a handler runs) and once per Write, as Linux stamps a segment
 //     once: a reading on another goroutine meanwhile may be that many

@@ -52,7 +52,9 @@ const ackDelayTick = 500 * time.Microsecond
 // fast retransmit, and window updates). Not delayed past the flush they are
 // written in, though still replaced by a segment behind them in it: an ACK
 // that advertises a zero window or follows one (the window update that
-// restarts a stalled sender), one that would leave more than one full
+// restarts a stalled sender), one whose window field is larger than the
+// connection's previous segment's (it announces a read that opened the
+// window, see syncer.afterRead: the sender may be waiting for it), one that would leave more than one full
 // segment (Config.MSS) unacknowledged, and the second for a flow that
 // already has one held, which replaces the first: a bulk sender sees an ACK
 // for every other segment, as from Linux. The same timer settles the ACKs
@@ -327,7 +329,7 @@ func (o *outbox) classifyLocked(pkt *gstack.PacketBuffer) {
 		pkt.Data().Size() == 0 && pkt.GSOOptions.Type == gstack.GSONone {
 		// A pure ACK of new data: held to the end of the batch at least,
 		// where a segment behind it may carry it.
-		f.batchOnly = superseded || uint32(f.sentACK.Size(ack)) > o.mss || wnd == 0 || f.lastWnd == 0
+		f.batchOnly = superseded || uint32(f.sentACK.Size(ack)) > o.mss || wnd == 0 || f.lastWnd == 0 || wnd > f.lastWnd
 		f.held, f.heldACK, f.heldAt = pkt, ack, o.tick
 		f.lastACK, f.lastWnd = ack, wnd
 		o.nheld++

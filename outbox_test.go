@@ -147,6 +147,9 @@ func TestOutboxDelaysACKs(t *testing.T) {
 		{"more than one MSS unacknowledged leaves", []segSpec{{flags: ack, ack: 400 + 1409, wnd: 2000}}, "A/1809"},
 		{"zero window leaves", []segSpec{{flags: ack, ack: 1900, wnd: 0}}, "A/1900"},
 		{"the ACK after a zero window leaves", []segSpec{{flags: ack, ack: 2000, wnd: 2000}}, "A/2000"},
+		{"an ACK of new data that opens the window leaves", []segSpec{{flags: ack, ack: 2050, wnd: 3000}}, "A/2050"},
+		{"held with a window no larger", []segSpec{{flags: ack, ack: 2060, wnd: 3000}}, ""},
+		{"an ACK opening the window replaces it and leaves", []segSpec{{flags: ack, ack: 2070, wnd: 3001}}, "A/2070"},
 		{"ACK with SACK option leaves", []segSpec{{flags: ack, ack: 2100, wnd: 2000, sack: true}}, "A/2100"},
 		{"held before a reset without ACK", []segSpec{{flags: ack, ack: 2200, wnd: 2000}}, ""},
 		{"reset without ACK: the held ACK first", []segSpec{{flags: header.TCPFlagRst, ack: 0}}, "A/2200 R/0"},
@@ -177,8 +180,8 @@ func TestOutboxDelaysACKs(t *testing.T) {
 	}
 
 	o := r.w.out
-	if m, h := o.merged.Load(), o.held.Load(); m != 4 || h != 5 {
-		t.Errorf("merged %d, held %d; want 4 and 5", m, h)
+	if m, h := o.merged.Load(), o.held.Load(); m != 5 || h != 6 {
+		t.Errorf("merged %d, held %d; want 5 and 6", m, h)
 	}
 }
 

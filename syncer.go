@@ -212,6 +212,17 @@ func (sy *syncer) oweACK(ep *tcp.Endpoint) {
 	}
 }
 
+// afterRead announces, after a Read that returned data, the window the
+// read opened when it is at least twice what the peer may still send (see
+// netstackunsafe.UpdateWindow); that ACK also carries any owed one. A nil
+// syncer (latency mode off) leaves it to netstack, whose ACK for every
+// segment keeps the window the peer sees current.
+func (sy *syncer) afterRead(ep *tcp.Endpoint) {
+	if sy != nil {
+		netstackunsafe.UpdateWindow(ep, seqnum.Size(sy.wire.mss))
+	}
+}
+
 // afterUser processes segments that arrived for ep while a Read or Write
 // held it: netstack has woken a processor for them, but this goroutine is
 // already running and usually gets there first.

@@ -213,6 +213,7 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 		c.rw = nil
 		switch err.(type) {
 		case nil:
+			c.sy.afterRead(c.tep)
 			c.received(res.Count)
 			return res.Count, nil
 		case *tcpip.ErrWouldBlock:

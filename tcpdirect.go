@@ -109,7 +109,7 @@ func (f *tcpFlows) lookup(key flowKey) *tcp.Endpoint {
 
 // claim finds the held connection pkt belongs to when pkt, an IPv4 packet
 // addressed to self whose header checksum was checked, may skip netstack's
-// network layer. It returns the connection's endpoint, locked (TryLock),
+// network layer. It returns the connection's endpoint, locked (netstackunsafe.TryLock),
 // and the segment's endpoint ID, or nil when the segment must go the stock
 // way: not one that may skip, no such connection, the endpoint busy or no
 // longer connected. The checks leave parse.IPv4 and parse.TCP no reason
@@ -132,7 +132,7 @@ func (f *tcpFlows) claim(pkt *gstack.PacketBuffer, self tcpip.Address) (*tcp.End
 		return nil, gstack.TransportEndpointID{} // SYNs and malformed segments: netstack answers and counts them
 	}
 	ep := f.lookup(segmentFlow(ip, seg))
-	if ep == nil || !ep.TryLock() {
+	if ep == nil || !netstackunsafe.TryLock(ep) {
 		return nil, gstack.TransportEndpointID{}
 	}
 	// Held, ep cannot leave its state; one that is closing must not be

@@ -176,6 +176,7 @@ func (c *TCPConn) drainLocked() {
 		r.w = nil
 		switch err.(type) {
 		case nil:
+			c.sy.afterRead(c.tep)
 			c.received(res.Count)
 			r.running.Store(true)
 			r.handler(c, r.buf[:res.Count], nil)

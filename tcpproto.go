@@ -375,7 +375,7 @@ func (p *tcpProtocol) QueuePacket(ep gstack.TransportEndpoint, id gstack.Transpo
 		rx = rxclock.Now() // the stash was full
 	}
 	sy := p.sy
-	if sy == nil || !netstackunsafe.Connected(tep.EndpointState()) || sy.delivering.Load() == 0 || !sy.inlineAllowed() || !tep.TryLock() {
+	if sy == nil || !netstackunsafe.Connected(tep.EndpointState()) || sy.delivering.Load() == 0 || !sy.inlineAllowed() || !netstackunsafe.TryLock(tep) {
 		if p.admit(tep, id, pkt.TransportHeader().Slice(), pkt.Data().Size()) {
 			if pkt.Data().Size() > 0 {
 				p.conns.stamp(tep, rx)
@@ -388,7 +388,7 @@ func (p *tcpProtocol) QueuePacket(ep gstack.TransportEndpoint, id gstack.Transpo
 }
 
 // queueLocked queues pkt, received at rx, to tep, whose lock the caller
-// took with TryLock, without waking a processor, releases the lock and
+// took with netstackunsafe.TryLock, without waking a processor, releases the lock and
 // records tep for processing at the end of the delivery. Latency mode only.
 // +checklocksignore: TryLock, which checklocks cannot follow.
 func (p *tcpProtocol) queueLocked(tep *tcp.Endpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer, rx int64) {

@@ -93,6 +93,15 @@ var measures = []measure{
 		setup: setupBulk,
 	},
 	{
+		name: "tcp_bulk_latency", unit: "Gb/s", better: higher, quick: true,
+		baselineName: "tickwire, stock mode",
+		doc: "tcp_bulk with both stacks in latency mode (Config.Latency, otherwise the default " +
+			"Config); baseline: the same stream between two stacks in stock mode. Issue goal: " +
+			"at least 0.9x (a connection in latency mode that receives a snapshot must not lose " +
+			"its throughput to delayed ACKs).",
+		setup: setupBulkLatency,
+	},
+	{
 		name: "rdma_write_lat_64B", unit: "us", better: lower, latency: true, quick: true,
 		baselineName: "tickwire tcp_rtt_64B_latency",
 		doc: "One-sided RoCEv2 RDMA WRITE of 64 bytes (package rdma, RC queue pair, path MTU 4096) " +

@@ -543,6 +543,35 @@ func setupBulk(p params) (*pair, error) {
 	}, nil
 }
 
+// setupBulkLatency builds tcp_bulk_latency: tcp_bulk between two stacks in
+// latency mode against the same between two stacks in stock mode.
+func setupBulkLatency(p params) (*pair, error) {
+	var sides [2]func() (sample, error)
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	for i, latency := range []bool{true, false} {
+		sp, err := newStackPair(0, 0, latency)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		ln, err := sp.server.ListenTCP(9)
+		if err != nil {
+			sp.Close()
+			closeAll()
+			return nil, err
+		}
+		closers = append(closers, func() { ln.Close(); sp.Close() })
+		dial := tickwireDial(sp.client, serverPrefix.Addr(), 9)
+		sides[i] = func() (sample, error) { return bulkRound(ln, dial, p) }
+	}
+	return &pair{tickwire: sides[0], baseline: sides[1], close: closeAll}, nil
+}
+
 // connectRound opens connections one after another for p.dur: dial, wait
 // for the server's close (it closes each as soon as it accepts it), close.
 // The server closing first keeps the TIME-WAIT state on its side, so the

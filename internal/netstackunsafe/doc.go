@@ -8,10 +8,12 @@
 // The TCP half processes an endpoint's queued inbound segments on the
 // caller's goroutine, as one of netstack's processor goroutines would
 // (Process), except that the ACK for them is reported as owed instead of
-// sent; SettleACK sends such an ACK later. Kick and Unlock release an
-// endpoint locked with TryLock so that segments queued meanwhile reach a
-// processor. TimeWaitPoints reads the sequence numbers a connection in
-// TIME-WAIT answers with, for the stack's TIME-WAIT records. The clock half builds a tcpip.MonotonicTime from the runtime's
+// sent; SettleACK sends such an ACK later, and UpdateWindow announces the
+// window a read opened. TryLock takes an endpoint's lock marked as a user
+// goroutine's, so that netstack's processor does not spin on it; Kick and
+// Unlock release it so that segments queued meanwhile reach a processor.
+// TimeWaitPoints reads the sequence numbers a connection in TIME-WAIT
+// answers with, for the stack's TIME-WAIT records. The clock half builds a tcpip.MonotonicTime from the runtime's
 // monotonic nanoseconds without a time.Time.
 //
 //	if netstackunsafe.Available() {

@@ -29,6 +29,7 @@ var guarded = []struct {
 	{"pkg/tcpip/transport/tcp", "(EndpointState).connected", "mirrored by Connected", "2a1d055af4e3f90a"},
 	{"pkg/tcpip/transport/tcp", "const maxSegmentsPerWake", "mirrored by maxSegmentsPerRun", "a0dfbe61188ef3f7"},
 	{"pkg/tcpip/transport/tcp", "(*Endpoint).UnlockUser", "Unlock relies on it", "050d138f690194a8"},
+	{"pkg/tcpip/transport/tcp", "(*processor).start", "TryLock: an endpoint marked owned is not requeued", "1e655704a3cfa6d2"},
 	{"pkg/tcpip/transport/tcp", "(*Endpoint).LockUser", "Unlock's ownedByUser mark must stay harmless to it", "c63bfc9fb82f7220"},
 	{"pkg/tcpip/transport/tcp", "(*dispatcher).queuePacket", "OwnedByUser: queue without waking", "83269ca5a55e19d1"},
 	{"pkg/tcpip/transport/tcp", "(*segmentQueue).enqueue", "QueuedBytes: the bound netstack applies, and the segments it admits past it", "6d2a4b831ca97e5f"},
@@ -45,6 +46,8 @@ var guarded = []struct {
 	{"pkg/tcpip/transport/tcp", "(*receiver).consumeSegment", "TimeWaitPoints: it enters TIME-WAIT with RcvNxt one past the peer's FIN", "0342c1ac7aceeb3c"},
 	{"pkg/tcpip/transport/tcp", "(*Endpoint).resetKeepaliveTimer", "linked", "a655eb4396655f44"},
 	{"pkg/tcpip/transport/tcp", "(*sender).sendAck", "linked", "7a3594dedf69342b"},
+	{"pkg/tcpip/transport/tcp", "(*Endpoint).selectWindow", "linked", "e27de19ce5e71bf5"},
+	{"pkg/tcpip/transport/tcp", "(*receiver).getSendParams", "UpdateWindow: RcvAcc is the right edge advertised, the ACK announces selectWindow's window", "33b92f2b9b815a1b"},
 	{"pkg/tcpip", "type MonotonicTime", "Monotonic builds it in place", "75596d6bc4226920"},
 }
 
@@ -78,7 +81,7 @@ func TestGuard(t *testing.T) {
 // latency mode back through netstack's processor goroutines.
 func TestAvailable(t *testing.T) {
 	if !Available() {
-		t.Error("tcp.Endpoint fields (ownedByUser, segmentQueue, snd, rcv, route, waiterQueue, rcvMemUsed, MaxSentAck, SndUna, SndNxt, RcvNxt) not found")
+		t.Error("tcp.Endpoint fields (ownedByUser, segmentQueue, snd, rcv, route, waiterQueue, rcvMemUsed, MaxSentAck, SndUna, SndNxt, RcvNxt, RcvAcc) not found")
 	}
 	if !MonotonicAvailable() {
 		t.Error("tcpip.MonotonicTime is no longer one int64 of nanoseconds")

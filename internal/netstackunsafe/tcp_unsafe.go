@@ -43,6 +43,9 @@ func resetKeepaliveTimer(ep *tcp.Endpoint, receivedData bool)
 //go:linkname sendAck gvisor.dev/gvisor/pkg/tcpip/transport/tcp.(*sender).sendAck
 func sendAck(snd unsafe.Pointer)
 
+//go:linkname selectWindow gvisor.dev/gvisor/pkg/tcpip/transport/tcp.(*Endpoint).selectWindow
+func selectWindow(ep *tcp.Endpoint) seqnum.Size
+
 // maxSegmentsPerRun is netstack's maxSegmentsPerWake: the segments one
 // processing run takes before it lets others have the endpoint.
 const maxSegmentsPerRun = 100
@@ -61,6 +64,7 @@ type fieldOffsets struct {
 	sndUna       uintptr // seqnum.Value in sender: oldest unacknowledged
 	sndNxt       uintptr // seqnum.Value in sender: next to send
 	rcvNxt       uintptr // seqnum.Value in receiver: next expected
+	rcvAcc       uintptr // seqnum.Value in receiver: right edge of the window advertised
 	rcvMemUsed   uintptr // atomicbitops.Int32 in tcp.Endpoint: memory of queued and unread segments
 }
 
@@ -106,12 +110,13 @@ func findFields() fieldOffsets {
 	sndUna, ok8 := embedded(snd.Type.Elem(), sendState, "SndUna")
 	rcvNxt, ok9 := embedded(rcv.Type.Elem(), recvState, "RcvNxt")
 	sndNxt, ok11 := embedded(snd.Type.Elem(), sendState, "SndNxt")
-	if !ok7 || !ok8 || !ok9 || !ok11 {
+	rcvAcc, ok12 := embedded(rcv.Type.Elem(), recvState, "RcvAcc")
+	if !ok7 || !ok8 || !ok9 || !ok11 || !ok12 {
 		return fieldOffsets{}
 	}
 	return fieldOffsets{ok: true, ownedByUser: owned.Offset, segmentQueue: queue.Offset,
 		snd: snd.Offset, rcv: rcv.Offset, route: route.Offset, waiterQueue: wq.Offset,
-		maxSentAck: maxSentAck, sndUna: sndUna, sndNxt: sndNxt, rcvNxt: rcvNxt, rcvMemUsed: mem.Offset}
+		maxSentAck: maxSentAck, sndUna: sndUna, sndNxt: sndNxt, rcvNxt: rcvNxt, rcvAcc: rcvAcc, rcvMemUsed: mem.Offset}
 }
 
 // Available reports whether the tcp.Endpoint fields the package reads were
@@ -147,6 +152,18 @@ func unacked(ep *tcp.Endpoint) seqnum.Size {
 	maxSentAck := *(*seqnum.Value)(unsafe.Add(sender(ep), fields.maxSentAck))
 	rcvNxt := *(*seqnum.Value)(unsafe.Add(field(ep, fields.rcv), fields.rcvNxt))
 	return maxSentAck.Size(rcvNxt)
+}
+
+// peerWindow is how many more bytes the peer may send within the window
+// last advertised to it. Needs ep's lock.
+func peerWindow(ep *tcp.Endpoint) seqnum.Size {
+	rcv := field(ep, fields.rcv)
+	rcvNxt := *(*seqnum.Value)(unsafe.Add(rcv, fields.rcvNxt))
+	rcvAcc := *(*seqnum.Value)(unsafe.Add(rcv, fields.rcvAcc))
+	if !rcvNxt.LessThan(rcvAcc) {
+		return 0
+	}
+	return rcvNxt.Size(rcvAcc)
 }
 
 // OwnedByUser returns ep's "held by a user goroutine" flag. Set while
@@ -199,7 +216,7 @@ func Connected(s tcp.EndpointState) bool {
 //
 // +checklocksignore: TryLock, which checklocks cannot follow.
 func Process(ep *tcp.Endpoint, mss seqnum.Size) (owed bool) {
-	if !ep.TryLock() {
+	if !TryLock(ep) {
 		return false
 	}
 	if !Connected(ep.EndpointState()) {
@@ -242,6 +259,7 @@ func Process(ep *tcp.Endpoint, mss seqnum.Size) (owed bool) {
 	}
 	switch st := ep.EndpointState(); {
 	case err != nil || st == tcp.StateClose:
+		OwnedByUser(ep).Store(0)
 		ep.ResumeWork() // the endpoint is closed: nothing to hand on
 		drainClosingSegmentQueue(ep)
 		(*waiter.Queue)(field(ep, fields.waiterQueue)).Notify(waiter.EventHUp | waiter.EventErr | waiter.ReadableEvents | waiter.WritableEvents)
@@ -253,10 +271,31 @@ func Process(ep *tcp.Endpoint, mss seqnum.Size) (owed bool) {
 	return owed
 }
 
-// Unlock releases ep's lock, taken with TryLock, waking a processor if
-// segments were queued meanwhile.
+// TryLock takes ep's lock if it is free, as ep.TryLock does, and marks ep
+// owned by a user goroutine (OwnedByUser) for as long as it is held. The
+// mark keeps netstack's processor from spinning on ep: a processor woken for
+// ep while tickwire holds it tries the lock, fails, and requeues ep to
+// itself for as long as ep is not marked owned, a busy loop on
+// segmentQueue.empty and epQueue.enqueue that took a third of the CPU of a
+// bulk transfer in latency mode, where Process holds ep while it sends a
+// window's worth of segments. Marked, a processor leaves ep alone and the
+// dispatcher queues ep's segments without waking one: Unlock (UnlockUser),
+// which must release the lock, hands what was queued meanwhile to a
+// processor.
 //
-// It marks ep owned by a user goroutine and calls UnlockUser, netstack's
+// +checklocksignore: TryLock, which checklocks cannot follow.
+func TryLock(ep *tcp.Endpoint) bool {
+	if !ep.TryLock() {
+		return false
+	}
+	OwnedByUser(ep).Store(1)
+	return true
+}
+
+// Unlock releases ep's lock, taken with TryLock (or ep.TryLock), waking a
+// processor if segments were queued meanwhile.
+//
+// It marks ep owned by a user goroutine (TryLock already did) and calls UnlockUser, netstack's
 // own release for a lock taken with LockUser, because UnlockUser is the one
 // exported call that checks the segment queue under the queue's mutex and
 // wakes a processor if it is not empty; ResumeWork alone would strand a
@@ -280,7 +319,7 @@ func Unlock(ep *tcp.Endpoint) {
 //
 // +checklocksignore: TryLock, which checklocks cannot follow.
 func Kick(ep *tcp.Endpoint) {
-	if ep.TryLock() {
+	if TryLock(ep) {
 		Unlock(ep)
 	}
 }
@@ -290,7 +329,7 @@ func Kick(ep *tcp.Endpoint) {
 //
 // +checklocksignore: TryLock, which checklocks cannot follow.
 func SettleACK(ep *tcp.Endpoint) (sent, ok bool) {
-	if !ep.TryLock() {
+	if !TryLock(ep) {
 		return false, false
 	}
 	if Connected(ep.EndpointState()) && unacked(ep) > 0 {
@@ -306,10 +345,39 @@ func SettleACK(ep *tcp.Endpoint) (sent, ok bool) {
 //
 // +checklocksignore: TryLock, which checklocks cannot follow.
 func ACKOwed(ep *tcp.Endpoint) (owed, ok bool) {
-	if !ep.TryLock() {
+	if !TryLock(ep) {
 		return false, false
 	}
 	owed = Connected(ep.EndpointState()) && unacked(ep) > 0
 	Unlock(ep)
 	return owed, true
+}
+
+// UpdateWindow sends ep an ACK after a read when the window it would now
+// advertise is at least twice what the peer may still send within the
+// window advertised last (the rule of Linux's tcp_cleanup_rbuf: a read
+// that freed "lots" of buffer is announced at once). netstack announces a
+// read only when the window grows back past one segment from below it,
+// which leaves a sender that filled most of the window waiting for the
+// next ACK: in latency mode, an owed one (see Process) that the timer
+// sends up to 1 ms later. A request/reply exchange, whose reads free a
+// small part of the window, sends nothing here; nor does a window under
+// mss bytes (silly window avoidance). It reports whether it sent;
+// false also when ep is busy (whoever holds it sends the next segment, with
+// the window of that moment).
+//
+// +checklocksignore: TryLock, which checklocks cannot follow.
+func UpdateWindow(ep *tcp.Endpoint, mss seqnum.Size) (sent bool) {
+	if !TryLock(ep) {
+		return false
+	}
+	switch ep.EndpointState() {
+	case tcp.StateEstablished, tcp.StateFinWait1, tcp.StateFinWait2: // the peer may still send
+		if w := selectWindow(ep); w >= mss && w >= 2*peerWindow(ep) {
+			sendAck(sender(ep))
+			sent = true
+		}
+	}
+	Unlock(ep)
+	return sent
 }
