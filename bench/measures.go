@@ -102,6 +102,23 @@ var measures = []measure{
 		setup: setupBulkLatency,
 	},
 	{
+		name: "tcp_bulk_2cores", unit: "Gb/s", better: higher, quick: true,
+		baselineName: "tickwire, one connection",
+		doc: "Two tcp_bulk streams at once, each between its own pair of stacks (default Config, " +
+			"link/pipe), the sum of their rates; baseline: one such stream alone. On two cores the " +
+			"issue's goal is at least 1.6x.",
+		setup: setupBulk2Cores,
+	},
+	{
+		name: "tcp_bulk_veth", unit: "Gb/s", better: higher, quick: true,
+		baselineName: "kernel to kernel, veth",
+		doc: "Root only. tcp_bulk from a kernel client in a network namespace to tickwire (default " +
+			"Config, reading with net.Conn) on a TAP device in that namespace (link/tap); baseline: " +
+			"the same stream from a kernel client to a kernel server in two namespaces joined by a " +
+			"veth pair at MTU 1500 (the kernel's default offloads). Issue goal: at least 1.0x.",
+		setup: setupBulkVeth,
+	},
+	{
 		name: "rdma_write_lat_64B", unit: "us", better: lower, latency: true, quick: true,
 		baselineName: "tickwire tcp_rtt_64B_latency",
 		doc: "One-sided RoCEv2 RDMA WRITE of 64 bytes (package rdma, RC queue pair, path MTU 4096) " +

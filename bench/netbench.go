@@ -572,6 +572,54 @@ func setupBulkLatency(p params) (*pair, error) {
 	return &pair{tickwire: sides[0], baseline: sides[1], close: closeAll}, nil
 }
 
+// setupBulk2Cores builds tcp_bulk_2cores: two tcp_bulk streams at once on
+// two pairs of stacks against one stream on one pair.
+func setupBulk2Cores(p params) (*pair, error) {
+	var lns [2]net.Listener
+	var dials [2]dialer
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	for i := range lns {
+		sp, err := newStackPair(0, 0, false)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		ln, err := sp.server.ListenTCP(9)
+		if err != nil {
+			sp.Close()
+			closeAll()
+			return nil, err
+		}
+		closers = append(closers, func() { ln.Close(); sp.Close() })
+		lns[i], dials[i] = ln, tickwireDial(sp.client, serverPrefix.Addr(), 9)
+	}
+	both := func() (sample, error) {
+		var ss [2]sample
+		var errs [2]error
+		var wg sync.WaitGroup
+		for i := range ss {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ss[i], errs[i] = bulkRound(lns[i], dials[i], p)
+			}()
+		}
+		wg.Wait()
+		s := sample{value: ss[0].value + ss[1].value, ops: ss[0].ops + ss[1].ops, allocs: ss[0].allocs}
+		return s, errors.Join(errs[0], errs[1])
+	}
+	return &pair{
+		tickwire: both,
+		baseline: func() (sample, error) { return bulkRound(lns[0], dials[0], p) },
+		close:    closeAll,
+	}, nil
+}
+
 // connectRound opens connections one after another for p.dur: dial, wait
 // for the server's close (it closes each as soon as it accepts it), close.
 // The server closing first keeps the TIME-WAIT state on its side, so the

@@ -116,23 +116,22 @@ func setupTapRTTMode(p params, latency bool) (*pair, error) {
 	}, nil
 }
 
-// vethBaseline builds the kernel-to-kernel baseline of the RTT measures:
-// a kernel echo server in one namespace, a kernel client in another, a
-// veth pair between them. It returns the client's connection.
-func vethBaseline() (net.Conn, func(), error) {
+// vethPair builds two namespaces joined by a veth pair (MTU 1500, the
+// kernel's offloads as it sets them), vethServer's address in serverNS,
+// vethClient's in clientNS; cleanup removes both.
+func vethPair() (serverNS, clientNS *kerneltest.Netns, cleanup func(), err error) {
 	var cleanups []func()
-	cleanup := func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
+	cleanup = func() { undo(cleanups) }
+	fail := func(err error) (*kerneltest.Netns, *kerneltest.Netns, func(), error) {
+		cleanup()
+		return nil, nil, nil, err
 	}
-	fail := func(err error) (net.Conn, func(), error) { cleanup(); return nil, nil, err }
 	serverNS, remove, err := newNetns()
 	if err != nil {
 		return fail(err)
 	}
 	cleanups = append(cleanups, remove)
-	clientNS, remove, err := newNetns()
+	clientNS, remove, err = newNetns()
 	if err != nil {
 		return fail(err)
 	}
@@ -152,6 +151,21 @@ func vethBaseline() (net.Conn, func(), error) {
 			return fail(err)
 		}
 	}
+	return serverNS, clientNS, cleanup, nil
+}
+
+// vethBaseline builds the kernel-to-kernel baseline of the RTT measures:
+// a kernel echo server in one namespace, a kernel client in another, a
+// veth pair between them. It returns the client's connection.
+func vethBaseline() (net.Conn, func(), error) {
+	var cleanups []func()
+	cleanup := func() { undo(cleanups) }
+	fail := func(err error) (net.Conn, func(), error) { cleanup(); return nil, nil, err }
+	serverNS, clientNS, removeVeth, err := vethPair()
+	if err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, removeVeth)
 	var kln net.Listener
 	if err := serverNS.Do(func() (err error) {
 		kln, err = net.Listen("tcp", netip.AddrPortFrom(vethServer.Addr(), echoPort).String())
@@ -265,6 +279,78 @@ func setupTapRTTLocked(p params) (*pair, error) {
 	return &pair{
 		tickwire: func() (sample, error) { return tcpPingPong(locked, p) },
 		baseline: func() (sample, error) { return tcpPingPong(unlocked, p) },
+		close:    cleanup,
+	}, nil
+}
+
+// nsDial dials addr with a socket of namespace ns.
+func nsDial(ns *kerneltest.Netns, addr string) dialer {
+	return func() (c net.Conn, err error) {
+		err = ns.Do(func() (err error) {
+			c, err = net.DialTimeout("tcp", addr, stallTimeout)
+			return err
+		})
+		return c, err
+	}
+}
+
+// setupBulkVeth builds tcp_bulk_veth: tcp_bulk's stream from a kernel
+// client in a namespace to tickwire (default Config) on a TAP device in
+// that namespace, against the same stream from a kernel client to a kernel
+// server in two namespaces joined by a veth pair (MTU 1500).
+func setupBulkVeth(p params) (*pair, error) {
+	if err := tapCheck(); err != nil {
+		return nil, err
+	}
+	var cleanups []func()
+	cleanup := func() { undo(cleanups) }
+	fail := func(err error) (*pair, error) { cleanup(); return nil, err }
+
+	tapNS, remove, err := newNetns()
+	if err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, remove)
+	var s *tickwire.Stack
+	if err := tapNS.Do(func() error {
+		ep, err := tap.New(tap.Config{Name: kerneltest.Name(netPrefix + "t"), Host: tapHost})
+		if err != nil {
+			return err
+		}
+		if s, err = tickwire.New(tickwire.Config{Link: ep, MAC: ep.MAC(), Addr: tapStack}); err != nil {
+			ep.Close()
+			return err
+		}
+		return nil
+	}); err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, func() { s.Close() })
+	ln, err := s.ListenTCP(9)
+	if err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, func() { ln.Close() })
+
+	serverNS, clientNS, removeVeth, err := vethPair()
+	if err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, removeVeth)
+	var kln net.Listener
+	if err := serverNS.Do(func() (err error) {
+		kln, err = net.Listen("tcp", netip.AddrPortFrom(vethServer.Addr(), 9).String())
+		return err
+	}); err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, func() { kln.Close() })
+
+	twDial := nsDial(tapNS, netip.AddrPortFrom(tapStack.Addr(), 9).String())
+	kDial := nsDial(clientNS, kln.Addr().String())
+	return &pair{
+		tickwire: func() (sample, error) { return bulkRound(ln, twDial, p) },
+		baseline: func() (sample, error) { return bulkRound(kln, kDial, p) },
 		close:    cleanup,
 	}, nil
 }

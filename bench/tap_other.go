@@ -27,3 +27,7 @@ func cleanupStale() {}
 func setupTapRTTLocked(params) (*pair, error) {
 	return nil, fmt.Errorf("%w: TAP devices and network namespaces need Linux", errSkip)
 }
+
+func setupBulkVeth(params) (*pair, error) {
+	return nil, fmt.Errorf("%w: TAP devices and network namespaces need Linux", errSkip)
+}
