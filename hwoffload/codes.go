@@ -25,8 +25,8 @@ const (
 	// MIRROR_SERVER_PORT above 65535, a NETMASK whose ones are not
 	// contiguous.
 	CodeBadValue
-	// CodeNoIPAddr: RUN with IP_ADDR 0 while a host-path command needs an
-	// address (reserved: the host path is not implemented yet).
+	// CodeNoIPAddr: a host-path command needs an address while IP_ADDR
+	// is 0.
 	CodeNoIPAddr
 	// CodeInput: engine fault: reading the input failed; the input stops
 	// and LINK_UP clears.
@@ -34,6 +34,13 @@ const (
 	// CodeRingBase: a ring's BASE is not RingAlign-aligned or rings
 	// overlap (reserved for the card, where BASE is written by the host).
 	CodeRingBase
+	// CodeBadCommand: a command the engine cannot accept (an unknown op,
+	// a session or offset out of range, a SEND longer than the TX
+	// buffer's free bytes, a UDP_SEND over MaxDatagram), or CMD_PROD
+	// written more than the ring's slots ahead of CMD_CONS or behind the
+	// value last accepted. The command is skipped (its completion says
+	// BAD_COMMAND); a bad CMD_PROD is put back.
+	CodeBadCommand
 )
 
 // ErrorCodes lists the codes with their REGISTERS.md names, by value.
@@ -50,6 +57,7 @@ var ErrorCodes = []struct {
 	{CodeNoIPAddr, "NO_IP_ADDR"},
 	{CodeInput, "INPUT"},
 	{CodeRingBase, "RING_BASE"},
+	{CodeBadCommand, "BAD_COMMAND"},
 }
 
 // String returns the code's REGISTERS.md name, or its number.

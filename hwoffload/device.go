@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tickwire/tickwire/internal/shm"
@@ -41,6 +42,10 @@ func (e *EngineError) Error() string {
 type Device struct {
 	r     *shm.Region
 	rings [NumRings]Ring
+
+	hostOnce sync.Once
+	hostc    *hostClient // set in hostOnce
+	hostErr  error
 }
 
 // waitPoll is how often Open, Run, Stop, Reset and WaitStatus look at a
@@ -123,7 +128,11 @@ func OpenRegion(ctx context.Context, r *shm.Region) (*Device, error) {
 
 // Close unmaps the device's region. Slots read from its rings are invalid
 // afterwards.
-func (d *Device) Close() error { return d.r.Close() }
+func (d *Device) Close() error {
+	d.hostOnce.Do(func() {}) // no host path after Close
+	d.closeHost()
+	return d.r.Close()
+}
 
 // Read32 returns the 32-bit register at window offset off (a multiple of 4
 // below WindowBytes; other offsets panic).

@@ -26,10 +26,16 @@
 //		s.Trade(&t)                         // typed sse.Trade, or s itself (the raw slot)
 //	}
 //
+// The host path (the general TOE and UDP: REGISTERS.md, "Host path") is a
+// command ring answered on ring 3: Listen, Dial and ListenUDP return a
+// net.Listener, net.Conn and net.PacketConn over it, whose bytes go through
+// each session's 32 KiB RX and TX buffers in the region; ARPTable reads the
+// engine's ARP table. The first of them starts a goroutine that consumes
+// ring 3: do not read ring 3 yourself then.
+//
 // Backends: the software twin (package hwoffload/twin, examples/u50twin)
 // serves the same map from a shared file; package hwoffload/conformance
 // checks any Device against the contract. Not implemented yet: the PCIe
-// backend (Open("pci:...") returns ErrNotImplemented) and the general TOE /
-// UDP host path (the command ring and ring 3); REGISTERS.md says what is
-// missing.
+// backend (Open("pci:...") returns ErrNotImplemented); REGISTERS.md says
+// what is missing.
 package hwoffload

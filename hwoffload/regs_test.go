@@ -203,6 +203,44 @@ func TestRegistersDoc(t *testing.T) {
 		{fmt.Sprint(EndFIN), "FIN"}, {fmt.Sprint(EndRST), "RST"}, {fmt.Sprint(EndEvicted), "EVICTED"},
 		{fmt.Sprint(EndInput), "END_OF_INPUT"}, {fmt.Sprint(EndRestart), "RESTART"},
 	})
+
+	regRows := func(rs []Register, format string) (out [][]string) {
+		for _, r := range rs {
+			out = append(out, []string{fmt.Sprintf(format, r.Offset), r.Name, fmt.Sprint(r.Bits), string(r.Access)})
+		}
+		return out
+	}
+	check("Host path registers", table("Host path", 0, 4), regRows(HostRegisters, "0x%04X"))
+	check("Session registers", table("Host path", 1, 4), regRows(SessionRegisters, "+0x%02X"))
+	fieldRows := func(fs []Field) (out [][]string) {
+		for _, f := range fs {
+			r := []string{fmt.Sprint(f.Offset), f.Name, f.Type}
+			if f.Kind != 0 {
+				r = append([]string{fmt.Sprint(f.Kind)}, r...)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	check("ARP entry", table("Host path", 2, 3), fieldRows(ARPFields))
+	check("Command slot", table("Host path", 3, 3), fieldRows(CommandFields))
+	want = nil
+	for _, o := range Ops {
+		want = append(want, []string{fmt.Sprint(o.Op), o.Name})
+	}
+	check("Commands", table("Host path", 4, 2), want)
+	want = nil
+	for _, st := range HostStatuses {
+		want = append(want, []string{fmt.Sprint(uint16(st.Status)), st.Name})
+	}
+	check("Completion statuses", table("Host path", 5, 2), want)
+	check("Ring 3 kinds", table("Host path", 6, 2), [][]string{
+		{fmt.Sprint(KindCompletion), "COMPLETION"}, {fmt.Sprint(KindAccepted), "ACCEPTED"},
+		{fmt.Sprint(KindRecv), "RECV"}, {fmt.Sprint(KindPeerClosed), "PEER_CLOSED"}, {fmt.Sprint(KindUDPRecv), "UDP_RECV"},
+	})
+	check("Ring 3 records", table("Host path", 7, 4), fieldRows(HostRecordFields))
+	check("Host values", [][]string{{fmt.Sprint(CmdSlotBytes), fmt.Sprint(Sessions), fmt.Sprint(SessBufBytes),
+		fmt.Sprint(UDPAreaBytes), fmt.Sprint(MaxDatagram)}}, [][]string{{"64", "64", "32768", "65536", "1472"}})
 }
 
 // TestRegisterMap checks the map's invariants: registers inside the window,
@@ -230,6 +268,25 @@ func TestRegisterMap(t *testing.T) {
 			}
 			claim(fmt.Sprintf("RING%d_%s", k, r.Name), RingReg(k, r.Offset), r.Bits)
 		}
+	}
+	for _, r := range HostRegisters {
+		claim(r.Name, r.Offset, r.Bits)
+	}
+	for i := range Sessions {
+		for _, r := range SessionRegisters {
+			claim(fmt.Sprintf("SESS%d_%s", i, r.Name), SessReg(i, r.Offset), r.Bits)
+		}
+	}
+	for i := range MaxARPEntries {
+		for _, f := range ARPFields {
+			claim(fmt.Sprintf("ARP%d_%s", i, f.Name), ARPReg(i, f.Offset), 32)
+		}
+	}
+	for off := RegUDPPorts; off < RegListenPorts+PortBitmapSize; off += 4 {
+		claim("PORT_BITMAPS", off, 32)
+	}
+	if RegListenPorts != RegUDPPorts+PortBitmapSize || PortBitmapSize*8 != 65536 {
+		t.Error("port bitmaps")
 	}
 	if RegMagic != 0 || Magic != 0x31305754 || string([]byte{0x54, 0x57, 0x30, 0x31}) != "TW01" {
 		t.Error("MAGIC")

@@ -15,9 +15,8 @@ import (
 	"github.com/tickwire/tickwire/mirror"
 )
 
-// shadowWords covers every register below the end of the ring registers,
-// in 32-bit words.
-const shadowWords = (hwoffload.RegRing0 + hwoffload.NumRings*hwoffload.RingStride) / 4
+// shadowWords covers the register window, in 32-bit words.
+const shadowWords = hwoffload.WindowBytes / 4
 
 // ring is the engine's side of a result ring.
 type ring struct {
@@ -55,6 +54,7 @@ type engine struct {
 	paceMono    int64 // monotonic ns at which the frame of capture time paceCap was due
 	paceCap     int64
 
+	host    *hostPath
 	dec     *feed.Decoder
 	rings   [hwoffload.NumRings]ring
 	rxCyc   uint64 // CYCLES when the frame being handled was received
@@ -85,7 +85,10 @@ func newEngine(r *shm.Region, cfg Config) (*engine, error) {
 	for k := range e.rings {
 		e.rings[k] = ring{base: hwoffload.WindowBytes + k*ringBytes, slots: 1 << cfg.RingLog2}
 		for _, reg := range hwoffload.RingRegisters {
-			if reg.Access == hwoffload.RO {
+			// Ring 3's PROD and DROPPED are stored by the host path's
+			// goroutines, not remembered in the shadow.
+			hostOwned := k == hwoffload.RingHost && (reg.Offset == hwoffload.RingProd || reg.Offset == hwoffload.RingDropped)
+			if reg.Access == hwoffload.RO && !hostOwned {
 				reg.Offset = hwoffload.RingReg(k, reg.Offset)
 				e.roRegs = append(e.roRegs, reg)
 			}
@@ -93,6 +96,17 @@ func newEngine(r *shm.Region, cfg Config) (*engine, error) {
 		e.set64(hwoffload.RingReg(k, hwoffload.RingBase), uint64(e.rings[k].base))
 		e.set32(hwoffload.RingReg(k, hwoffload.RingLog2Slots), uint32(cfg.RingLog2))
 		e.set32(hwoffload.RingReg(k, hwoffload.RingSlotBytes), hwoffload.SlotBytes)
+	}
+	e.host = newHostPath(e, cfg.Link, hwoffload.WindowBytes+hwoffload.NumRings*ringBytes)
+	for _, reg := range hwoffload.HostRegisters {
+		switch reg.Offset {
+		case hwoffload.RegCmdCons, hwoffload.RegUDPRxProd, hwoffload.RegUDPRxDropped, hwoffload.RegHostRefused:
+			// written by the host path's goroutines, not remembered
+		default:
+			if reg.Access == hwoffload.RO {
+				e.roRegs = append(e.roRegs, reg)
+			}
+		}
 	}
 	e.cfgRegs = []int{hwoffload.RegIPAddr, hwoffload.RegNetmask, hwoffload.RegGateway, hwoffload.RegMACHi,
 		hwoffload.RegMACLo, hwoffload.RegMirrorCtrl, hwoffload.RegMirrorServerIP, hwoffload.RegMirrorServerPort,
@@ -151,7 +165,7 @@ func (e *engine) updateStatus() {
 	if e.running {
 		s |= hwoffload.StatusRunning
 	}
-	if e.input != nil && !e.inputFailed {
+	if e.input != nil && !e.inputFailed || e.cfg.Link != nil {
 		s |= hwoffload.StatusLinkUp
 	}
 	if e.inputDone {
@@ -235,9 +249,10 @@ func (e *engine) poll() {
 		e.paced = false
 		e.updateStatus()
 	}
-	for k := range e.rings {
+	for k := range hwoffload.RingHost {
 		e.syncCons(k)
 	}
+	e.host.poll()
 }
 
 // validConfig reports whether v may be written into configuration
@@ -279,6 +294,7 @@ func (e *engine) syncCons(k int) {
 // reset clears the tables, rings, counters, latency and ERROR; it keeps
 // the configuration, BASE and the input's position.
 func (e *engine) reset() {
+	e.host.reset() // first: its goroutines write ring 3
 	dec, err := feed.New(e.cfg.Feed, e)
 	if err == nil { // it was accepted by newEngine
 		e.dec = dec

@@ -29,9 +29,16 @@
 // Every decoding error feed reports (feed.ErrorHandler) becomes a decode
 // error record with its stream offset and code (DecodeErrorCode).
 //
-// What the card does and the twin does not yet: the general TOE, UDP, ARP
-// and ICMP (the host path: ARP_COUNT stays 0, ring 3 stays empty) and live
-// input.
+// With Config.Link the twin has a network port: a tickwire.Stack on it
+// (IP, ARP, ICMP, UDP and the general TOE, made with IP_ADDR, NETMASK,
+// GATEWAY and MAC when the first host-path command runs) serves the command
+// ring, each session with a reader and a writer goroutine; ARP_COUNT and the
+// ARP table are refreshed every 10 ms. A later change of IP_ADDR or MAC does
+// not reach that stack (it lives until Close; RESET closes the sessions,
+// listeners and UDP ports, not the stack, so its ARP table stays).
+//
+// What the card does and the twin does not yet: live mirror input (the
+// mirror TOE reads a frame.Source such as a pcap, not the network port).
 package twin
 
 import (
@@ -47,6 +54,7 @@ import (
 	"github.com/tickwire/tickwire/hwoffload"
 	"github.com/tickwire/tickwire/internal/shm"
 	"github.com/tickwire/tickwire/link/frame"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
 // Defaults for Config.
@@ -82,6 +90,13 @@ type Config struct {
 	// Addr gives IP_ADDR and NETMASK their initial values (a host write
 	// before RUN wins). Optional.
 	Addr netip.Prefix
+	// Link is the host path's network port (a link/tap endpoint, one end
+	// of a link/pipe): the twin's general TOE and UDP, a tickwire.Stack
+	// made on it with IP_ADDR, NETMASK, GATEWAY and MAC_HI/LO when the
+	// first host-path command runs, serve the command ring. The Twin owns
+	// it from New on (Close closes it). nil: host-path commands complete
+	// with NO_HOST_PATH.
+	Link gstack.LinkEndpoint
 	// Feed bounds the mirror TOE and the FAST decoder (flows, buffers).
 	Feed feed.Config
 	// Batch is the number of frames read at once (DefaultBatch when 0,
@@ -124,7 +139,7 @@ func New(cfg Config) (*Twin, error) {
 		return nil, fmt.Errorf("%w: Addr %v is not IPv4", ErrConfig, cfg.Addr)
 	}
 	ringBytes := (1 << cfg.RingLog2) * hwoffload.SlotBytes
-	size := hwoffload.WindowBytes + hwoffload.NumRings*ringBytes
+	size := hwoffload.WindowBytes + hwoffload.NumRings*ringBytes + hostBytes
 	var (
 		r   *shm.Region
 		err error
@@ -164,6 +179,7 @@ func (t *Twin) Close() error {
 	t.closeOnce.Do(func() {
 		close(t.stop)
 		<-t.done
+		t.eng.host.closeAll()
 		t.err = t.region.Close()
 	})
 	return t.err
