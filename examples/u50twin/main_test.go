@@ -82,7 +82,7 @@ func TestRun(t *testing.T) {
 
 func TestRunErrors(t *testing.T) {
 	for _, args := range [][]string{
-		{}, {"-region", "x"}, {"-pcap", "x"}, {"-region", "x", "-pcap", "x", "-tap", "tw0"},
+		{}, {"-region", "x"}, {"-pcap", "x"}, {"-region", "x", "-pcap", "x", "-tap", "tw0"}, {"-region", "x", "-tap", "tw0", "-host", "bad"},
 		{"-region", filepath.Join(t.TempDir(), "r"), "-pcap", "/nonexistent.pcap"},
 		{"-bogus"},
 	} {

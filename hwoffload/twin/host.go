@@ -47,6 +47,7 @@ type session struct {
 	conn     *tickwire.TCPConn
 	sends    []pendingSend // guarded by mu
 	closing  bool          // guarded by mu: CLOSE issued or RESET
+	abort    bool          // guarded by mu: RESET: close without sending what is queued
 	closeTag uint32        // guarded by mu: the CLOSE command's tag, when closeCmd
 	closeCmd bool          // guarded by mu
 	cancel   context.CancelFunc
@@ -450,7 +451,7 @@ func (h *hostPath) listen(st *tickwire.Stack, c hwoffload.Command) {
 // establish fills session s's registers for conn; called with h.mu held.
 func (h *hostPath) establish(s *session, conn *tickwire.TCPConn, state uint32) {
 	s.mu.Lock()
-	s.conn, s.closing, s.closeCmd, s.sends = conn, false, false, s.sends[:0]
+	s.conn, s.closing, s.abort, s.closeCmd, s.sends = conn, false, false, false, s.sends[:0]
 	s.mu.Unlock()
 	lp := conn.LocalAddr().(*net.TCPAddr).AddrPort()
 	rp := conn.RemoteAddr().(*net.TCPAddr).AddrPort()
@@ -554,8 +555,12 @@ func (h *hostPath) writer(s *session) {
 		for len(s.sends) == 0 && !s.closing {
 			s.cond.Wait()
 		}
-		if s.closing {
+		if s.abort || s.closing && len(s.sends) == 0 {
+			// CLOSE: every byte SENT before it is out; the FIN follows.
+			// RESET: at once.
+			conn := s.conn
 			s.mu.Unlock()
+			conn.Close()
 			return
 		}
 		p := s.sends[0]
@@ -583,6 +588,7 @@ func (h *hostPath) writer(s *session) {
 				s.cond.Wait()
 			}
 			s.mu.Unlock()
+			conn.Close()
 			return
 		}
 	}
@@ -600,7 +606,7 @@ func (h *hostPath) open(st *tickwire.Stack, c hwoffload.Command) {
 	s := h.sess[c.Session]
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	s.mu.Lock()
-	s.cancel, s.closing, s.closeCmd, s.conn = cancel, false, false, nil
+	s.cancel, s.closing, s.abort, s.closeCmd, s.conn = cancel, false, false, false, nil
 	s.mu.Unlock()
 	h.set32(hwoffload.SessReg(s.id, hwoffload.SessRemoteIP), c.IP)
 	h.set32(hwoffload.SessReg(s.id, hwoffload.SessRemotePort), uint32(c.Port))
@@ -645,16 +651,15 @@ func (h *hostPath) close(c hwoffload.Command) {
 		return
 	}
 	s.closing, s.closeCmd, s.closeTag = true, true, c.Tag
-	conn, cancel := s.conn, s.cancel
+	cancel := s.cancel
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	h.set32(hwoffload.SessReg(s.id, hwoffload.SessState), hwoffload.SessClosing)
 	if cancel != nil {
 		cancel()
 	}
-	if conn != nil {
-		conn.Close() // the reader and writer return; start's goroutine completes the CLOSE
-	}
+	// The writer sends what SEND queued, then closes the connection; the
+	// reader then returns, and start's goroutine completes the CLOSE.
 }
 
 func (h *hostPath) send(c hwoffload.Command) {
@@ -773,7 +778,7 @@ func (h *hostPath) shutdown() {
 	}
 	for _, s := range h.sess {
 		s.mu.Lock()
-		s.closing, s.closeCmd = true, false
+		s.closing, s.abort, s.closeCmd = true, true, false
 		conn, cancel := s.conn, s.cancel
 		s.cond.Broadcast()
 		s.mu.Unlock()
