@@ -15,8 +15,8 @@ import (
 )
 
 var (
-	// ErrNotImplemented is returned by Open for a backend that does not
-	// exist yet (pci:).
+	// ErrNotImplemented is wrapped by OpenPCI's error where the card's DMA
+	// memory cannot be set up on this system (VFIO is Linux only).
 	ErrNotImplemented = errors.New("hwoffload: backend not implemented yet")
 	// ErrSpec is wrapped by Open's error for a spec it cannot parse.
 	ErrSpec = errors.New("hwoffload: bad device spec")
@@ -42,6 +42,7 @@ func (e *EngineError) Error() string {
 type Device struct {
 	r     *shm.Region
 	rings [NumRings]Ring
+	dma   *dmaBuffer // the card's result rings, nil when they are in r
 
 	hostOnce sync.Once
 	hostc    *hostClient // set in hostOnce
@@ -55,8 +56,9 @@ const waitPoll = 100 * time.Microsecond
 // Open opens the device that spec names:
 //
 //	twin:PATH   a software twin's region file, e.g. twin:/dev/shm/u50
-//	pci:BDF     the card at PCI address BDF, e.g. pci:0000:65:00.0 (not
-//	            implemented yet: ErrNotImplemented)
+//	pci:BDF     the card at PCI address BDF, e.g. pci:0000:65:00.0: its
+//	            BAR0 mapped from SysfsRoot/bus/pci/devices/BDF/resource0
+//	            (see OpenPCI)
 //
 // If the region exists but its MAGIC is still 0 (the twin is starting),
 // Open waits for it until ctx is done.
@@ -78,7 +80,7 @@ func Open(ctx context.Context, spec string) (*Device, error) {
 		}
 		return d, nil
 	case "pci":
-		return nil, fmt.Errorf("%w: %s", ErrNotImplemented, spec)
+		return OpenPCI(ctx, arg)
 	}
 	return nil, fmt.Errorf("%w: %q (want twin:PATH or pci:BDF)", ErrSpec, spec)
 }
@@ -87,6 +89,12 @@ func Open(ctx context.Context, spec string) (*Device, error) {
 // twin in this process: its Region().Map()). On success the Device takes
 // ownership of r and closes it in Close.
 func OpenRegion(ctx context.Context, r *shm.Region) (*Device, error) {
+	return openRegion(ctx, r, nil)
+}
+
+// openRegion is OpenRegion; with dma, the rings' BASE registers are IOVAs
+// in dma instead of offsets in r.
+func openRegion(ctx context.Context, r *shm.Region, dma *dmaBuffer) (*Device, error) {
 	if r.Len() < WindowBytes {
 		return nil, fmt.Errorf("%w: %d bytes, under the %d of the register window", ErrBadRegion, r.Len(), WindowBytes)
 	}
@@ -101,15 +109,21 @@ func OpenRegion(ctx context.Context, r *shm.Region) (*Device, error) {
 	if v := r.Load32(RegVersion); v != Version {
 		return nil, fmt.Errorf("%w: VERSION %d, this driver knows %d", ErrBadRegion, v, Version)
 	}
-	d := &Device{r: r}
+	d := &Device{r: r, dma: dma}
 	type span struct{ lo, hi uint64 }
 	var spans []span
 	for k := range NumRings {
 		base := r.Load64(RingReg(k, RingBase))
 		log2 := r.Load32(RingReg(k, RingLog2Slots))
 		sb := r.Load32(RingReg(k, RingSlotBytes))
-		if log2 < MinLog2Slots || log2 > MaxLog2Slots || sb != SlotBytes || base < WindowBytes ||
-			base%RingAlign != 0 || !r.InRange(base, uint64(SlotBytes)<<log2) {
+		mem, off := r.Bytes(), base
+		inRange := base >= WindowBytes && r.InRange(base, uint64(SlotBytes)<<log2)
+		if dma != nil {
+			mem, off = dma.mem, base-dma.iova
+			inRange = base >= dma.iova && off <= uint64(len(mem)) && uint64(SlotBytes)<<log2 <= uint64(len(mem))-off
+		}
+		if log2 < MinLog2Slots || log2 > MaxLog2Slots || sb != SlotBytes ||
+			base%RingAlign != 0 || !inRange {
 			return nil, fmt.Errorf("%w: ring %d: BASE %#x, LOG2_SLOTS %d, SLOT_BYTES %d in a region of %d bytes",
 				ErrBadRegion, k, base, log2, sb, r.Len())
 		}
@@ -120,7 +134,7 @@ func OpenRegion(ctx context.Context, r *shm.Region) (*Device, error) {
 			}
 		}
 		spans = append(spans, s)
-		d.rings[k] = Ring{d: d, k: k, base: int(base), slots: 1 << log2}
+		d.rings[k] = Ring{d: d, k: k, mem: mem, base: int(off), slots: 1 << log2}
 		d.rings[k].sync()
 	}
 	return d, nil
@@ -131,7 +145,11 @@ func OpenRegion(ctx context.Context, r *shm.Region) (*Device, error) {
 func (d *Device) Close() error {
 	d.hostOnce.Do(func() {}) // no host path after Close
 	d.closeHost()
-	return d.r.Close()
+	err := d.r.Close()
+	if d.dma != nil {
+		d.dma.close()
+	}
+	return err
 }
 
 // Read32 returns the 32-bit register at window offset off (a multiple of 4

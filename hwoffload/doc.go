@@ -35,7 +35,7 @@
 //
 // Backends: the software twin (package hwoffload/twin, examples/u50twin)
 // serves the same map from a shared file; package hwoffload/conformance
-// checks any Device against the contract. Not implemented yet: the PCIe
-// backend (Open("pci:...") returns ErrNotImplemented); REGISTERS.md says
-// what is missing.
+// checks any Device against the contract. The PCIe backend (OpenPCI,
+// Open("pci:BDF")) maps BAR0 through sysfs and places the rings in VFIO DMA
+// memory; REGISTERS.md says what of it is untested without a card.
 package hwoffload

@@ -13,7 +13,8 @@ import (
 type Ring struct {
 	d       *Device
 	k       int
-	base    int
+	mem     []byte // the memory holding the slots: the region, or the card's DMA buffer
+	base    int    // slot 0's offset in mem
 	slots   uint32
 	cons    uint32 // CONS as this consumer last stored it
 	held    bool   // the slot at cons was returned and not yet released
@@ -61,7 +62,7 @@ func (r *Ring) Read() (s Slot, lost uint64, ok bool) {
 		}
 	}
 	off := r.base + int(r.cons&(r.slots-1))*SlotBytes
-	s = Slot(rd.Bytes()[off : off+SlotBytes : off+SlotBytes])
+	s = Slot(r.mem[off : off+SlotBytes : off+SlotBytes])
 	seq := s.Seq()
 	if r.known && seq > r.nextSeq {
 		lost = seq - r.nextSeq
