@@ -279,8 +279,10 @@ func recordSession(t *testing.T) (string, Stats) {
 		}
 		if ops[i].Op == OpSendImm {
 			// No buffer yet: RNR NAKs until one is posted.
-			for db.Stats().RNRNAKsSent == 0 {
-				time.Sleep(time.Millisecond)
+			for deadline := time.Now().Add(30 * time.Second); db.Stats().RNRNAKsSent == 0; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("no RNR NAK")
+				}
 			}
 			for range 2 {
 				if err := qb.PostRecv(RecvWR{Local: rmr, Offset: 2048, Length: 1024}); err != nil {
