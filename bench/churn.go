@@ -73,12 +73,12 @@ func setupChurnMemory(p params) (*pair, error) {
 	return &pair{
 		tickwire: func() (sample, error) { return churnMemory(churnCycles(p)) },
 		baseline: func() (sample, error) {
-			cs, perConn, err := openConns(idle, 0)
+			cs, cost, err := openConns(idle, 0, false)
 			if err != nil {
 				return sample{}, err
 			}
 			cs.close()
-			return sample{value: perConn}, nil
+			return sample{value: cost.heap}, nil
 		},
 		close: func() {},
 	}, nil

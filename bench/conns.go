@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tickwire/tickwire"
 )
 
 const (
@@ -23,42 +26,66 @@ const (
 )
 
 // connSet is n established connections between two tickwire stacks over
-// link/pipe, a reader goroutine per server side counting what it reads.
+// link/pipe, the server side counting what it reads: a reader goroutine
+// per connection, or a Stack.ServeTCP handler.
 type connSet struct {
 	sp       *stackPair
-	srv      *tcpServer
+	srv      *tcpServer            // reader goroutines
+	ln       *tickwire.TCPListener // ServeTCP
 	clients  []net.Conn
 	received atomic.Int64
 	accepted sync.WaitGroup
 }
 
-// openConns establishes n connections and reports the heap growth per
-// connection (both ends and the reader goroutine's heap objects; goroutine
-// stacks are not heap), measured after a GC before and after.
-func openConns(n, queueLen int) (*connSet, float64, error) {
+// connCost is what one established, idle connection costs, both ends and
+// the server's reader (goroutine or handler) counted, in bytes: heap
+// objects, and goroutine stacks (see goroutineStacks).
+type connCost struct{ heap, stack float64 }
+
+// openConns establishes n connections, the server reading with a
+// goroutine per connection or (handler) a ServeTCP handler, and reports
+// the memory growth per connection, measured after a GC before and after.
+func openConns(n, queueLen int, handler bool) (*connSet, connCost, error) {
 	sp, err := newStackPair(max(n, minConnsCap), queueLen, false)
 	if err != nil {
-		return nil, 0, err
-	}
-	ln, err := sp.server.ListenTCP(connsServer)
-	if err != nil {
-		sp.Close()
-		return nil, 0, err
+		return nil, connCost{}, err
 	}
 	cs := &connSet{sp: sp, clients: make([]net.Conn, n)}
 	heap0 := heapAlloc()
+	g0 := runtime.NumGoroutine()
 	cs.accepted.Add(n)
-	cs.srv = serveTCP(ln, func(c net.Conn) {
-		cs.accepted.Done()
-		buf := make([]byte, manyChunk)
-		for {
-			k, err := c.Read(buf)
-			cs.received.Add(int64(k))
-			if err != nil {
-				return
+	if handler {
+		cs.ln, err = sp.server.ServeTCP(connsServer, func(_ *tickwire.TCPConn, data []byte, _ error) {
+			cs.received.Add(int64(len(data)))
+		})
+		go func() { // a handler runs only when bytes arrive: count accepts from the Stats
+			for sp.server.Stats().ConnsAccepted < uint64(n) {
+				time.Sleep(time.Millisecond)
 			}
+			for range n {
+				cs.accepted.Done()
+			}
+		}()
+	} else {
+		var ln *tickwire.TCPListener
+		if ln, err = sp.server.ListenTCP(connsServer); err == nil {
+			cs.srv = serveTCP(ln, func(c net.Conn) {
+				cs.accepted.Done()
+				buf := make([]byte, manyChunk)
+				for {
+					k, err := c.Read(buf)
+					cs.received.Add(int64(k))
+					if err != nil {
+						return
+					}
+				}
+			})
 		}
-	})
+	}
+	if err != nil {
+		sp.Close()
+		return nil, connCost{}, err
+	}
 	dial := tickwireDial(sp.client, serverPrefix.Addr(), connsServer)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -85,7 +112,7 @@ func openConns(n, queueLen int) (*connSet, float64, error) {
 	select {
 	case err := <-errs:
 		cs.close()
-		return nil, 0, err
+		return nil, connCost{}, err
 	default:
 	}
 	waited := make(chan struct{})
@@ -94,10 +121,13 @@ func openConns(n, queueLen int) (*connSet, float64, error) {
 	case <-waited:
 	case <-time.After(30 * time.Second):
 		cs.close()
-		return nil, 0, fmt.Errorf("only some of %d connections were accepted", n)
+		return nil, connCost{}, fmt.Errorf("only some of %d connections were accepted", n)
 	}
-	perConn := float64(int64(heapAlloc())-int64(heap0)) / float64(n)
-	return cs, perConn, nil
+	heap1 := heapAlloc()
+	return cs, connCost{
+		heap:  float64(int64(heap1)-int64(heap0)) / float64(n),
+		stack: goroutineStacks(runtime.NumGoroutine()-g0) / float64(n),
+	}, nil
 }
 
 // close closes the stacks first: Stack.Close resets every connection at
@@ -113,11 +143,39 @@ func (cs *connSet) close() {
 	if cs.srv != nil {
 		cs.srv.stop()
 	}
+	if cs.ln != nil {
+		cs.ln.Close()
+	}
+}
+
+// goroutineStacks estimates the stack memory of n goroutines: n times the
+// size the runtime gives a new goroutine's stack, which it sets at each
+// collection to the average stack size it scanned
+// (/gc/stack/starting-size:bytes). A delta of StackInuse cannot tell: a
+// new goroutine takes a stack that an earlier round's goroutines freed in
+// spans still counted (100 readers added 0 bytes), and a collection
+// shrinks the stacks of goroutines that use little of theirs.
+func goroutineStacks(n int) float64 {
+	m := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindUint64 {
+		return float64(n * 8 << 10) // the runtime's fixed start before Go 1.19
+	}
+	return float64(n) * float64(m[0].Value.Uint64())
 }
 
 // heapAlloc returns the live heap after a collection; closed stacks and
-// their goroutines are given a moment to let go of their memory first.
+// their goroutines are given a moment to let go of their memory first:
+// goroutines still exiting (an earlier round's readers) get up to a
+// second to go, so that they do not leave between two readings.
 func heapAlloc() uint64 {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+		n := runtime.NumGoroutine()
+		time.Sleep(20 * time.Millisecond)
+		if runtime.NumGoroutine() >= n {
+			break
+		}
+	}
 	runtime.GC()
 	time.Sleep(50 * time.Millisecond)
 	runtime.GC()
@@ -182,42 +240,59 @@ func manyConnsThroughput(cs *connSet, dur time.Duration) (sample, error) {
 	return s, nil
 }
 
-// connMemory keeps the per-connection heap figures that tcp_10k_conns
-// measured while opening its connections, by connection count, so that
-// tcp_10k_conns_mem reuses them instead of opening 10,000 connections
-// again when both run.
-var connMemory = map[int][]float64{}
+// connMemory keeps the per-connection memory that tcp_10k_conns measured
+// while opening its connections, by connection count, so that
+// tcp_10k_conns_mem and tcp_10k_conns_stack reuse it instead of opening
+// 10,000 connections again when they run together.
+var connMemory = map[int][]connCost{}
 
-func setupManyConns(p params) (*pair, error) {
-	side := func(n int) func() (sample, error) {
-		return func() (sample, error) {
-			cs, perConn, err := openConns(n, manyQueueLen)
-			if err != nil {
-				return sample{}, err
+// setupManyConns builds tcp_10k_conns, or with handler
+// tcp_10k_conns_handler.
+func setupManyConns(handler bool) func(p params) (*pair, error) {
+	return func(p params) (*pair, error) {
+		side := func(n int) func() (sample, error) {
+			return func() (sample, error) {
+				cs, cost, err := openConns(n, manyQueueLen, handler)
+				if err != nil {
+					return sample{}, err
+				}
+				defer cs.close()
+				if !handler {
+					connMemory[n] = append(connMemory[n], cost)
+				}
+				return manyConnsThroughput(cs, p.dur)
 			}
-			defer cs.close()
-			connMemory[n] = append(connMemory[n], perConn)
-			return manyConnsThroughput(cs, p.dur)
 		}
+		return &pair{tickwire: side(p.conns), baseline: side(p.fewConns), close: func() {}}, nil
 	}
-	return &pair{tickwire: side(p.conns), baseline: side(p.fewConns), close: func() {}}, nil
 }
 
-func setupManyConnsMemory(p params) (*pair, error) {
-	side := func(n int) func() (sample, error) {
-		round := 0
-		return func() (sample, error) {
-			round++
-			if m := connMemory[n]; round <= len(m) {
-				return sample{value: m[round-1] / 1024}, nil
-			}
-			cs, perConn, err := openConns(n, manyQueueLen)
-			if err != nil {
-				return sample{}, err
-			}
-			cs.close()
-			return sample{value: perConn / 1024}, nil
+// setupManyConnsMemory builds tcp_10k_conns_mem (the heap) or, with stack,
+// tcp_10k_conns_stack (the goroutine stacks), in KiB per connection.
+func setupManyConnsMemory(stack bool) func(p params) (*pair, error) {
+	pick := func(c connCost) sample {
+		if stack {
+			return sample{value: c.stack / 1024}
 		}
+		return sample{value: c.heap / 1024}
 	}
-	return &pair{tickwire: side(p.conns), baseline: side(p.fewConns), close: func() {}}, nil
+	return func(p params) (*pair, error) {
+		side := func(n int) func() (sample, error) {
+			round := 0
+			return func() (sample, error) {
+				round++
+				if m := connMemory[n]; round <= len(m) {
+					return pick(m[round-1]), nil
+				}
+				cs, cost, err := openConns(n, manyQueueLen, false)
+				if err != nil {
+					return sample{}, err
+				}
+				cs.close()
+				connMemory[n] = append(connMemory[n], cost)
+				return pick(cost), nil
+			}
+		}
+		return &pair{tickwire: side(p.conns), baseline: side(p.fewConns), close: func() {}}, nil
+	}
 }

@@ -173,7 +173,16 @@ var measures = []measure{
 			"what arrives during the sample. The pipe queues up to 65536 frames per direction (its " +
 			"default 1024 overflows under this load and the drops turn into retransmission timeouts). " +
 			"Allocations are per 16 KiB write.",
-		setup: setupManyConns,
+		setup: setupManyConns(false),
+	},
+	{
+		name: "tcp_10k_conns_handler", unit: "Gb/s", better: higher,
+		baselineName: "tickwire handlers, 100 connections",
+		doc: "tcp_10k_conns with the server reading through the handler API: a Stack.ServeTCP " +
+			"handler counts what arrives instead of a reader goroutine per connection (stock mode, " +
+			"so each handler runs on its connection's goroutine). Baseline: the same with 100 " +
+			"connections.",
+		setup: setupManyConns(true),
 	},
 	{
 		name: "tcp_10k_conns_mem", unit: "KiB/conn", better: lower,
@@ -181,7 +190,18 @@ var measures = []measure{
 		doc: "Go heap growth (after GC) per established, idle connection, both ends and the " +
 			"server's reader goroutine counted, with 10,000 connections and with 100. Goroutine " +
 			"stacks are not heap and not included.",
-		setup: setupManyConnsMemory,
+		setup: setupManyConnsMemory(false),
+	},
+	{
+		name: "tcp_10k_conns_stack", unit: "KiB/conn", better: lower,
+		baselineName: "tickwire, 100 connections",
+		doc: "Goroutine stack memory per established, idle connection, measured with " +
+			"tcp_10k_conns_mem: the goroutines the connections added (the server's reader is the " +
+			"one goroutine a connection has) times the stack the runtime gives a new goroutine " +
+			"(/gc/stack/starting-size:bytes, the average stack size it scanned at the last " +
+			"collection). Heap plus stacks, both ends, is what the issue's goal (at most twice " +
+			"the configured buffers, 2 x 64 KiB) bounds.",
+		setup: setupManyConnsMemory(true),
 	},
 	{
 		name: "tap_tcp_rtt_64B", unit: "us", better: lower, latency: true, quick: true,
