@@ -170,3 +170,7 @@ func SetFloodGate(ln *TCPListener, rate, burst int) {
 	g.cost = 1e9 / int64(rate)
 	g.maxCredit = int64(burst) * g.cost
 }
+
+// HasNetstackEndpoint reports whether c has made its netstack endpoint
+// (UDPConn.endpoint).
+func HasNetstackEndpoint(c *UDPConn) bool { return c.nsep.Load() != nil }

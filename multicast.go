@@ -120,7 +120,12 @@ func (c *UDPConn) JoinGroup(group netip.Addr) error {
 			return c.opError("join", groupAddr(group), ErrTooManyGroups)
 		}
 	}
-	if err := c.ep.SetSockOpt(&tcpip.AddMembershipOption{NIC: nicID, MulticastAddr: g}); err != nil {
+	// netstack's endpoint holds the membership: IGMP reports and answers.
+	e, err := c.endpoint()
+	if err != nil {
+		return c.opError("join", groupAddr(group), err)
+	}
+	if err := e.ep.SetSockOpt(&tcpip.AddMembershipOption{NIC: nicID, MulticastAddr: g}); err != nil {
 		return c.opError("join", groupAddr(group), convertError(err))
 	}
 	t.setMembershipLocked(key, c)
@@ -147,7 +152,11 @@ func (c *UDPConn) LeaveGroup(group netip.Addr) error {
 		return c.opError("leave", groupAddr(group), syscall.EADDRNOTAVAIL)
 	}
 	t.setMembershipLocked(key, nil) // stop delivery first
-	if err := c.ep.SetSockOpt(&tcpip.RemoveMembershipOption{NIC: nicID, MulticastAddr: g}); err != nil {
+	e, err := c.endpoint()          // it exists: JoinGroup created it
+	if err != nil {
+		return c.opError("leave", groupAddr(group), err)
+	}
+	if err := e.ep.SetSockOpt(&tcpip.RemoveMembershipOption{NIC: nicID, MulticastAddr: g}); err != nil {
 		return c.opError("leave", groupAddr(group), convertError(err))
 	}
 	return nil
@@ -160,10 +169,12 @@ func (c *UDPConn) SetMulticastTTL(ttl int) error {
 	if ttl < 0 || ttl > 255 {
 		return c.opError("set", nil, syscall.EINVAL)
 	}
-	if err := c.ep.SetSockOptInt(tcpip.MulticastTTLOption, ttl); err != nil {
-		return c.opError("set", nil, convertError(err))
+	err := c.setOption(func() { c.mcastTTL.Store(uint32(ttl) + 1) }, func(ep tcpip.Endpoint) tcpip.Error {
+		return ep.SetSockOptInt(tcpip.MulticastTTLOption, ttl)
+	})
+	if err != nil {
+		return c.opError("set", nil, err)
 	}
-	c.mcastTTL.Store(uint32(ttl) + 1)
 	return nil
 }
 
@@ -182,8 +193,10 @@ func (c *UDPConn) multicastTTL() uint8 {
 // path of unicast sends (a cached route, no allocation); with it on, they go
 // through netstack's endpoint, which loops them back.
 func (c *UDPConn) SetMulticastLoopback(on bool) {
-	c.ep.SocketOptions().SetMulticastLoop(on)
-	c.mcastLoop.Store(on)
+	c.setOption(func() { c.mcastLoop.Store(on) }, func(ep tcpip.Endpoint) tcpip.Error {
+		ep.SocketOptions().SetMulticastLoop(on)
+		return nil
+	})
 }
 
 func groupAddr(group netip.Addr) net.Addr {

@@ -22,13 +22,19 @@ type deadline struct {
 	ch chan struct{}
 }
 
-func newDeadline() deadline { return deadline{ch: make(chan struct{})} }
+// newDeadline returns a deadline whose channel is made when first needed,
+// so that a socket that never reads or writes (a UDP listener with a
+// handler) does not pay for one.
+func newDeadline() deadline { return deadline{} }
 
 // expired returns the channel to wait on; it is valid across set calls that
 // only move the deadline.
 func (d *deadline) expired() <-chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.ch == nil {
+		d.ch = make(chan struct{})
+	}
 	return d.ch
 }
 
@@ -47,6 +53,9 @@ func (d *deadline) set(t time.Time) {
 	}
 	if t.IsZero() {
 		return
+	}
+	if d.ch == nil {
+		d.ch = make(chan struct{})
 	}
 	ch := d.ch
 	if dur := time.Until(t); dur <= 0 {
@@ -103,13 +112,19 @@ type sock struct {
 }
 
 func (k *sock) init(wq *waiter.Queue, ep tcpip.Endpoint, cfg *Config) {
+	k.initReadOnly(wq, ep, cfg)
+	k.writeEntry, k.writeCh = waiter.NewChannelEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
+	wq.EventRegister(&k.writeEntry)
+}
+
+// initReadOnly is init for a socket that never waits to write (a UDPConn,
+// whose writes never block): writeCh stays nil, sparing a channel.
+func (k *sock) initReadOnly(wq *waiter.Queue, ep tcpip.Endpoint, cfg *Config) {
 	k.ep, k.wq, k.busyPoll, k.lockThread = ep, wq, cfg.BusyPoll, cfg.LockOSThread
 	k.rd, k.wd = newDeadline(), newDeadline()
 	k.done = make(chan struct{})
 	k.readEntry, k.readCh = waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
-	k.writeEntry, k.writeCh = waiter.NewChannelEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
 	wq.EventRegister(&k.readEntry)
-	wq.EventRegister(&k.writeEntry)
 }
 
 // handlerLoop is the body of a handler's own goroutine: it calls run
@@ -159,9 +174,13 @@ func (k *sock) shut() bool {
 		return false
 	}
 	close(k.done)
-	k.ep.Close()
+	if k.ep != nil { // a UDPConn's is its own (UDPConn.endpoint)
+		k.ep.Close()
+	}
 	k.wq.EventUnregister(&k.readEntry)
-	k.wq.EventUnregister(&k.writeEntry)
+	if k.writeCh != nil {
+		k.wq.EventUnregister(&k.writeEntry)
+	}
 	k.rd.stop()
 	k.wd.stop()
 	return true

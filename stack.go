@@ -249,6 +249,7 @@ func (s *Stack) Close() error {
 		s.closed.Store(true)
 		close(s.done)
 		s.st.Close()
+		s.wire.udp.close()
 		s.st.Wait()
 		s.wire.frags.close()
 		if s.wire.tw != nil {

@@ -47,12 +47,17 @@ type UDPHandler func(c *UDPConn, payload []byte, from netip.AddrPort)
 //
 // Lock order (OnReceive installs the handler under readMu; the user's
 // UDPHandler runs holding recv.mu, and its writes through netstack take
-// writeMu; routeMu is taken on a route cache miss):
+// epMu while the netstack endpoint is made, then writeMu; reads through
+// netstack take its readMu; routeMu is taken on a route cache miss;
+// JoinGroup takes epMu under the table's mcastMu):
 //
 //	UDPConn.readMu
 //	  UDPConn.recv.mu
+//	    netstackEP.readMu
 //	    the user's UDPHandler
-//	      UDPConn.writeMu, UDPConn.routeMu
+//	      udpTable.mcastMu
+//	        UDPConn.epMu
+//	      netstackEP.writeMu, UDPConn.routeMu
 type UDPConn struct {
 	sock
 	s     *Stack
@@ -67,7 +72,8 @@ type UDPConn struct {
 	remote     tcpip.Address
 	remotePort uint16
 
-	ring *udpRing
+	queue waiter.Queue // sock.wq
+	ring  udpRing
 	// tos is the IPv4 TOS byte of the datagrams sent directly (SetTOS).
 	tos atomic.Uint32
 	// rx is the receive time of the datagram the handler is handling or
@@ -82,8 +88,6 @@ type UDPConn struct {
 	mcastLoop atomic.Bool
 
 	readMu sync.Mutex
-	// +checklocks:readMu
-	rw tcpip.SliceWriter
 
 	// recv is OnReceive's state.
 	recv struct {
@@ -92,9 +96,7 @@ type UDPConn struct {
 		// mu serialises handler calls.
 		mu sync.Mutex
 		// +checklocks:mu
-		buf []byte // for datagrams read from the netstack endpoint
-		// +checklocks:mu
-		w tcpip.SliceWriter
+		buf []byte // for datagrams read from the ring and the netstack endpoint
 	}
 
 	// routes caches the routes to the last destinations written to; writes
@@ -102,16 +104,13 @@ type UDPConn struct {
 	routes  [udpRouteCache]atomic.Pointer[udpRoute]
 	routeMu sync.Mutex
 	// +checklocks:routeMu
-	nextRoute int          // the entry the next miss replaces
-	hup       waiter.Entry // drops the routes when netstack closes the endpoint
+	nextRoute int // the entry the next miss replaces
 
-	// The netstack endpoint's write state, for the datagrams direct delivery
-	// does not send (broadcast, local).
-	writeMu sync.Mutex
-	// +checklocks:writeMu
-	wr bytes.Reader
-	// +checklocks:writeMu
-	to tcpip.FullAddress
+	// nsep is the netstack endpoint, nil until the socket first needs one
+	// (endpoint); epMu serialises its creation, its closing and the
+	// options applied to it.
+	nsep atomic.Pointer[netstackEP]
+	epMu sync.Mutex
 }
 
 var (
@@ -119,53 +118,155 @@ var (
 	_ net.Conn       = (*UDPConn)(nil)
 )
 
-// endpointClosed drops a UDPConn's cached routes when its netstack endpoint
-// closes: at UDPConn.Close, or when Stack.Close aborts every endpoint.
-type endpointClosed struct{ c *UDPConn }
+// netstackEP is a socket's netstack endpoint (see UDPConn.endpoint) and
+// the state of reads and writes through it, kept here rather than in the
+// UDPConn so that a socket without one stays small. The state is in fields
+// so that the writer, reader and address handed to netstack do not escape
+// to the heap on each call.
+type netstackEP struct {
+	ep tcpip.Endpoint
 
-// NotifyEvent implements waiter.EventListener.
-func (l endpointClosed) NotifyEvent(waiter.EventMask) { l.c.dropRoutes() }
+	readMu sync.Mutex
+	// +checklocks:readMu
+	rw tcpip.SliceWriter
 
-// udpEndpoint opens a UDP socket bound to local and, when remote is not nil,
-// connected to it, and registers it for direct delivery.
+	// writeMu serialises the writes: datagrams direct delivery does not
+	// send (broadcast, local, multicast looped back).
+	writeMu sync.Mutex
+	// +checklocks:writeMu
+	wr bytes.Reader
+	// +checklocks:writeMu
+	to tcpip.FullAddress
+}
+
+// read reads one datagram into b.
+func (e *netstackEP) read(b []byte, opts tcpip.ReadOptions) (tcpip.ReadResult, tcpip.Error) {
+	e.readMu.Lock()
+	defer e.readMu.Unlock()
+	e.rw = b
+	res, err := e.ep.Read(&e.rw, opts)
+	e.rw = nil
+	return res, err
+}
+
+// udpEndpoint opens a UDP socket bound to local.Port (0: a free ephemeral
+// port) and, when remote is not nil, connected to it, and registers it for
+// direct delivery. The port is taken in the Stack's udpTable, which owns
+// the UDP port space: netstack learns of it only when the socket needs a
+// netstack endpoint (see UDPConn.endpoint), which a connected socket does at
+// once (netstack's Connect checks the route) and a listening socket only
+// when it first sends or receives what direct delivery does not handle.
 func (s *Stack) udpEndpoint(local tcpip.FullAddress, remote *tcpip.FullAddress) (*UDPConn, error) {
 	if s.closed.Load() {
 		return nil, net.ErrClosed
 	}
-	wq := new(waiter.Queue)
-	ep, err := s.st.NewEndpoint(udp.ProtocolNumber, ipv4.ProtocolNumber, wq)
-	if err != nil {
-		return nil, convertError(err)
-	}
-	if err := ep.Bind(local); err != nil {
-		ep.Close()
-		return nil, convertError(err)
-	}
-	if remote != nil {
-		if err := ep.Connect(*remote); err != nil {
-			ep.Close()
-			return nil, convertError(err)
-		}
-	}
-	a, err := ep.GetLocalAddress()
-	if err != nil {
-		ep.Close()
-		return nil, convertError(err)
-	}
-	ep.SocketOptions().SetMulticastLoop(false) // JoinGroup's default (multicast.go)
-	c := &UDPConn{s: s, t: s.wire.udp, port: a.Port}
-	c.local = tcpip.AddrFrom4(s.cfg.Addr.Addr().As4())
-	c.init(wq, ep, &s.cfg)
-	c.laddr = &net.UDPAddr{IP: s.cfg.Addr.Addr().AsSlice(), Port: int(a.Port)}
+	c := &UDPConn{s: s, t: s.wire.udp, local: s.wire.udp.self.addr}
+	c.initReadOnly(&c.queue, nil, &s.cfg)
 	if remote != nil {
 		c.connected, c.remote, c.remotePort = true, remote.Addr, remote.Port
 		c.raddr = &net.UDPAddr{IP: remote.Addr.AsSlice(), Port: int(remote.Port)}
 	}
-	c.ring = newUDPRing(s.cfg.UDPReceiveQueue, s.udpSlotSize())
-	c.hup.Init(endpointClosed{c}, waiter.EventHUp)
-	wq.EventRegister(&c.hup)
-	c.t.add(c.port, c)
+	c.ring.size, c.ring.slotSize = s.cfg.UDPReceiveQueue, s.udpSlotSize()
+	if err := c.t.add(local.Port, c); err != nil {
+		c.shut()
+		return nil, err
+	}
+	c.laddr = &net.UDPAddr{IP: s.cfg.Addr.Addr().AsSlice(), Port: int(c.port)}
+	if remote != nil {
+		if _, err := c.endpoint(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// endpoint returns c's netstack endpoint, creating it on first use: bound
+// to c's port, connected when c is, with c's options applied. It costs
+// about 14 KB of heap, which is why a socket that direct delivery serves
+// alone (unicast and multicast datagrams in and out) never has one. It
+// fails with net.ErrClosed once c or the Stack is closed.
+func (c *UDPConn) endpoint() (*netstackEP, error) {
+	if e := c.nsep.Load(); e != nil {
+		return e, nil
+	}
+	c.epMu.Lock()
+	defer c.epMu.Unlock()
+	if e := c.nsep.Load(); e != nil {
+		return e, nil
+	}
+	if c.closed.Load() || c.s.closed.Load() {
+		return nil, net.ErrClosed
+	}
+	ep, err := c.s.st.NewEndpoint(udp.ProtocolNumber, ipv4.ProtocolNumber, c.wq)
+	if err != nil {
+		return nil, convertError(err)
+	}
+	if err := c.setupEndpoint(ep); err != nil {
+		ep.Close()
+		return nil, convertError(err)
+	}
+	// The Stack's Close stores closed before it closes netstack's
+	// endpoints: either it closes this one, or this sees closed.
+	if c.s.closed.Load() {
+		ep.Close()
+		return nil, net.ErrClosed
+	}
+	e := &netstackEP{ep: ep}
+	c.nsep.Store(e)
+	return e, nil
+}
+
+// setupEndpoint binds (and connects) a new netstack endpoint for c and
+// applies c's options.
+//
+// +checklocks:c.epMu
+func (c *UDPConn) setupEndpoint(ep tcpip.Endpoint) tcpip.Error {
+	if err := ep.Bind(tcpip.FullAddress{NIC: nicID, Port: c.port}); err != nil {
+		return err
+	}
+	if c.connected {
+		if err := ep.Connect(tcpip.FullAddress{NIC: nicID, Addr: c.remote, Port: c.remotePort}); err != nil {
+			return err
+		}
+	}
+	ep.SocketOptions().SetMulticastLoop(c.mcastLoop.Load())
+	if ttl := c.mcastTTL.Load(); ttl > 0 {
+		if err := ep.SetSockOptInt(tcpip.MulticastTTLOption, int(ttl-1)); err != nil {
+			return err
+		}
+	}
+	if tos := c.tos.Load(); tos != 0 {
+		if err := ep.SetSockOptInt(tcpip.IPv4TOSOption, int(tos)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setOption stores an option of c with store and, when c has a netstack
+// endpoint, applies it there with apply, under epMu so that an endpoint
+// created meanwhile applies it too.
+func (c *UDPConn) setOption(store func(), apply func(ep tcpip.Endpoint) tcpip.Error) error {
+	c.epMu.Lock()
+	defer c.epMu.Unlock()
+	if e := c.nsep.Load(); e != nil {
+		if err := apply(e.ep); err != nil {
+			return c.cause(err)
+		}
+	}
+	store()
+	return nil
+}
+
+// closeEndpoint closes c's netstack endpoint, if it has one; after Close
+// (closed set) no new one is created.
+func (c *UDPConn) closeEndpoint() {
+	c.epMu.Lock()
+	defer c.epMu.Unlock()
+	if e := c.nsep.Load(); e != nil {
+		e.ep.Close()
+	}
 }
 
 // udpSlotSize is the largest datagram direct delivery takes in one frame.
@@ -254,9 +355,6 @@ func (c *UDPConn) OnReceive(handler UDPHandler) error {
 	if c.recv.set.Load() {
 		return c.opError("receive", nil, ErrHandlerSet)
 	}
-	c.recv.mu.Lock()
-	c.recv.buf = make([]byte, maxUDPPayload)
-	c.recv.mu.Unlock()
 	c.recv.handler = handler
 	c.recv.set.Store(true)
 	c.s.goroutines.Add(1)
@@ -283,15 +381,18 @@ func (c *UDPConn) drain() bool {
 		if c.drainRingLocked() {
 			got = true
 		}
-		r.w = r.buf
-		res, err := c.ep.Read(&r.w, tcpip.ReadOptions{NeedRemoteAddr: true})
-		r.w = nil
+		e := c.nsep.Load()
+		if e == nil {
+			return got
+		}
+		buf := c.recvBufLocked()
+		res, err := e.read(buf, tcpip.ReadOptions{NeedRemoteAddr: true})
 		if err != nil {
 			return got // would block, or closed: the loop's select sees Close
 		}
 		c.rx.Store(netstackRxTime(res))
 		c.rxGroup.Store(0)
-		r.handler(c, r.buf[:res.Count], netip.AddrPortFrom(netip.AddrFrom4(res.RemoteAddr.Addr.As4()), res.RemoteAddr.Port))
+		r.handler(c, buf[:res.Count], netip.AddrPortFrom(netip.AddrFrom4(res.RemoteAddr.Addr.As4()), res.RemoteAddr.Port))
 		got = true
 	}
 	return got
@@ -304,8 +405,8 @@ func (c *UDPConn) drain() bool {
 func (c *UDPConn) drainRingLocked() bool {
 	r := &c.recv
 	got := false
-	for !c.closed.Load() {
-		n, from, rx, group, ok := c.ring.pop(r.buf)
+	for !c.closed.Load() && c.ring.queued() {
+		n, from, rx, group, ok := c.ring.pop(c.recvBufLocked())
 		if !ok {
 			break
 		}
@@ -355,9 +456,17 @@ func (c *UDPConn) read(b []byte, from *netip.AddrPort) (int, error) {
 			c.rxGroup.Store(group)
 			return n, nil
 		}
-		c.rw = b
-		res, err := c.ep.Read(&c.rw, tcpip.ReadOptions{NeedRemoteAddr: from != nil})
-		c.rw = nil
+		e := c.nsep.Load()
+		if e == nil {
+			if c.s.closed.Load() {
+				return 0, net.ErrClosed
+			}
+			if !spin.again() {
+				c.waitReadable(expired)
+			}
+			continue
+		}
+		res, err := e.read(b, tcpip.ReadOptions{NeedRemoteAddr: from != nil})
 		switch err.(type) {
 		case nil:
 			if from != nil {
@@ -368,12 +477,37 @@ func (c *UDPConn) read(b []byte, from *netip.AddrPort) (int, error) {
 			return res.Count, nil
 		case *tcpip.ErrWouldBlock:
 			if !spin.again() {
-				c.wait(c.readCh, expired)
+				c.waitReadable(expired)
 			}
 		default:
 			return 0, c.cause(err)
 		}
 	}
+}
+
+// waitReadable blocks until a datagram may be waiting (the ring's push or
+// the netstack endpoint signals readCh), the deadline passes, or c or the
+// Stack closes (a socket without a netstack endpoint hears of the Stack's
+// Close only from the Stack).
+func (c *UDPConn) waitReadable(expired <-chan struct{}) {
+	select {
+	case <-c.readCh:
+	case <-expired:
+	case <-c.done:
+	case <-c.s.done:
+	}
+}
+
+// recvBufLocked returns the handler's buffer for datagrams read from the
+// ring and the netstack endpoint, allocating it on first use (a socket
+// whose datagrams all go straight to the handler never needs it).
+//
+// +checklocks:c.recv.mu
+func (c *UDPConn) recvBufLocked() []byte {
+	if c.recv.buf == nil {
+		c.recv.buf = make([]byte, maxUDPPayload)
+	}
+	return c.recv.buf
 }
 
 // RxTime returns the time the link received the datagram the handler is
@@ -462,21 +596,25 @@ func (c *UDPConn) send(b []byte, addr tcpip.Address, port uint16, connected bool
 // sendNetstack sends b through the netstack endpoint, to the connected peer
 // when to is nil.
 func (c *UDPConn) sendNetstack(b []byte, to *tcpip.FullAddress) (int, error) {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
+	e, err := c.endpoint()
+	if err != nil {
+		return 0, err
+	}
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
 	opts := tcpip.WriteOptions{}
 	if to != nil {
-		c.to = *to // a field, so that opts.To does not escape to the heap
-		opts.To = &c.to
+		e.to = *to
+		opts.To = &e.to
 	}
-	c.wr.Reset(b)
-	n, err := c.ep.Write(&c.wr, opts)
-	c.wr.Reset(nil)
-	if err != nil {
-		if _, ok := err.(*tcpip.ErrWouldBlock); ok {
+	e.wr.Reset(b)
+	n, werr := e.ep.Write(&e.wr, opts)
+	e.wr.Reset(nil)
+	if werr != nil {
+		if _, ok := werr.(*tcpip.ErrWouldBlock); ok {
 			return 0, syscall.ENOBUFS
 		}
-		return 0, c.cause(err)
+		return 0, c.cause(werr)
 	}
 	return int(n), nil
 }
@@ -530,11 +668,13 @@ func (c *UDPConn) Close() error {
 	if c.closed.Load() {
 		return c.opError("close", nil, net.ErrClosed)
 	}
-	c.t.remove(c.port, c)
 	if !c.shut() {
 		return c.opError("close", nil, net.ErrClosed)
 	}
-	c.wq.EventUnregister(&c.hup)
+	// The netstack endpoint lets go of the port before the table does, so
+	// that the next socket on the port can bind its own.
+	c.closeEndpoint()
+	c.t.remove(c.port, c)
 	c.dropRoutes()
 	return nil
 }
@@ -550,10 +690,12 @@ func (c *UDPConn) SetTOS(tos int) error {
 	}
 	tos &^= 3
 	// netstack's endpoint sends what direct delivery does not (broadcast).
-	if err := c.ep.SetSockOptInt(tcpip.IPv4TOSOption, tos); err != nil {
-		return c.opError("set", nil, c.cause(err))
+	err := c.setOption(func() { c.tos.Store(uint32(tos)) }, func(ep tcpip.Endpoint) tcpip.Error {
+		return ep.SetSockOptInt(tcpip.IPv4TOSOption, tos)
+	})
+	if err != nil {
+		return c.opError("set", nil, err)
 	}
-	c.tos.Store(uint32(tos))
 	return nil
 }
 

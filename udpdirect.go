@@ -2,9 +2,11 @@ package tickwire
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -14,10 +16,16 @@ import (
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
-// Direct UDP delivery in brief. Every UDP socket tickwire opens still owns a
-// netstack UDP endpoint, bound (and connected) as before: it reserves the
-// port (bind conflicts, ephemeral ports) and receives whatever direct delivery
-// leaves to netstack. Around it:
+// Direct UDP delivery in brief. The Stack's udpTable owns the UDP port
+// space (bind conflicts, ephemeral ports). A socket gets a netstack UDP
+// endpoint, bound to its port (and connected), only when it needs one
+// (UDPConn.endpoint): a connected socket at once; a listening socket when it
+// joins a multicast group (netstack's IGMP keeps the membership), sends
+// what direct delivery does not send (below), or when a datagram for its
+// port is left to netstack (below), just before netstack looks for the
+// endpoint. A netstack endpoint costs about 14 KB of heap; a listener
+// without one costs under 1 KB, so 65,535 of them fit in 64 MiB. Around
+// it:
 //
 //   - inbound, the wire hands each plain IPv4/UDP datagram (a fragmented
 //     one once reassembled, frag.go) addressed to a port in the stack's
@@ -127,6 +135,10 @@ type udpTable struct {
 	pages [256]atomic.Pointer[udpPortPage]
 	open  atomic.Int32 // sockets registered
 	mu    sync.Mutex   // serialises add and remove
+	// used counts each page's sockets, so that the search for a free
+	// ephemeral port skips full pages.
+	// +checklocks:mu
+	used [256]uint16
 
 	// mcast holds the sockets' multicast memberships (multicast.go),
 	// replaced, never changed, under mcastMu.
@@ -161,18 +173,51 @@ func newUDPTable(s *Stack) *udpTable {
 	return t
 }
 
-// add registers c on port.
-func (t *udpTable) add(port uint16, c *UDPConn) {
+// The ephemeral ports, netstack's: ListenUDP(0) and DialUDP pick one at
+// random in this range, then the next free one.
+const (
+	firstEphemeralPort = 16000
+	numEphemeralPorts  = 1<<16 - firstEphemeralPort
+)
+
+// add registers c on port, or on a free ephemeral port when port is 0, and
+// sets c.port before c is visible to the wire. It fails with
+// syscall.EADDRINUSE when port is taken and with syscall.EAGAIN when every
+// ephemeral port is, as netstack's Bind did.
+func (t *udpTable) add(port uint16, c *UDPConn) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if port == 0 {
+		start := rand.N(numEphemeralPorts)
+		for i := 0; i < numEphemeralPorts; {
+			p := uint16(firstEphemeralPort + (start+i)%numEphemeralPorts)
+			if t.used[p>>8] == 256 {
+				i += 256 - int(p&0xff) // the rest of a full page
+				continue
+			}
+			if t.lookup(p) == nil {
+				port = p
+				break
+			}
+			i++
+		}
+		if port == 0 {
+			return syscall.EAGAIN
+		}
+	}
 	p := t.pages[port>>8].Load()
 	if p == nil {
 		p = new(udpPortPage)
 		t.pages[port>>8].Store(p)
 	}
-	if p[port&0xff].Swap(c) == nil {
-		t.open.Add(1)
+	if p[port&0xff].Load() != nil {
+		return syscall.EADDRINUSE
 	}
+	c.port = port
+	p[port&0xff].Store(c)
+	t.used[port>>8]++
+	t.open.Add(1)
+	return nil
 }
 
 // remove unregisters c from port, if it is still registered there.
@@ -180,8 +225,25 @@ func (t *udpTable) remove(port uint16, c *UDPConn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if p := t.pages[port>>8].Load(); p != nil && p[port&0xff].CompareAndSwap(c, nil) {
+		t.used[port>>8]--
 		t.open.Add(-1)
 		t.dropMemberships(port, c)
+	}
+}
+
+// close drops the cached routes of every socket still open, at the
+// Stack's Close: they hold references on netstack's routes.
+func (t *udpTable) close() {
+	for i := range t.pages {
+		p := t.pages[i].Load()
+		if p == nil {
+			continue
+		}
+		for j := range p {
+			if c := p[j].Load(); c != nil {
+				c.dropRoutes()
+			}
+		}
 	}
 }
 
@@ -208,7 +270,11 @@ func (t *udpTable) deliver(pkt *gstack.PacketBuffer, rx int64) bool {
 	// A first look at the fixed headers spares the full pull-up (which may
 	// copy) for packets that are not ours.
 	h, ok := pkt.Data().PullUp(header.IPv4MinimumSize + header.UDPMinimumSize)
-	if !ok || h[0] != 0x45 || h[9] != uint8(header.UDPProtocolNumber) {
+	if !ok || h[9] != uint8(header.UDPProtocolNumber) {
+		return false
+	}
+	if h[0] != 0x45 {
+		t.toNetstack(pkt) // IP options
 		return false
 	}
 	c := t.lookup(binary.BigEndian.Uint16(h[header.IPv4MinimumSize+2:]))
@@ -223,6 +289,7 @@ func (t *udpTable) deliver(pkt *gstack.PacketBuffer, rx int64) bool {
 	d, v := parseUDP4(b, &t.self)
 	switch v {
 	case udpPass:
+		c.endpoint() // netstack decides; if it delivers, it is to the socket's endpoint
 		return false
 	case udpMalformed:
 		t.stats.MalformedPacketsReceived.Increment()
@@ -239,11 +306,13 @@ func (t *udpTable) deliver(pkt *gstack.PacketBuffer, rx int64) bool {
 		return true
 	}
 	if len(d.payload) > c.ring.slotSize && !c.recv.set.Load() {
+		c.endpoint()
 		return false // larger than the link's MTU said: netstack's endpoint holds it
 	}
 	from := netip.AddrPortFrom(netip.AddrFrom4(d.src.As4()), d.srcPort)
 	switch c.receive(d.payload, from, rx, groupOf(d.dst)) {
 	case tooLarge:
+		c.endpoint()
 		return false // the handler is busy: netstack's endpoint holds it until its goroutine runs
 	case ringFull:
 		t.stats.ReceiveBufferErrors.Increment()
@@ -252,18 +321,43 @@ func (t *udpTable) deliver(pkt *gstack.PacketBuffer, rx int64) bool {
 	return true
 }
 
+// toNetstack readies what netstack needs for pkt, a UDP packet with IP
+// options that direct delivery leaves to it: the netstack endpoint of the
+// socket on its destination port, if any.
+func (t *udpTable) toNetstack(pkt *gstack.PacketBuffer) {
+	h, ok := pkt.Data().PullUp(header.IPv4MinimumSize)
+	if !ok || h[0]>>4 != 4 {
+		return
+	}
+	ihl := int(h[0]&0xf) * 4
+	if ihl < header.IPv4MinimumSize {
+		return
+	}
+	if b, ok := pkt.Data().PullUp(ihl + header.UDPMinimumSize); ok {
+		if c := t.lookup(binary.BigEndian.Uint16(b[ihl+2:])); c != nil {
+			c.endpoint()
+		}
+	}
+}
+
 // udpRing is a socket's bounded queue of received datagrams: a fixed number
-// of slots, each holding one datagram of at most slotSize bytes, its memory
-// allocated the first time the slot is used. Safe for concurrent use.
+// of slots, each holding one datagram of at most slotSize bytes. The slots
+// are allocated when the first datagram is queued, and each slot's memory
+// the first time the slot is used, so that a socket whose datagrams go
+// straight to its handler, or that receives nothing, costs no ring. Safe
+// for concurrent use.
 type udpRing struct {
 	mu sync.Mutex
 	// +checklocks:mu
-	slots []udpSlot
+	slots []udpSlot // nil until first used
 	// +checklocks:mu
 	head int
 	// +checklocks:mu
 	n        int
+	size     int // slots
 	slotSize int
+	// waiting is n, for queued's lock-free look.
+	waiting atomic.Int32
 }
 
 type udpSlot struct {
@@ -274,9 +368,8 @@ type udpSlot struct {
 	group uint32 // multicast destination, 0 for unicast (multicast.go)
 }
 
-func newUDPRing(slots, slotSize int) *udpRing {
-	return &udpRing{slots: make([]udpSlot, slots), slotSize: slotSize}
-}
+// queued reports whether a datagram may be waiting, without a lock.
+func (r *udpRing) queued() bool { return r.waiting.Load() > 0 }
 
 // push copies payload, received from from at rx (sent to group, 0 for
 // unicast), into the next free slot, reporting false when the ring is full
@@ -287,8 +380,11 @@ func (r *udpRing) push(payload []byte, from netip.AddrPort, rx int64, group uint
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.n == len(r.slots) {
+	if r.n == r.size {
 		return false
+	}
+	if r.slots == nil {
+		r.slots = make([]udpSlot, r.size)
 	}
 	s := &r.slots[(r.head+r.n)%len(r.slots)]
 	if s.buf == nil {
@@ -297,6 +393,7 @@ func (r *udpRing) push(payload []byte, from netip.AddrPort, rx int64, group uint
 	s.n = copy(s.buf, payload)
 	s.from, s.rx, s.group = from, rx, group
 	r.n++
+	r.waiting.Store(int32(r.n))
 	return true
 }
 
@@ -313,6 +410,7 @@ func (r *udpRing) pop(b []byte) (n int, from netip.AddrPort, rx int64, group uin
 	from, rx, group = s.from, s.rx, s.group
 	r.head = (r.head + 1) % len(r.slots)
 	r.n--
+	r.waiting.Store(int32(r.n))
 	return n, from, rx, group, true
 }
 
