@@ -2,6 +2,7 @@ package tickwire_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"net"
 	"net/netip"
@@ -711,5 +712,57 @@ func TestUDPAfterStackClose(t *testing.T) {
 	}
 	if err := u.Close(); err != nil {
 		t.Errorf("Close after the Stack's Close: %v", err)
+	}
+}
+
+// TestUDPRxIPv4ID: a handler and a reader see the IPv4 identification and
+// flags of the datagram they are given (what RoCEv2's invariant CRC
+// covers).
+func TestUDPRxIPv4ID(t *testing.T) {
+	p := newPair(t, staticARP)
+	type idFlags struct {
+		id, flags uint16
+		ok        bool
+	}
+	got := make(chan idFlags, 1)
+	h, err := p.b.ServeUDP(9008, func(c *tickwire.UDPConn, _ []byte, _ netip.AddrPort) {
+		id, flags, ok := c.RxIPv4ID()
+		got <- idFlags{id, flags, ok}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	r, err := p.b.ListenUDP(9009)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	src := netip.AddrPortFrom(addrA.Addr(), 4000)
+	withID := func(id, flags uint16) func(ip []byte) {
+		return func(ip []byte) {
+			binary.BigEndian.PutUint16(ip[4:], id)
+			binary.BigEndian.PutUint16(ip[6:], flags)
+			h := header.IPv4(ip)
+			h.SetChecksum(0)
+			h.SetChecksum(^h.CalculateChecksum())
+		}
+	}
+	sendUDP(t, p, src, netip.AddrPortFrom(addrB.Addr(), 9008), []byte("x"), withID(0x718c, 0x4000))
+	select {
+	case g := <-got:
+		if g != (idFlags{0x718c, 0x4000, true}) {
+			t.Errorf("handler: RxIPv4ID = %#x, %#x, %v; want 0x718c, 0x4000, true", g.id, g.flags, g.ok)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler got nothing")
+	}
+	sendUDP(t, p, src, netip.AddrPortFrom(addrB.Addr(), 9009), []byte("y"), withID(0xbeef, 0))
+	r.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, _, err := r.ReadFrom(make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if id, flags, ok := r.RxIPv4ID(); id != 0xbeef || flags != 0 || !ok {
+		t.Errorf("reader: RxIPv4ID = %#x, %#x, %v; want 0xbeef, 0, true", id, flags, ok)
 	}
 }

@@ -82,6 +82,10 @@ type UDPConn struct {
 	// rxGroup is the multicast group of that datagram (RxGroup), 0 for
 	// unicast.
 	rxGroup atomic.Uint32
+	// rxIP is its IPv4 identification and flags (RxIPv4ID): rxIPv4Valid |
+	// identification<<16 | the flags and fragment offset word; 0 when
+	// netstack delivered it.
+	rxIP atomic.Uint64
 	// mcastTTL is SetMulticastTTL's value plus one (0: the default, 1);
 	// mcastLoop is SetMulticastLoopback's (multicast.go).
 	mcastTTL  atomic.Uint32
@@ -300,12 +304,13 @@ const (
 // datagrams the socket's goroutine hands to the handler. rx is the
 // datagram's receive time.
 // +checklocksignore: TryLock, which checklocks cannot follow.
-func (c *UDPConn) receive(payload []byte, from netip.AddrPort, rx int64, group uint32) receipt {
+func (c *UDPConn) receive(payload []byte, from netip.AddrPort, rx int64, group uint32, ip uint64) receipt {
 	if c.recv.set.Load() && c.recv.mu.TryLock() {
 		c.drainRingLocked() // what waits there came first
 		if !c.closed.Load() {
 			c.rx.Store(rx)
 			c.rxGroup.Store(group)
+			c.rxIP.Store(ip)
 			c.recv.handler(c, payload, from)
 		}
 		c.recv.mu.Unlock()
@@ -314,7 +319,7 @@ func (c *UDPConn) receive(payload []byte, from netip.AddrPort, rx int64, group u
 	if len(payload) > c.ring.slotSize {
 		return tooLarge
 	}
-	if !c.ring.push(payload, from, rx, group) {
+	if !c.ring.push(payload, from, rx, group, ip) {
 		return ringFull
 	}
 	select {
@@ -392,6 +397,7 @@ func (c *UDPConn) drain() bool {
 		}
 		c.rx.Store(netstackRxTime(res))
 		c.rxGroup.Store(0)
+		c.rxIP.Store(0)
 		r.handler(c, buf[:res.Count], netip.AddrPortFrom(netip.AddrFrom4(res.RemoteAddr.Addr.As4()), res.RemoteAddr.Port))
 		got = true
 	}
@@ -406,12 +412,13 @@ func (c *UDPConn) drainRingLocked() bool {
 	r := &c.recv
 	got := false
 	for !c.closed.Load() && c.ring.queued() {
-		n, from, rx, group, ok := c.ring.pop(c.recvBufLocked())
+		n, from, rx, group, ip, ok := c.ring.pop(c.recvBufLocked())
 		if !ok {
 			break
 		}
 		c.rx.Store(rx)
 		c.rxGroup.Store(group)
+		c.rxIP.Store(ip)
 		r.handler(c, r.buf[:n], from)
 		got = true
 	}
@@ -448,12 +455,13 @@ func (c *UDPConn) read(b []byte, from *netip.AddrPort) (int, error) {
 		if err := c.check(expired); err != nil {
 			return 0, err
 		}
-		if n, f, rx, group, ok := c.ring.pop(b); ok {
+		if n, f, rx, group, ip, ok := c.ring.pop(b); ok {
 			if from != nil {
 				*from = f
 			}
 			c.rx.Store(rx)
 			c.rxGroup.Store(group)
+			c.rxIP.Store(ip)
 			return n, nil
 		}
 		e := c.nsep.Load()
@@ -474,6 +482,7 @@ func (c *UDPConn) read(b []byte, from *netip.AddrPort) (int, error) {
 			}
 			c.rx.Store(netstackRxTime(res))
 			c.rxGroup.Store(0)
+			c.rxIP.Store(0)
 			return res.Count, nil
 		case *tcpip.ErrWouldBlock:
 			if !spin.again() {
@@ -521,6 +530,21 @@ func (c *UDPConn) recvBufLocked() []byte {
 // With several goroutines reading c, a read's datagram and RxTime may not
 // match: read from one goroutine, or use the handler.
 func (c *UDPConn) RxTime() time.Time { return rxTime(c.rx.Load()) }
+
+// rxIPv4Valid marks UDPConn.rxIP as known.
+const rxIPv4Valid = 1 << 32
+
+// RxIPv4ID returns the IPv4 identification and the flags and fragment
+// offset word (0x4000: Don't Fragment) of the datagram the handler is
+// handling or the last read returned, as RxTime does, for protocols whose
+// integrity check covers the IP header (RoCEv2's invariant CRC). ok is
+// false when they are not known: a datagram netstack delivered (IP
+// options, a fragmented datagram's reassembled header, one larger than a
+// ring slot while the handler was busy). It does not allocate.
+func (c *UDPConn) RxIPv4ID() (id, flags uint16, ok bool) {
+	v := c.rxIP.Load()
+	return uint16(v >> 16), uint16(v), v&rxIPv4Valid != 0
+}
 
 // ReadFrom receives one datagram into b, which the caller owns; a datagram
 // longer than b is truncated. It allocates the address it returns (once:

@@ -69,6 +69,7 @@ type udpDatagram struct {
 	srcPort  uint16
 	dstPort  uint16
 	payload  []byte
+	ip       uint64 // rxIPv4Valid | identification<<16 | flags and fragment offset word
 }
 
 // udpSelf is what parseUDP4 needs to know about the stack.
@@ -119,6 +120,7 @@ func parseUDP4(b []byte, self *udpSelf) (udpDatagram, udpVerdict) {
 		}
 	}
 	d.payload = u[header.UDPMinimumSize:]
+	d.ip = rxIPv4Valid | uint64(ip.ID())<<16 | uint64(binary.BigEndian.Uint16(b[6:]))
 	return d, udpDeliver
 }
 
@@ -310,7 +312,7 @@ func (t *udpTable) deliver(pkt *gstack.PacketBuffer, rx int64) bool {
 		return false // larger than the link's MTU said: netstack's endpoint holds it
 	}
 	from := netip.AddrPortFrom(netip.AddrFrom4(d.src.As4()), d.srcPort)
-	switch c.receive(d.payload, from, rx, groupOf(d.dst)) {
+	switch c.receive(d.payload, from, rx, groupOf(d.dst), d.ip) {
 	case tooLarge:
 		c.endpoint()
 		return false // the handler is busy: netstack's endpoint holds it until its goroutine runs
@@ -366,6 +368,7 @@ type udpSlot struct {
 	from  netip.AddrPort
 	rx    int64  // receive time
 	group uint32 // multicast destination, 0 for unicast (multicast.go)
+	ip    uint64 // the IPv4 identification and flags (UDPConn.RxIPv4ID)
 }
 
 // queued reports whether a datagram may be waiting, without a lock.
@@ -374,7 +377,7 @@ func (r *udpRing) queued() bool { return r.waiting.Load() > 0 }
 // push copies payload, received from from at rx (sent to group, 0 for
 // unicast), into the next free slot, reporting false when the ring is full
 // or payload does not fit a slot.
-func (r *udpRing) push(payload []byte, from netip.AddrPort, rx int64, group uint32) bool {
+func (r *udpRing) push(payload []byte, from netip.AddrPort, rx int64, group uint32, ip uint64) bool {
 	if len(payload) > r.slotSize {
 		return false
 	}
@@ -391,7 +394,7 @@ func (r *udpRing) push(payload []byte, from netip.AddrPort, rx int64, group uint
 		s.buf = make([]byte, r.slotSize)
 	}
 	s.n = copy(s.buf, payload)
-	s.from, s.rx, s.group = from, rx, group
+	s.from, s.rx, s.group, s.ip = from, rx, group, ip
 	r.n++
 	r.waiting.Store(int32(r.n))
 	return true
@@ -399,19 +402,19 @@ func (r *udpRing) push(payload []byte, from netip.AddrPort, rx int64, group uint
 
 // pop copies the oldest datagram into b, truncating it to len(b), and
 // frees its slot; ok is false when the ring is empty.
-func (r *udpRing) pop(b []byte) (n int, from netip.AddrPort, rx int64, group uint32, ok bool) {
+func (r *udpRing) pop(b []byte) (n int, from netip.AddrPort, rx int64, group uint32, ip uint64, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.n == 0 {
-		return 0, netip.AddrPort{}, 0, 0, false
+		return 0, netip.AddrPort{}, 0, 0, 0, false
 	}
 	s := &r.slots[r.head]
 	n = copy(b, s.buf[:s.n])
-	from, rx, group = s.from, s.rx, s.group
+	from, rx, group, ip = s.from, s.rx, s.group, s.ip
 	r.head = (r.head + 1) % len(r.slots)
 	r.n--
 	r.waiting.Store(int32(r.n))
-	return n, from, rx, group, true
+	return n, from, rx, group, ip, true
 }
 
 // udpRoute is a cached netstack route to one destination. refs counts the

@@ -185,14 +185,20 @@ func (d *Device) qp(qpn uint32) *QP {
 }
 
 // handle is the UDP receive handler: one RoCEv2 packet per datagram.
-func (d *Device) handle(_ *tickwire.UDPConn, b []byte, from netip.AddrPort) {
+func (d *Device) handle(c *tickwire.UDPConn, b []byte, from netip.AddrPort) {
 	d.st.RxPackets.Add(1)
 	var p Packet
 	if err := Parse(b, &p); err != nil {
 		d.st.Malformed.Add(1)
 		return
 	}
-	if icrcFor(&d.rxHdr, from, d.local, b[:len(b)-ICRCSize]) != p.ICRC {
+	id, flags := uint16(assumedIPID), uint16(assumedIPFlags)
+	if c != nil { // nil: a test's packet, not the stack's
+		if i, f, ok := c.RxIPv4ID(); ok {
+			id, flags = i, f
+		}
+	}
+	if icrcForIP(&d.rxHdr, from, d.local, id, flags, b[:len(b)-ICRCSize]) != p.ICRC {
 		d.st.BadICRC.Add(1)
 		return
 	}

@@ -84,7 +84,6 @@
 // scapy's RoCE layer, and against tshark's InfiniBand dissector; interop
 // with rxe or a ConnectX NIC stays to be shown by whoever has one.
 // DESIGN.md lists where this package departs from the specification,
-// notably: the receive side reconstructs the IPv4 header for the ICRC with
-// identification 0 and DF, which holds for tickwire and for Linux's
-// unconnected UDP sockets but not for a NIC that numbers its datagrams.
+// notably how the receive side rebuilds the IPv4 header the ICRC covers
+// (with the datagram's own identification, UDPConn.RxIPv4ID).
 package rdma

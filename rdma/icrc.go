@@ -43,10 +43,11 @@ func icrcParts(ip, udp, transport []byte) uint32 {
 	return crc32.Update(c, crc32.IEEETable, transport[BTHResv8aOffset+1:])
 }
 
-// IPv4 header flags this package assumes of a peer's datagrams (see
-// DESIGN.md): "don't fragment" and identification 0, what tickwire sends
-// for a datagram that fits the MTU and Linux for a DF datagram from an
-// unconnected socket.
+// IPv4 header fields this package's own datagrams carry, which the ICRC
+// of what it sends covers: "don't fragment" and identification 0, what
+// tickwire sends for a datagram that fits the MTU. A received datagram's
+// ICRC is checked with its own (tickwire.UDPConn.RxIPv4ID; a NIC numbers
+// its datagrams), these only when the stack does not know them.
 const (
 	assumedIPID    = 0
 	assumedIPFlags = 0x4000 // DF
@@ -59,11 +60,17 @@ const (
 // nothing is allocated. The masked headers are built whole in h, so that
 // the CRC runs in two calls (twelve small ones cost twice as much).
 func icrcFor(h *[icrcScratch]byte, src, dst netip.AddrPort, transport []byte) uint32 {
+	return icrcForIP(h, src, dst, assumedIPID, assumedIPFlags, transport)
+}
+
+// icrcForIP is icrcFor with the IPv4 identification and flags word of the
+// datagram's header.
+func icrcForIP(h *[icrcScratch]byte, src, dst netip.AddrPort, id, flags uint16, transport []byte) uint32 {
 	udpLen := 8 + len(transport) + ICRCSize
 	h[0], h[1] = 0x45, 0xff // TOS masked
 	binary.BigEndian.PutUint16(h[2:], uint16(20+udpLen))
-	binary.BigEndian.PutUint16(h[4:], assumedIPID)
-	binary.BigEndian.PutUint16(h[6:], assumedIPFlags)
+	binary.BigEndian.PutUint16(h[4:], id)
+	binary.BigEndian.PutUint16(h[6:], flags)
 	h[8], h[9], h[10], h[11] = 0xff, 17, 0xff, 0xff // TTL, protocol, checksum masked
 	s, d := src.Addr().As4(), dst.Addr().As4()
 	copy(h[12:16], s[:])

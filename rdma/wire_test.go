@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -24,12 +25,19 @@ import (
 // Ethernet, IPv4 (identification 0, DF, TTL 64) and UDP headers from src
 // to dst and appends the ICRC.
 func ipv4Frame(src, dst netip.AddrPort, transport []byte) []byte {
+	return ipv4FrameID(src, dst, 0, transport)
+}
+
+// ipv4FrameID is ipv4Frame with IPv4 identification id, the ICRC computed
+// over the headers as built (ICRC).
+func ipv4FrameID(src, dst netip.AddrPort, id uint16, transport []byte) []byte {
 	udpLen := 8 + len(transport) + ICRCSize
 	f := make([]byte, 14+20+udpLen)
 	copy(f, []byte{2, 0, 0, 0, 0, 0xb, 2, 0, 0, 0, 0, 0xa, 8, 0})
 	ip := f[14:]
 	ip[0] = 0x45
 	binary.BigEndian.PutUint16(ip[2:], uint16(20+udpLen))
+	binary.BigEndian.PutUint16(ip[4:], id)
 	binary.BigEndian.PutUint16(ip[6:], 0x4000)
 	ip[8], ip[9] = 64, 17
 	s, d := src.Addr().As4(), dst.Addr().As4()
@@ -48,8 +56,46 @@ func ipv4Frame(src, dst netip.AddrPort, transport []byte) []byte {
 	binary.BigEndian.PutUint16(u[2:], dst.Port())
 	binary.BigEndian.PutUint16(u[4:], uint16(udpLen))
 	copy(u[8:], transport)
-	binary.LittleEndian.PutUint32(u[8+len(transport):], icrcFor(new([icrcScratch]byte), src, dst, transport))
+	binary.LittleEndian.PutUint32(u[8+len(transport):], ICRC(ip[:20], u[:8+len(transport)]))
 	return f
+}
+
+// TestICRCWithPeerIPv4ID: a NIC numbers its datagrams (the ConnectX CNP in
+// scapy's tests has identification 0x718c), and the ICRC covers the
+// identification: a packet with its own identification and a right ICRC is
+// taken (here: to an unknown queue pair), one whose ICRC is off is dropped
+// as BadICRC.
+func TestICRCWithPeerIPv4ID(t *testing.T) {
+	a, b := pipe.New(pipe.Options{})
+	s, err := tickwire.New(tickwire.Config{Link: b, MAC: net.HardwareAddr{2, 0, 0, 0, 0, 0xb}, Addr: netip.MustParsePrefix("10.0.0.2/24")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	d, err := Open(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	src := netip.MustParseAddrPort("10.0.0.1:49152")
+	dst := netip.MustParseAddrPort("10.0.0.2:4791")
+	tr := make([]byte, BTHSize+8)
+	BTH(tr).Encode(&BTHFields{Opcode: OpSendOnly, PKey: DefaultPKey, DestQP: 0x123, PSN: 7})
+	good := ipv4FrameID(src, dst, 0x718c, tr)
+	bad := append([]byte(nil), good...)
+	bad[len(bad)-1] ^= 1
+	for _, f := range [][]byte{good, bad} {
+		if err := a.Send(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for st := d.Stats(); st.RxPackets < 2 && time.Now().Before(deadline); st = d.Stats() {
+		time.Sleep(time.Millisecond)
+	}
+	if st := d.Stats(); st.RxPackets != 2 || st.UnknownQP != 1 || st.BadICRC != 1 {
+		t.Fatalf("stats %+v: want 2 packets, 1 to an unknown QP, 1 bad ICRC", st)
+	}
 }
 
 // tsharkRow is what tshark's InfiniBand dissector reports of a packet.
