@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tickwire/tickwire/internal/shm"
@@ -46,6 +47,8 @@ type Device struct {
 
 	hostOnce sync.Once
 	hostc    *hostClient // set in hostOnce
+	// hostRunning is hostc once its dispatcher runs.
+	hostRunning atomic.Pointer[hostClient]
 	hostErr  error
 }
 
@@ -282,8 +285,15 @@ func (d *Device) Stop(ctx context.Context) error {
 
 // Reset sets CONTROL.RESET and waits until the engine has cleared it: rings,
 // counters, latency and ERROR are then zero. The rings' consumers start
-// again from the empty rings; no Ring may be read during Reset.
+// again from the empty rings; no Ring may be read during Reset (the host
+// path's dispatcher, which reads ring 3, is paused, and the host path's
+// connections fail with net.ErrClosed: RESET closed them).
 func (d *Device) Reset(ctx context.Context) error {
+	if h := d.hostRunning.Load(); h != nil {
+		h.ringMu.Lock()
+		defer h.ringMu.Unlock()
+		defer h.resetDone()
+	}
 	d.setControl(ControlReset, 0)
 	for d.r.Load32(RegControl)&ControlReset != 0 {
 		if err := sleepCtx(ctx, waitPoll); err != nil {

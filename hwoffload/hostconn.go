@@ -75,6 +75,9 @@ type hostClient struct {
 	listeners map[uint16]*Listener       // guarded by mu
 	udp       map[uint16]*PacketConn     // guarded by mu
 
+	// ringMu is held by the dispatcher around each look at ring 3, and
+	// by Device.Reset.
+	ringMu   sync.Mutex
 	udpSlots chan int // free slots of the UDP send area
 	stop     chan struct{}
 	done     chan struct{}
@@ -105,6 +108,7 @@ func (d *Device) host() (*hostClient, error) {
 			h.busy[i] = r.Load32(SessReg(i, SessState)) != SessFree
 		}
 		d.hostc = h
+		d.hostRunning.Store(h)
 		go h.dispatch()
 	})
 	return d.hostc, d.hostErr
@@ -176,16 +180,40 @@ func (h *hostClient) dispatch() {
 	defer close(h.done)
 	ring := h.d.Ring(RingHost)
 	for {
+		h.ringMu.Lock()
 		s, _, ok := ring.Read()
+		if ok {
+			h.handle(s)
+		}
+		h.ringMu.Unlock()
 		if !ok {
 			select {
 			case <-h.stop:
 				return
 			case <-time.After(50 * time.Microsecond):
 			}
-			continue
 		}
-		h.handle(s)
+	}
+}
+
+// resetDone brings the host side in step with a RESET: ring 3 read from
+// its start, every session free, its Conn failing with net.ErrClosed, the
+// command ring from 0. Called by Device.Reset with ringMu held.
+func (h *hostClient) resetDone() {
+	h.d.rings[RingHost].sync()
+	h.cmdMu.Lock()
+	h.cmdProd = 0
+	h.cmdMu.Unlock()
+	h.mu.Lock()
+	conns := h.conns
+	h.conns = [Sessions]*Conn{}
+	h.busy = [Sessions]bool{}
+	h.mu.Unlock()
+	for _, c := range conns {
+		if c != nil {
+			c.closed.Store(true)
+			c.wake()
+		}
 	}
 }
 
@@ -712,3 +740,17 @@ var (
 	_ net.Listener   = (*Listener)(nil)
 	_ net.PacketConn = (*PacketConn)(nil)
 )
+
+// Exec issues command c (its Tag is set here) and waits for its
+// completion: the status, the local port and the length the engine
+// reports. Listen, Dial and ListenUDP are built on the same path; Exec is
+// for bring-up and conformance checks. It starts the ring 3 dispatcher as
+// they do. A status other than StatusOK is returned with a *HostError.
+func (d *Device) Exec(ctx context.Context, c Command) (HostStatus, uint16, uint32, error) {
+	h, err := d.host()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	res, err := h.do(ctx, "command", c)
+	return res.st, res.port, res.n, err
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/tickwire/tickwire/hwoffload"
 	"github.com/tickwire/tickwire/hwoffload/conformance"
 	"github.com/tickwire/tickwire/hwoffload/twin"
+	"github.com/tickwire/tickwire/link/pipe"
 )
 
 // TestPCIFakeSysfs runs the suite through Open("pci:BDF") against a fake
@@ -26,7 +27,8 @@ func TestPCIFakeSysfs(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tw, err := twin.New(twin.Config{Region: filepath.Join(dir, "resource0"), RingLog2: 6})
+	a, _ := pipe.New(pipe.Options{})
+	tw, err := twin.New(twin.Config{Region: filepath.Join(dir, "resource0"), RingLog2: 6, Link: a})
 	if err != nil {
 		t.Fatal(err)
 	}
