@@ -49,7 +49,7 @@ type Device struct {
 	hostc    *hostClient // set in hostOnce
 	// hostRunning is hostc once its dispatcher runs.
 	hostRunning atomic.Pointer[hostClient]
-	hostErr  error
+	hostErr     error
 }
 
 // waitPoll is how often Open, Run, Stop, Reset and WaitStatus look at a
