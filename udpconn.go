@@ -235,6 +235,7 @@ func (c *UDPConn) setupEndpoint(ep tcpip.Endpoint) tcpip.Error {
 		}
 	}
 	ep.SocketOptions().SetMulticastLoop(c.mcastLoop.Load())
+	ep.SocketOptions().SetReceivePacketInfo(true) // the destination, for RxGroup
 	if ttl := c.mcastTTL.Load(); ttl > 0 {
 		if err := ep.SetSockOptInt(tcpip.MulticastTTLOption, int(ttl-1)); err != nil {
 			return err
@@ -396,7 +397,7 @@ func (c *UDPConn) drain() bool {
 			return got // would block, or closed: the loop's select sees Close
 		}
 		c.rx.Store(netstackRxTime(res))
-		c.rxGroup.Store(0)
+		c.rxGroup.Store(netstackRxGroup(res))
 		c.rxIP.Store(0)
 		r.handler(c, buf[:res.Count], netip.AddrPortFrom(netip.AddrFrom4(res.RemoteAddr.Addr.As4()), res.RemoteAddr.Port))
 		got = true
@@ -481,7 +482,7 @@ func (c *UDPConn) read(b []byte, from *netip.AddrPort) (int, error) {
 				*from = netip.AddrPortFrom(netip.AddrFrom4(res.RemoteAddr.Addr.As4()), res.RemoteAddr.Port)
 			}
 			c.rx.Store(netstackRxTime(res))
-			c.rxGroup.Store(0)
+			c.rxGroup.Store(netstackRxGroup(res))
 			c.rxIP.Store(0)
 			return res.Count, nil
 		case *tcpip.ErrWouldBlock:
@@ -742,4 +743,13 @@ func netstackRxTime(res tcpip.ReadResult) int64 {
 		return res.ControlMessages.Timestamp.UnixNano()
 	}
 	return rxclock.Now()
+}
+
+// netstackRxGroup returns the multicast group a datagram read from
+// netstack's endpoint was sent to (RxGroup), 0 for unicast.
+func netstackRxGroup(res tcpip.ReadResult) uint32 {
+	if !res.ControlMessages.HasIPPacketInfo {
+		return 0
+	}
+	return groupOf(res.ControlMessages.PacketInfo.DestinationAddr)
 }
