@@ -49,8 +49,8 @@ var measures = []measure{
 		baselineName: "kernel UDP, loopback",
 		doc: "The highest rate at which a Stack.ServeUDP handler (default Config) receives 64-byte " +
 			"datagrams with under 0.1% loss: a goroutine writes them through a DialUDP socket of a " +
-			"second stack over link/pipe, paced to a target rate (first unpaced, then a bisection " +
-			"below that rate when it loses 0.1% or more), for a quarter of the sample's duration per " +
+			"second stack over link/pipe, paced to a target rate (first unpaced; when that loses 0.1% or more, halved " +
+			"until a trial does not, then bisected), for a quarter of the sample's duration per " +
 			"trial; loss is what was sent and never counted (the receiving stack's " +
 			"Stats.DropUDPBufferFull and the pipe's drops end a trial's wait early). Value: the " +
 			"highest received rate of a trial under the bound. Baseline: the same search for a " +

@@ -27,14 +27,20 @@ import (
 // the reader falls behind. A trial sends for udpTrialDur at one rate and
 // waits for the receiver to settle; loss is what was sent and never
 // counted. The search first sends unpaced (the sender's own limit); if that
-// loses 0.1% or more it bisects between zero and that rate. The value is
-// the highest received rate of a trial under the loss bound.
+// loses 0.1% or more it halves the rate until a trial does not, then
+// bisects (udpMaxRate). The value is the highest received rate of a trial
+// under the loss bound.
 
 const (
 	udpRateSize   = 64
 	udpRatePort   = 9
 	udpMaxLoss    = 0.001 // the loss bound: 0.1%
-	udpBisections = 6
+	udpBisections = 4
+	// udpFloor is the datagrams of a trial at the lowest rate tried: fewer
+	// than either receiver queues (128 ring slots, the kernel's 208 KiB of
+	// receive buffer), so that even a receiver descheduled for the whole
+	// trial loses nothing.
+	udpFloor = 64
 	// udpSettle is how long the receiver may go without counting anything
 	// before a trial's stragglers are declared lost.
 	udpSettle = 20 * time.Millisecond
@@ -102,9 +108,14 @@ func udpTrial(r *udpRateRig, rate float64, dur time.Duration) (sent, got int64, 
 }
 
 // udpMaxRate searches the highest loss-free rate of r (see the file's
-// comment), in datagrams/s; ops and allocs cover every datagram sent.
+// comment), in datagrams/s; ops and allocs cover every datagram sent. It
+// sends unpaced first; if that loses, it halves the rate until a trial does
+// not (at udpFloor datagrams per trial the receiver's queue holds a whole
+// trial, so the halving ends), then bisects between that rate and the
+// double for udpBisections trials.
 func udpMaxRate(r *udpRateRig, dur time.Duration) (sample, error) {
 	trialDur := max(dur/4, 10*time.Millisecond)
+	floor := udpFloor / trialDur.Seconds()
 	var s sample
 	m0 := mallocs()
 	best := 0.0
@@ -129,7 +140,17 @@ func udpMaxRate(r *udpRateRig, dur time.Duration) (sample, error) {
 		return s, err
 	}
 	if !ok {
-		lo, hi := 0.0, offered
+		hi := offered
+		lo := hi / 2
+		for {
+			if _, ok, err = try(lo); err != nil {
+				return s, err
+			}
+			if ok || lo <= floor {
+				break
+			}
+			hi, lo = lo, max(lo/2, floor)
+		}
 		for range udpBisections {
 			mid := (lo + hi) / 2
 			if _, ok, err = try(mid); err != nil {
@@ -144,7 +165,7 @@ func udpMaxRate(r *udpRateRig, dur time.Duration) (sample, error) {
 	}
 	s.allocs = mallocs() - m0
 	if best == 0 {
-		return s, fmt.Errorf("every trial lost %.1f%% or more", udpMaxLoss*100)
+		return s, fmt.Errorf("every trial lost %.1f%% or more, down to %.0f datagrams/s", udpMaxLoss*100, floor)
 	}
 	s.value = best
 	return s, nil
