@@ -134,7 +134,11 @@ func configure(fd int, cfg Config) error {
 	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
 		return fmt.Errorf("tap: %s: TUNSETIFF: %w", cfg.Name, err)
 	}
-	if err := unix.IoctlSetInt(fd, tunSetOffload, tunFCsum); err != nil {
+	offload := tunFCsum
+	if !cfg.NoTSO {
+		offload |= tunFTSO4
+	}
+	if err := unix.IoctlSetInt(fd, tunSetOffload, offload); err != nil {
 		return fmt.Errorf("tap: %s: TUNSETOFFLOAD: %w", cfg.Name, err)
 	}
 
@@ -368,6 +372,11 @@ func (e *Endpoint) read(done chan struct{}) {
 	defer close(done)
 	r := &spinReader{e: e}
 	r.readFn = r.poll
+	// The device hands over TCP segments of up to maxGSOPacket bytes
+	// (TSO4); each frame is read here, then copied into a view of its own
+	// size, so that a small frame does not hold a 64 KiB buffer while the
+	// stack queues it.
+	scratch := make([]byte, vnetHdrLen+linkbase.HeaderLength+maxGSOPacket+frameSlack)
 	if raw, err := e.file.SyscallConn(); err == nil {
 		r.raw = raw
 	}
@@ -386,12 +395,10 @@ func (e *Endpoint) read(done chan struct{}) {
 			}
 			locked = lock
 		}
-		size := vnetHdrLen + linkbase.HeaderLength + int(e.MTU()) + frameSlack
-		v := buffer.NewViewSize(size)
-		n, err := e.readFrame(r, v.AsSlice())
+		size := len(scratch)
+		n, err := e.readFrame(r, scratch)
 		rx := rxclock.Now() // the frame's stamp: when the read returned
 		if err != nil {
-			v.Release()
 			if e.stopping.Load() || errors.Is(err, os.ErrClosed) {
 				return
 			}
@@ -402,32 +409,31 @@ func (e *Endpoint) read(done chan struct{}) {
 			return // the device went away (EBADFD, EIO): nothing more to read
 		}
 		if n == size {
-			v.Release()
 			e.stats.rxTooLong.Add(1)
 			continue
 		}
 		if n < vnetHdrLen {
-			v.Release()
 			e.stats.rxErrors.Add(1)
 			continue
 		}
-		hdr, f := v.AsSlice()[:vnetHdrLen], v.AsSlice()[vnetHdrLen:n]
+		hdr, f := scratch[:vnetHdrLen], scratch[vnetHdrLen:n]
 		if len(f) >= linkbase.HeaderLength {
 			dst := tcpip.LinkAddress(f[:header.EthernetAddressSize])
 			if !header.IsMulticastEthernetAddress(dst) && dst != header.EthernetBroadcastAddress && dst != e.LinkAddress() {
-				v.Release()
 				e.stats.rxOtherHost.Add(1)
 				continue
 			}
 		}
+		if hdr[1] == 0 && len(f) > linkbase.HeaderLength+int(e.MTU())+frameSlack-1 {
+			e.stats.rxTooLong.Add(1) // only a TSO segment may exceed the MTU
+			continue
+		}
 		if verdict := checkFrame(hdr, f); verdict != rxDeliver {
-			v.Release()
 			e.stats.rxDropped[verdict].Add(1)
 			continue
 		}
-		v.TrimFront(vnetHdrLen)
 		n -= vnetHdrLen
-		v.CapLength(n)
+		v := buffer.NewViewWithData(f)
 		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithView(v)})
 		if e.DeliverFrameAt(pkt, rx) {
 			e.stats.rxFrames.Add(1)

@@ -10,7 +10,7 @@ import (
 	"github.com/tickwire/tickwire/link/internal/linkbase"
 )
 
-// The device is opened with IFF_VNET_HDR and TUN_F_CSUM: every frame read or
+// The device is opened with IFF_VNET_HDR, TUN_F_CSUM and TUN_F_TSO4: every frame read or
 // written starts with a virtio-net header (vnetHdrLen bytes), and the kernel
 // may hand over frames whose transport checksum it has not computed. That
 // is what lets a round trip with the kernel skip four checksum passes: the
@@ -44,6 +44,11 @@ const (
 
 	tunSetOffload = 0x400454d0 // TUNSETOFFLOAD, _IOW('T', 208, unsigned int)
 	tunFCsum      = 0x01       // TUN_F_CSUM: this reader accepts partial checksums
+	tunFTSO4      = 0x02       // TUN_F_TSO4: and TCP segments up to maxGSOPacket bytes
+
+	vnetGSOTCPv4 = 1 // VIRTIO_NET_HDR_GSO_TCPV4
+
+	maxGSOPacket = 1 << 16 // the largest IPv4 packet the kernel hands over with TSO4
 )
 
 // rxVerdict is what the reader does with a frame after its virtio-net
@@ -63,7 +68,18 @@ const (
 // checkFrame decides the fate of a frame read from the device: hdr is its
 // virtio-net header, f the Ethernet frame after it.
 func checkFrame(hdr, f []byte) rxVerdict {
-	if len(hdr) < vnetHdrLen || hdr[1] != 0 { // gso_type: TSO was not enabled
+	if len(hdr) < vnetHdrLen {
+		return rxMalformed
+	}
+	switch hdr[1] { // gso_type
+	case 0:
+	case vnetGSOTCPv4:
+		// A TCP segment the kernel did not cut into MSS-sized ones (TSO4):
+		// its checksum is partial and the stack takes it whole.
+		if hdr[0]&vnetNeedsCsum == 0 {
+			return rxMalformed
+		}
+	default:
 		return rxMalformed
 	}
 	if hdr[0]&(vnetNeedsCsum|vnetDataValid) != 0 ||

@@ -97,7 +97,9 @@ func TestCheckFrame(t *testing.T) {
 		{"unflagged, UDP wrong", vnet(0, 0), badUDP, rxBadUDP},
 		{"partial checksum", vnet(vnetNeedsCsum, 0), bad, rxDeliver},
 		{"verified by a device", vnet(vnetDataValid, 0), bad, rxDeliver},
-		{"GSO", vnet(vnetNeedsCsum, 1), good, rxMalformed},
+		{"TSO4 segment", vnet(vnetNeedsCsum, vnetGSOTCPv4), good, rxDeliver},
+		{"TSO4 segment without a partial checksum", vnet(0, vnetGSOTCPv4), good, rxMalformed},
+		{"UDP or IPv6 GSO (never asked for)", vnet(vnetNeedsCsum, 3), good, rxMalformed},
 		{"short header", []byte{0}, good, rxMalformed},
 		{"ARP", vnet(0, 0), ethernetFrame(mac, mac, make([]byte, header.ARPSize)), rxDeliver},
 	} {

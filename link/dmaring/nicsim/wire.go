@@ -170,8 +170,10 @@ type TapWire struct {
 	pool   sync.Pool
 }
 
-// NewTapWire opens (creating when needed) the TAP device of cfg.
+// NewTapWire opens (creating when needed) the TAP device of cfg, with
+// cfg.NoTSO set: the device model takes frames within the MTU.
 func NewTapWire(cfg tap.Config) (*TapWire, error) {
+	cfg.NoTSO = true // the device's rings take frames within the MTU
 	ep, err := tap.New(cfg)
 	if err != nil {
 		return nil, err
