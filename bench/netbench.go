@@ -543,60 +543,54 @@ func setupBulk(p params) (*pair, error) {
 	}, nil
 }
 
-// setupBulkLatency builds tcp_bulk_latency: tcp_bulk between two stacks in
-// latency mode against the same between two stacks in stock mode.
-func setupBulkLatency(p params) (*pair, error) {
-	var sides [2]func() (sample, error)
+// bulkPairs builds one pair of stacks per entry of latency (latency mode
+// as the entry says), each with a tcp_bulk listener on the server and a
+// dialer from the client; closeAll releases them.
+func bulkPairs(latency ...bool) (lns []net.Listener, dials []dialer, closeAll func(), err error) {
 	var closers []func()
-	closeAll := func() {
+	closeAll = func() {
 		for _, c := range closers {
 			c()
 		}
 	}
-	for i, latency := range []bool{true, false} {
-		sp, err := newStackPair(0, 0, latency)
+	for _, l := range latency {
+		sp, err := newStackPair(0, 0, l)
 		if err != nil {
 			closeAll()
-			return nil, err
+			return nil, nil, nil, err
 		}
 		ln, err := sp.server.ListenTCP(9)
 		if err != nil {
 			sp.Close()
 			closeAll()
-			return nil, err
+			return nil, nil, nil, err
 		}
 		closers = append(closers, func() { ln.Close(); sp.Close() })
-		dial := tickwireDial(sp.client, serverPrefix.Addr(), 9)
-		sides[i] = func() (sample, error) { return bulkRound(ln, dial, p) }
+		lns, dials = append(lns, ln), append(dials, tickwireDial(sp.client, serverPrefix.Addr(), 9))
 	}
-	return &pair{tickwire: sides[0], baseline: sides[1], close: closeAll}, nil
+	return lns, dials, closeAll, nil
+}
+
+// setupBulkLatency builds tcp_bulk_latency: tcp_bulk between two stacks in
+// latency mode against the same between two stacks in stock mode.
+func setupBulkLatency(p params) (*pair, error) {
+	lns, dials, closeAll, err := bulkPairs(true, false)
+	if err != nil {
+		return nil, err
+	}
+	return &pair{
+		tickwire: func() (sample, error) { return bulkRound(lns[0], dials[0], p) },
+		baseline: func() (sample, error) { return bulkRound(lns[1], dials[1], p) },
+		close:    closeAll,
+	}, nil
 }
 
 // setupBulk2Cores builds tcp_bulk_2cores: two tcp_bulk streams at once on
 // two pairs of stacks against one stream on one pair.
 func setupBulk2Cores(p params) (*pair, error) {
-	var lns [2]net.Listener
-	var dials [2]dialer
-	var closers []func()
-	closeAll := func() {
-		for _, c := range closers {
-			c()
-		}
-	}
-	for i := range lns {
-		sp, err := newStackPair(0, 0, false)
-		if err != nil {
-			closeAll()
-			return nil, err
-		}
-		ln, err := sp.server.ListenTCP(9)
-		if err != nil {
-			sp.Close()
-			closeAll()
-			return nil, err
-		}
-		closers = append(closers, func() { ln.Close(); sp.Close() })
-		lns[i], dials[i] = ln, tickwireDial(sp.client, serverPrefix.Addr(), 9)
+	lns, dials, closeAll, err := bulkPairs(false, false)
+	if err != nil {
+		return nil, err
 	}
 	both := func() (sample, error) {
 		var ss [2]sample

@@ -117,12 +117,13 @@ func setupTapRTTMode(p params, latency bool) (*pair, error) {
 }
 
 // vethPair builds two namespaces joined by a veth pair (MTU 1500, the
-// kernel's offloads as it sets them), vethServer's address in serverNS,
-// vethClient's in clientNS; cleanup removes both.
-func vethPair() (serverNS, clientNS *kerneltest.Netns, cleanup func(), err error) {
+// kernel's offloads as it sets them), vethServer's address in the server's,
+// vethClient's in clientNS, and a kernel TCP listener on port at
+// vethServer; cleanup closes the listener and removes both.
+func vethPair(port uint16) (kln net.Listener, clientNS *kerneltest.Netns, cleanup func(), err error) {
 	var cleanups []func()
 	cleanup = func() { undo(cleanups) }
-	fail := func(err error) (*kerneltest.Netns, *kerneltest.Netns, func(), error) {
+	fail := func(err error) (net.Listener, *kerneltest.Netns, func(), error) {
 		cleanup()
 		return nil, nil, nil, err
 	}
@@ -151,7 +152,14 @@ func vethPair() (serverNS, clientNS *kerneltest.Netns, cleanup func(), err error
 			return fail(err)
 		}
 	}
-	return serverNS, clientNS, cleanup, nil
+	if err := serverNS.Do(func() (err error) {
+		kln, err = net.Listen("tcp", netip.AddrPortFrom(vethServer.Addr(), port).String())
+		return err
+	}); err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, func() { kln.Close() })
+	return kln, clientNS, cleanup, nil
 }
 
 // vethBaseline builds the kernel-to-kernel baseline of the RTT measures:
@@ -161,18 +169,11 @@ func vethBaseline() (net.Conn, func(), error) {
 	var cleanups []func()
 	cleanup := func() { undo(cleanups) }
 	fail := func(err error) (net.Conn, func(), error) { cleanup(); return nil, nil, err }
-	serverNS, clientNS, removeVeth, err := vethPair()
+	kln, clientNS, removeVeth, err := vethPair(echoPort)
 	if err != nil {
 		return fail(err)
 	}
 	cleanups = append(cleanups, removeVeth)
-	var kln net.Listener
-	if err := serverNS.Do(func() (err error) {
-		kln, err = net.Listen("tcp", netip.AddrPortFrom(vethServer.Addr(), echoPort).String())
-		return err
-	}); err != nil {
-		return fail(err)
-	}
 	ksrv := serveTCP(kln, echo)
 	cleanups = append(cleanups, ksrv.stop)
 	var vconn net.Conn
@@ -211,27 +212,10 @@ func tapCheck() error {
 // and a kernel TCP client in the namespace, connected. It appends what
 // undoes each step to cleanups.
 func tapEchoSide(latency, lock bool, cleanups *[]func()) (net.Conn, error) {
-	tapNS, remove, err := newNetns()
+	tapNS, s, err := tapStackSide(latency, lock, cleanups)
 	if err != nil {
 		return nil, err
 	}
-	*cleanups = append(*cleanups, remove)
-	var s *tickwire.Stack
-	err = tapNS.Do(func() error {
-		ep, err := tap.New(tap.Config{Name: kerneltest.Name(netPrefix + "t"), Host: tapHost})
-		if err != nil {
-			return err
-		}
-		if s, err = tickwire.New(tickwire.Config{Link: ep, MAC: ep.MAC(), Addr: tapStack, Latency: latency, LockOSThread: lock}); err != nil {
-			ep.Close()
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	*cleanups = append(*cleanups, func() { s.Close() })
 	if latency {
 		ln, err := s.ServeTCP(echoPort, echoHandler)
 		if err != nil {
@@ -255,6 +239,34 @@ func tapEchoSide(latency, lock bool, cleanups *[]func()) (net.Conn, error) {
 	}
 	*cleanups = append(*cleanups, func() { kc.Close() })
 	return kc, nil
+}
+
+// tapStackSide builds a namespace with a TAP device in it and tickwire on
+// the device (in this process; Config.Latency and Config.LockOSThread as
+// given). It appends what undoes each step to cleanups.
+func tapStackSide(latency, lock bool, cleanups *[]func()) (*kerneltest.Netns, *tickwire.Stack, error) {
+	tapNS, remove, err := newNetns()
+	if err != nil {
+		return nil, nil, err
+	}
+	*cleanups = append(*cleanups, remove)
+	var s *tickwire.Stack
+	err = tapNS.Do(func() error {
+		ep, err := tap.New(tap.Config{Name: kerneltest.Name(netPrefix + "t"), Host: tapHost})
+		if err != nil {
+			return err
+		}
+		if s, err = tickwire.New(tickwire.Config{Link: ep, MAC: ep.MAC(), Addr: tapStack, Latency: latency, LockOSThread: lock}); err != nil {
+			ep.Close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	*cleanups = append(*cleanups, func() { s.Close() })
+	return tapNS, s, nil
 }
 
 // setupTapRTTLocked builds tap_tcp_rtt_64B_latency_locked: two
@@ -306,45 +318,21 @@ func setupBulkVeth(p params) (*pair, error) {
 	cleanup := func() { undo(cleanups) }
 	fail := func(err error) (*pair, error) { cleanup(); return nil, err }
 
-	tapNS, remove, err := newNetns()
+	tapNS, s, err := tapStackSide(false, false, &cleanups)
 	if err != nil {
 		return fail(err)
 	}
-	cleanups = append(cleanups, remove)
-	var s *tickwire.Stack
-	if err := tapNS.Do(func() error {
-		ep, err := tap.New(tap.Config{Name: kerneltest.Name(netPrefix + "t"), Host: tapHost})
-		if err != nil {
-			return err
-		}
-		if s, err = tickwire.New(tickwire.Config{Link: ep, MAC: ep.MAC(), Addr: tapStack}); err != nil {
-			ep.Close()
-			return err
-		}
-		return nil
-	}); err != nil {
-		return fail(err)
-	}
-	cleanups = append(cleanups, func() { s.Close() })
 	ln, err := s.ListenTCP(9)
 	if err != nil {
 		return fail(err)
 	}
 	cleanups = append(cleanups, func() { ln.Close() })
 
-	serverNS, clientNS, removeVeth, err := vethPair()
+	kln, clientNS, removeVeth, err := vethPair(9)
 	if err != nil {
 		return fail(err)
 	}
 	cleanups = append(cleanups, removeVeth)
-	var kln net.Listener
-	if err := serverNS.Do(func() (err error) {
-		kln, err = net.Listen("tcp", netip.AddrPortFrom(vethServer.Addr(), 9).String())
-		return err
-	}); err != nil {
-		return fail(err)
-	}
-	cleanups = append(cleanups, func() { kln.Close() })
 
 	twDial := nsDial(tapNS, netip.AddrPortFrom(tapStack.Addr(), 9).String())
 	kDial := nsDial(clientNS, kln.Addr().String())
