@@ -43,7 +43,13 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println("echo replies received:", s1.Stats().ICMPEchoRepliesRx)
-	fmt.Println("frames through the rings both ways:", ep.Stats().RxFrames >= 2 && ep.Stats().TxFrames >= 2)
+	// The ring's counters follow the deliveries (the reply wakes Ping
+	// first) and the TX completions: give them a moment.
+	both := func() bool { st := ep.Stats(); return st.RxFrames >= 2 && st.TxFrames >= 2 }
+	for end := time.Now().Add(5 * time.Second); !both() && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Println("frames through the rings both ways:", both())
 	// Output:
 	// echo replies received: 1
 	// frames through the rings both ways: true
