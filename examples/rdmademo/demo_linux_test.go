@@ -26,6 +26,7 @@ import (
 
 	"github.com/tickwire/tickwire/internal/kerneltest"
 	"github.com/tickwire/tickwire/rdma"
+	"golang.org/x/sys/unix"
 )
 
 // proc is a running rdmademo.
@@ -130,17 +131,24 @@ func buildDemo(t *testing.T) string {
 // kernelPeer is the test's RoCE peer: a kernel UDP socket on port 4791.
 type kernelPeer struct {
 	t          *testing.T
-	c          *net.UDPConn
+	c          *net.UDPConn // receives the demo's answers
+	raw        int          // sends: a raw socket (IPPROTO_RAW, the IPv4 header ours)
+	id         uint16       // the IPv4 identification of the last datagram sent
 	self, demo netip.AddrPort
 }
 
-// header returns the IPv4 header a datagram of n UDP payload bytes from
-// src to dst has for the ICRC: identification 0 and DF, as Linux sends
-// from an unconnected socket.
-func ipHeader(src, dst netip.AddrPort, n int) []byte {
+// ipHeader returns the IPv4 and UDP headers of a datagram of n UDP payload
+// bytes from src to dst with identification id and DF, as a NIC numbers
+// its datagrams and covers the number with the ICRC (Linux numbers an
+// unconnected UDP socket's DF datagrams too, which is why the peer sends
+// through a raw socket: the ICRC must be computed over the identification
+// the datagram carries). The IPv4 checksum is left 0 for the kernel to
+// fill in, the UDP checksum 0 (none), as RoCEv2 NICs send.
+func ipHeader(src, dst netip.AddrPort, n int, id uint16) []byte {
 	h := make([]byte, 20+8)
 	h[0] = 0x45
 	binary.BigEndian.PutUint16(h[2:], uint16(28+n))
+	binary.BigEndian.PutUint16(h[4:], id)
 	binary.BigEndian.PutUint16(h[6:], 0x4000)
 	h[8], h[9] = 64, 17
 	s, d := src.Addr().As4(), dst.Addr().As4()
@@ -156,13 +164,14 @@ func ipHeader(src, dst netip.AddrPort, n int) []byte {
 // ICRC, flipped when bad.
 func (k *kernelPeer) send(transport []byte, bad bool) {
 	k.t.Helper()
-	h := ipHeader(k.self, k.demo, len(transport)+4)
+	k.id += 0x101 // never 0, which the kernel would replace
+	h := ipHeader(k.self, k.demo, len(transport)+4, k.id)
 	crc := rdma.ICRC(h[:20], append(h[20:], transport...))
 	if bad {
 		crc ^= 1
 	}
-	b := binary.LittleEndian.AppendUint32(bytes.Clone(transport), crc)
-	if _, err := k.c.WriteToUDPAddrPort(b, k.demo); err != nil {
+	b := binary.LittleEndian.AppendUint32(append(h, transport...), crc)
+	if err := unix.Sendto(k.raw, b, 0, &unix.SockaddrInet4{Addr: k.demo.Addr().As4()}); err != nil {
 		k.t.Fatal(err)
 	}
 }
@@ -181,7 +190,7 @@ func (k *kernelPeer) recv() rdma.Packet {
 	if err := rdma.Parse(b, &p); err != nil {
 		k.t.Fatalf("answer % x: %v", b, err)
 	}
-	h := ipHeader(from, k.self, n)
+	h := ipHeader(from, k.self, n, 0) // tickwire sends identification 0 on a DF datagram
 	if want := rdma.ICRC(h[:20], append(h[20:], b[:n-4]...)); p.ICRC != want {
 		k.t.Fatalf("answer's ICRC %#x, want %#x", p.ICRC, want)
 	}
@@ -230,12 +239,16 @@ func TestResponderAgainstKernelPeer(t *testing.T) {
 	}
 	k := &kernelPeer{t: t, self: netip.MustParseAddrPort("10.211.0.1:4791"), demo: netip.MustParseAddrPort("10.211.0.2:4791")}
 	if err := ns.Do(func() (err error) {
-		k.c, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(k.self))
+		if k.c, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(k.self)); err != nil {
+			return err
+		}
+		k.raw, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_RAW)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
 	defer k.c.Close()
+	defer unix.Close(k.raw)
 	qpn := uint32(in.QPN)
 	region := make([]byte, 8192)
 	w1 := bytes.Repeat([]byte("one packet "), 10)[:100]
