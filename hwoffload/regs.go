@@ -101,7 +101,7 @@ const (
 	RingTrades = 0 // kind KindTrade
 	RingOrders = 1 // kind KindOrder
 	RingEvents = 2 // gaps, decode errors, flow starts and ends
-	RingHost   = 3 // host-path notifications (kinds from 16; not implemented yet)
+	RingHost   = 3 // host-path completions and notifications (kinds from 16, REGISTERS.md)
 )
 
 // Access says who may write a register.
