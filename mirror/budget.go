@@ -65,7 +65,8 @@ func (b *Budget) Flows() int { return int(b.flows.Load()) }
 func (b *Budget) BufferBytes() int64 { return b.bytes.Load() }
 
 // take adds n to c if the sum stays within limit, reporting whether it did.
-// A nil Budget always allows.
+// The methods below call it only for a Budget that is not nil: a nil
+// Budget (no Config.Budget) always allows.
 func take(c *atomic.Int64, n, limit int64) bool {
 	for {
 		v := c.Load()
