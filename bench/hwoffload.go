@@ -84,9 +84,11 @@ func setupTwinLatency(params) (*pair, error) {
 			rings := [2]*hwoffload.Ring{dev.Ring(hwoffload.RingTrades), dev.Ring(hwoffload.RingOrders)}
 			s := sample{lat: make([]time.Duration, 0, records)}
 			m0 := mallocs()
-			if err := dev.Run(ctx); err != nil {
-				return s, err
-			}
+			// Set RUN and spin at once: Device.Run would sleep until
+			// STATUS.RUNNING, and a sleep of under a millisecond can take
+			// one (the runtime's netpoller waits in whole milliseconds),
+			// while the twin already writes records.
+			dev.Write32(hwoffload.RegControl, hwoffload.ControlRun)
 			for {
 				done := dev.Status()&hwoffload.StatusInputDone != 0
 				got := false
