@@ -11,7 +11,8 @@
 //
 // Run needs an engine that is stopped and may be reset; it leaves it reset
 // and stopped. It covers the identity and geometry registers, CYCLES,
-// RUN/STOP and RESET, the refusal of bad writes (read-only registers,
+// RUN/STOP and RESET, the refusal of bad writes (read-only registers, the
+// host path's and every session's among them,
 // undefined CONTROL bits, CONS ahead of PROD, bad configuration values, the
 // host path's CMD_PROD, RX_CONS and UDP_RX_CONS ahead, a command of an
 // unknown op), and the host path's geometry and commands that need no peer
@@ -33,6 +34,8 @@ package conformance
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,6 +212,39 @@ func hostPath(t *testing.T, dev *hwoffload.Device, reset func(*testing.T)) {
 	t.Run("RefusesUDPRxConsAhead", func(t *testing.T) {
 		reset(t)
 		refused(t, dev, hwoffload.RegUDPRxCons, 100, hwoffload.CodeConsAhead, 0)
+	})
+	// Every read-only register of the host path is put back when the
+	// host writes it: the window's, each session's (all but RX_CONS), ring
+	// 3's PROD and DROPPED, an ARP table entry and the port bitmaps.
+	ro := []struct {
+		name string
+		off  int
+	}{
+		{"CMD_CONS", hwoffload.RegCmdCons}, {"UDP_RX_PROD", hwoffload.RegUDPRxProd},
+		{"UDP_RX_DROPPED", hwoffload.RegUDPRxDropped}, {"HOST_REFUSED", hwoffload.RegHostRefused},
+		{"SESS_BASE", hwoffload.RegSessBase}, {"ring 3 PROD", hwoffload.RingReg(hwoffload.RingHost, hwoffload.RingProd)},
+		{"ring 3 DROPPED", hwoffload.RingReg(hwoffload.RingHost, hwoffload.RingDropped)},
+		{"ARP entry 127 ip", hwoffload.ARPReg(hwoffload.MaxARPEntries-1, hwoffload.ARPAddr)},
+		{"UDP port bitmap", hwoffload.RegUDPPorts + 4}, {"listen port bitmap", hwoffload.RegListenPorts + 0x1FFC},
+	}
+	for s := range hwoffload.Sessions {
+		for _, reg := range hwoffload.SessionRegisters {
+			if reg.Access == hwoffload.RO && (s == 0 || s == hwoffload.Sessions-1 || reg.Offset == hwoffload.SessState) {
+				ro = append(ro, struct {
+					name string
+					off  int
+				}{fmt.Sprintf("session %d %s", s, reg.Name), hwoffload.SessReg(s, reg.Offset)})
+			}
+		}
+	}
+	t.Run("RefusesReadOnlyHostRegisters", func(t *testing.T) {
+		for _, r := range ro {
+			t.Run(strings.ReplaceAll(r.name, " ", "_"), func(t *testing.T) {
+				reset(t) // ERROR holds the last code: one refusal at a time
+				old := dev.Read32(r.off)
+				refused(t, dev, r.off, ^old, hwoffload.CodeReadOnly, old)
+			})
+		}
 	})
 	t.Run("Commands", func(t *testing.T) {
 		reset(t)

@@ -100,8 +100,8 @@ func newEngine(r *shm.Region, cfg Config) (*engine, error) {
 	e.host = newHostPath(e, cfg.Link, hwoffload.WindowBytes+hwoffload.NumRings*ringBytes)
 	for _, reg := range hwoffload.HostRegisters {
 		switch reg.Offset {
-		case hwoffload.RegCmdCons, hwoffload.RegUDPRxProd, hwoffload.RegUDPRxDropped, hwoffload.RegHostRefused:
-			// written by the host path's goroutines, not remembered
+		case hwoffload.RegUDPRxProd:
+			// written by the stack's goroutines: hostPath.checkShared
 		default:
 			if reg.Access == hwoffload.RO {
 				e.roRegs = append(e.roRegs, reg)
@@ -187,6 +187,19 @@ func (e *engine) poll() {
 	if e.r.Load32(hwoffload.RegMagic) != hwoffload.Magic {
 		e.r.Store32(hwoffload.RegMagic, hwoffload.Magic)
 		e.fault(hwoffload.CodeReadOnly)
+	}
+	// The ARP table and the port bitmaps, written by the engine goroutine
+	// only (the ARP entries beyond ARP_COUNT are kept as written too).
+	for _, span := range [...][2]int{
+		{hwoffload.RegARP0, hwoffload.RegARP0 + hwoffload.MaxARPEntries*hwoffload.ARPStride},
+		{hwoffload.RegUDPPorts, hwoffload.RegListenPorts + hwoffload.PortBitmapSize},
+	} {
+		for off := span[0]; off < span[1]; off += 4 {
+			if want := e.shadow[off/4]; e.r.Load32(off) != want {
+				e.r.Store32(off, want)
+				e.fault(hwoffload.CodeReadOnly)
+			}
+		}
 	}
 	for _, reg := range e.roRegs {
 		if reg.Bits == 64 {

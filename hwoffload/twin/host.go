@@ -38,10 +38,15 @@ const dialTimeout = 10 * time.Second
 
 // session is one of the 64 sessions.
 type session struct {
-	id       int
-	rx, tx   []byte // the session's buffers in the region
-	space    chan struct{}
-	rxCons   atomic.Uint32 // RX_CONS last accepted (engine goroutine stores)
+	id     int
+	rx, tx []byte // the session's buffers in the region
+	space  chan struct{}
+	rxCons atomic.Uint32 // RX_CONS last accepted (engine goroutine stores)
+	// regMu orders the stores of the session's read-only registers (regs
+	// and the region together) against the engine goroutine's check that
+	// the host did not overwrite them.
+	regMu    sync.Mutex
+	regs     [hwoffload.SessStride / 4]atomic.Uint32 // the registers' values, by offset/4; written under regMu
 	mu       sync.Mutex
 	cond     *sync.Cond // on mu: sends queued, or closing
 	conn     *tickwire.TCPConn
@@ -114,9 +119,73 @@ func newHostPath(e *engine, link gstack.LinkEndpoint, base int) *hostPath {
 	return h
 }
 
-// set32 stores a register from any goroutine (not remembered in the
-// engine's shadow: the host-path registers are checked here).
-func (h *hostPath) set32(off int, v uint32) { h.r.Store32(off, v) }
+// setSess stores session s's register reg (a SessionRegisters offset)
+// from any goroutine, remembering it for checkSessions.
+func (h *hostPath) setSess(s *session, reg int, v uint32) {
+	s.regMu.Lock()
+	s.regs[reg/4].Store(v)
+	h.r.Store32(hwoffload.SessReg(s.id, reg), v)
+	s.regMu.Unlock()
+}
+
+// reg returns the value the engine last stored in session s's register
+// reg (what the host reads, unless it wrote there).
+func (s *session) reg(reg int) uint32 { return s.regs[reg/4].Load() }
+
+// sessRO lists the sessions' read-only registers.
+var sessRO = func() (ro []int) {
+	for _, r := range hwoffload.SessionRegisters {
+		if r.Access == hwoffload.RO {
+			ro = append(ro, r.Offset)
+		}
+	}
+	return ro
+}()
+
+// checkSessions puts back a session register the host wrote that it may
+// not (all but RX_CONS) and reports READ_ONLY; engine goroutine.
+func (h *hostPath) checkSessions() {
+	for _, s := range h.sess {
+		for _, reg := range sessRO {
+			off := hwoffload.SessReg(s.id, reg)
+			if h.r.Load32(off) == s.reg(reg) {
+				continue
+			}
+			s.regMu.Lock() // a store under way is not a host write
+			if want := s.reg(reg); h.r.Load32(off) != want {
+				h.r.Store32(off, want)
+				h.e.fault(hwoffload.CodeReadOnly)
+			}
+			s.regMu.Unlock()
+		}
+	}
+}
+
+// checkShared puts back the host-path registers that goroutines other
+// than the engine's store under h.mu (ring 3's PROD and DROPPED,
+// UDP_RX_PROD) when the host wrote them, and reports READ_ONLY; engine
+// goroutine.
+func (h *hostPath) checkShared() {
+	h.mu.Lock()
+	bad := false
+	for _, w := range [...]struct {
+		off int
+		v   uint32
+	}{
+		{hwoffload.RingReg(hwoffload.RingHost, hwoffload.RingProd), h.ring.prod},
+		{hwoffload.RingReg(hwoffload.RingHost, hwoffload.RingDropped), h.ring.dropped},
+		{hwoffload.RegUDPRxProd, h.udpProd},
+	} {
+		if h.r.Load32(w.off) != w.v {
+			h.r.Store32(w.off, w.v)
+			bad = true
+		}
+	}
+	h.mu.Unlock()
+	if bad {
+		h.e.fault(hwoffload.CodeReadOnly)
+	}
+}
 
 // post writes a ring 3 record; fill writes its body. Called with h.mu held.
 func (h *hostPath) post(kind uint16, flow uint32) (hwoffload.Slot, bool) {
@@ -173,6 +242,8 @@ func (h *hostPath) poll() {
 	h.mu.Lock()
 	e.syncCons(hwoffload.RingHost)
 	h.mu.Unlock()
+	h.checkShared()
+	h.checkSessions()
 
 	for i, s := range h.sess {
 		off := hwoffload.SessReg(i, hwoffload.SessRxCons)
@@ -181,7 +252,7 @@ func (h *hostPath) poll() {
 		if c == old {
 			continue
 		}
-		prod := h.r.Load32(hwoffload.SessReg(i, hwoffload.SessRxProd))
+		prod := s.reg(hwoffload.SessRxProd)
 		if c-old > prod-old {
 			h.r.CompareAndSwap32(off, c, old)
 			e.fault(hwoffload.CodeConsAhead)
@@ -223,7 +294,7 @@ func (h *hostPath) poll() {
 			var c [hwoffload.CmdSlotBytes]byte
 			copy(c[:], h.mem[off:off+hwoffload.CmdSlotBytes])
 			h.cmdCons++
-			h.r.Store32(hwoffload.RegCmdCons, h.cmdCons)
+			e.set32(hwoffload.RegCmdCons, h.cmdCons)
 			h.command(hwoffload.CmdSlot(c[:]).Get())
 		}
 	}
@@ -234,8 +305,14 @@ func (h *hostPath) poll() {
 	h.mu.Lock()
 	refused, dropped := h.refused, h.dropped
 	h.mu.Unlock()
-	h.r.Store64(hwoffload.RegHostRefused, refused)
-	h.r.Store64(hwoffload.RegUDPRxDropped, dropped)
+	// Stored when they change only: a host write in between is left for
+	// the next look at the read-only registers, which reports it.
+	if refused != e.shadow64(hwoffload.RegHostRefused) {
+		e.set64(hwoffload.RegHostRefused, refused)
+	}
+	if dropped != e.shadow64(hwoffload.RegUDPRxDropped) {
+		e.set64(hwoffload.RegUDPRxDropped, dropped)
+	}
 }
 
 // publishARP copies the stack's ARP table into the window.
@@ -254,10 +331,10 @@ func (h *hostPath) publishARP() {
 		if a.Resolved {
 			flags = hwoffload.ARPResolved
 		}
-		h.r.Store32(hwoffload.ARPReg(n, hwoffload.ARPAddr), binary.BigEndian.Uint32(b[:]))
-		h.r.Store32(hwoffload.ARPReg(n, hwoffload.ARPMACHi), hi)
-		h.r.Store32(hwoffload.ARPReg(n, hwoffload.ARPMACLo), lo)
-		h.r.Store32(hwoffload.ARPReg(n, hwoffload.ARPFlags), flags)
+		h.e.set32(hwoffload.ARPReg(n, hwoffload.ARPAddr), binary.BigEndian.Uint32(b[:]))
+		h.e.set32(hwoffload.ARPReg(n, hwoffload.ARPMACHi), hi)
+		h.e.set32(hwoffload.ARPReg(n, hwoffload.ARPMACLo), lo)
+		h.e.set32(hwoffload.ARPReg(n, hwoffload.ARPFlags), flags)
 		n++
 	}
 	h.e.set32(hwoffload.RegARPCount, uint32(n))
@@ -300,20 +377,15 @@ func (h *hostPath) stack() (*tickwire.Stack, hwoffload.HostStatus) {
 	return st, hwoffload.StatusOK
 }
 
-// bit sets or clears port p's bit in the bitmap at off.
+// bit sets or clears port p's bit in the bitmap at off; engine goroutine.
 func (h *hostPath) bit(off int, p uint16, on bool) {
 	w := off + int(p/32)*4
 	m := uint32(1) << (p % 32)
-	for {
-		v := h.r.Load32(w)
-		n := v &^ m
-		if on {
-			n = v | m
-		}
-		if h.r.CompareAndSwap32(w, v, n) {
-			return
-		}
+	v := h.e.shadow[w/4] &^ m
+	if on {
+		v |= m
 	}
+	h.e.set32(w, v)
 }
 
 // command runs one command; engine goroutine.
@@ -455,10 +527,10 @@ func (h *hostPath) establish(s *session, conn *tickwire.TCPConn, state uint32) {
 	s.mu.Unlock()
 	lp := conn.LocalAddr().(*net.TCPAddr).AddrPort()
 	rp := conn.RemoteAddr().(*net.TCPAddr).AddrPort()
-	h.set32(hwoffload.SessReg(s.id, hwoffload.SessLocalPort), uint32(lp.Port()))
-	h.set32(hwoffload.SessReg(s.id, hwoffload.SessRemoteIP), hwoffload.RegFromAddr(rp.Addr()))
-	h.set32(hwoffload.SessReg(s.id, hwoffload.SessRemotePort), uint32(rp.Port()))
-	h.set32(hwoffload.SessReg(s.id, hwoffload.SessState), state)
+	h.setSess(s, hwoffload.SessLocalPort, uint32(lp.Port()))
+	h.setSess(s, hwoffload.SessRemoteIP, hwoffload.RegFromAddr(rp.Addr()))
+	h.setSess(s, hwoffload.SessRemotePort, uint32(rp.Port()))
+	h.setSess(s, hwoffload.SessState, state)
 }
 
 // start runs session s's reader and writer, and frees it when both are
@@ -485,7 +557,7 @@ func (h *hostPath) start(s *session) {
 // free clears session s's registers and marks it free.
 func (h *hostPath) free(s *session) {
 	for _, reg := range hwoffload.SessionRegisters {
-		h.set32(hwoffload.SessReg(s.id, reg.Offset), 0)
+		h.setSess(s, reg.Offset, 0)
 	}
 	s.rxCons.Store(0)
 	h.mu.Lock()
@@ -516,7 +588,7 @@ func (h *hostPath) reader(s *session) {
 		n, err := s.conn.Read(s.rx[at:min(at+free, hwoffload.SessBufBytes)])
 		if n > 0 {
 			prod += uint32(n)
-			h.set32(hwoffload.SessReg(s.id, hwoffload.SessRxProd), prod)
+			h.setSess(s, hwoffload.SessRxProd, prod)
 			h.mu.Lock()
 			if sl, ok := h.post(hwoffload.KindRecv, uint32(s.id)); ok {
 				sl.PutRecv(prod, uint32(n))
@@ -533,7 +605,7 @@ func (h *hostPath) reader(s *session) {
 				if !errors.Is(err, io.EOF) {
 					reset = 1
 				}
-				h.set32(hwoffload.SessReg(s.id, hwoffload.SessState), hwoffload.SessPeerClosed)
+				h.setSess(s, hwoffload.SessState, hwoffload.SessPeerClosed)
 				h.mu.Lock()
 				if sl, ok := h.post(hwoffload.KindPeerClosed, uint32(s.id)); ok {
 					sl[hwoffload.PeerClosedReset] = reset
@@ -575,7 +647,7 @@ func (h *hostPath) writer(s *session) {
 			n, err := conn.Write(s.tx[at:end])
 			cons += uint32(n)
 			left -= uint32(n)
-			h.set32(hwoffload.SessReg(s.id, hwoffload.SessTxCons), cons)
+			h.setSess(s, hwoffload.SessTxCons, cons)
 			if err != nil {
 				status = hwoffload.StatusNetwork
 				break
@@ -608,9 +680,9 @@ func (h *hostPath) open(st *tickwire.Stack, c hwoffload.Command) {
 	s.mu.Lock()
 	s.cancel, s.closing, s.abort, s.closeCmd, s.conn = cancel, false, false, false, nil
 	s.mu.Unlock()
-	h.set32(hwoffload.SessReg(s.id, hwoffload.SessRemoteIP), c.IP)
-	h.set32(hwoffload.SessReg(s.id, hwoffload.SessRemotePort), uint32(c.Port))
-	h.set32(hwoffload.SessReg(s.id, hwoffload.SessState), hwoffload.SessOpening)
+	h.setSess(s, hwoffload.SessRemoteIP, c.IP)
+	h.setSess(s, hwoffload.SessRemotePort, uint32(c.Port))
+	h.setSess(s, hwoffload.SessState, hwoffload.SessOpening)
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
@@ -654,7 +726,7 @@ func (h *hostPath) close(c hwoffload.Command) {
 	cancel := s.cancel
 	s.cond.Broadcast()
 	s.mu.Unlock()
-	h.set32(hwoffload.SessReg(s.id, hwoffload.SessState), hwoffload.SessClosing)
+	h.setSess(s, hwoffload.SessState, hwoffload.SessClosing)
 	if cancel != nil {
 		cancel()
 	}
@@ -667,19 +739,19 @@ func (h *hostPath) send(c hwoffload.Command) {
 	s.mu.Lock()
 	ok := s.conn != nil && !s.closing
 	s.mu.Unlock()
-	state := h.r.Load32(hwoffload.SessReg(s.id, hwoffload.SessState))
+	state := s.reg(hwoffload.SessState)
 	if !ok || (state != hwoffload.SessEstablished && state != hwoffload.SessPeerClosed) {
 		h.complete(c.Tag, c.Op, uint32(c.Session), hwoffload.StatusNotOpen, 0, 0)
 		return
 	}
-	prod := h.r.Load32(hwoffload.SessReg(s.id, hwoffload.SessTxProd))
-	cons := h.r.Load32(hwoffload.SessReg(s.id, hwoffload.SessTxCons))
+	prod := s.reg(hwoffload.SessTxProd)
+	cons := s.reg(hwoffload.SessTxCons)
 	if c.Length == 0 || c.Length > hwoffload.SessBufBytes-(prod-cons) {
 		h.e.fault(hwoffload.CodeBadCommand)
 		h.complete(c.Tag, c.Op, uint32(c.Session), hwoffload.StatusBadCommand, 0, 0)
 		return
 	}
-	h.set32(hwoffload.SessReg(s.id, hwoffload.SessTxProd), prod+c.Length)
+	h.setSess(s, hwoffload.SessTxProd, prod+c.Length)
 	s.mu.Lock()
 	s.sends = append(s.sends, pendingSend{tag: c.Tag, n: c.Length})
 	s.cond.Broadcast()
@@ -748,7 +820,7 @@ func (h *hostPath) reset() {
 		h.free(h.sess[i])
 	}
 	for off := hwoffload.RegUDPPorts; off < hwoffload.RegListenPorts+hwoffload.PortBitmapSize; off += 4 {
-		h.r.Store32(off, 0)
+		h.e.set32(off, 0)
 	}
 	h.mu.Lock()
 	h.udpProd, h.dropped, h.refused = 0, 0, 0
@@ -756,11 +828,12 @@ func (h *hostPath) reset() {
 	h.udpCons = 0
 	h.udpFree.Store(hwoffload.UDPAreaBytes)
 	h.cmdProd, h.cmdCons = 0, 0
-	for _, off := range []int{hwoffload.RegCmdProd, hwoffload.RegCmdCons, hwoffload.RegUDPRxProd, hwoffload.RegUDPRxCons} {
+	for _, off := range []int{hwoffload.RegCmdProd, hwoffload.RegUDPRxProd, hwoffload.RegUDPRxCons} {
 		h.r.Store32(off, 0)
 	}
-	h.r.Store64(hwoffload.RegUDPRxDropped, 0)
-	h.r.Store64(hwoffload.RegHostRefused, 0)
+	h.e.set32(hwoffload.RegCmdCons, 0)
+	h.e.set64(hwoffload.RegUDPRxDropped, 0)
+	h.e.set64(hwoffload.RegHostRefused, 0)
 }
 
 // shutdown closes every session, listener and socket and waits for their

@@ -23,7 +23,9 @@
 // tables, and is cleared when done), the configuration registers (accepted
 // only while not RUNNING), and every ring's CONS. A value it cannot accept
 // is put back and ERROR set (the codes are in REGISTERS.md); a read-only
-// register the host wrote is put back too. CYCLES counts the monotonic
+// register the host wrote is put back too (READ_ONLY), the host path's
+// included: each session's registers but RX_CONS, ring 3's PROD and
+// DROPPED, CMD_CONS, UDP_RX_PROD, the ARP table and the port bitmaps. CYCLES counts the monotonic
 // clock at CYCLE_HZ; it is refreshed at each look and each record.
 //
 // Every decoding error feed reports (feed.ErrorHandler) becomes a decode
