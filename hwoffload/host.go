@@ -24,6 +24,7 @@ const (
 	RegUDPTxBytes   = 0x2050 // RO: UDPAreaBytes
 	RegUDPRxDropped = 0x2058 // RO 64-bit: datagrams dropped, the receive area full
 	RegHostRefused  = 0x2060 // RO 64-bit: connections refused on a LISTEN port, no session free
+	RegHostHeld     = 0x2068 // RO 64-bit: ring 3 records held back for a full ring 3, written later
 
 	// RegSess0 is session 0's registers; session s's are at RegSess0 +
 	// SessStride*s, laid out as the Sess* offsets say.
@@ -192,6 +193,7 @@ var HostRegisters = []Register{
 	{"UDP_TX_BYTES", RegUDPTxBytes, 32, RO},
 	{"UDP_RX_DROPPED", RegUDPRxDropped, 64, RO},
 	{"HOST_REFUSED", RegHostRefused, 64, RO},
+	{"HOST_HELD", RegHostHeld, 64, RO},
 }
 
 // SessionRegisters lists a session's registers, offsets from SessReg(s, 0).

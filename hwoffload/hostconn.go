@@ -754,3 +754,32 @@ func (d *Device) Exec(ctx context.Context, c Command) (HostStatus, uint16, uint3
 	res, err := h.do(ctx, "command", c)
 	return res.st, res.port, res.n, err
 }
+
+// ErrDispatching is returned by WriteCommand while the host path's
+// dispatcher reads ring 3.
+var ErrDispatching = errors.New("hwoffload: the host path's dispatcher runs (Listen, Dial, ListenUDP or Exec started it)")
+
+// WriteCommand writes c, its Tag as given, into the command ring's next slot
+// and stores CMD_PROD, without waiting: the caller reads the completion
+// from ring 3 itself (Ring(RingHost)). It is for bring-up and conformance
+// checks, before anything started the host path's dispatcher
+// (ErrDispatching then); it returns ErrNoHostPath for a region without a
+// host path and an error when the command ring is full.
+func (d *Device) WriteCommand(c Command) error {
+	if d.hostRunning.Load() != nil {
+		return ErrDispatching
+	}
+	r := d.r
+	base, log2 := r.Load64(RegCmdBase), r.Load32(RegCmdLog2Slots)
+	if r.Load32(RegCmdSlotBytes) != CmdSlotBytes || log2 > 16 || base < WindowBytes || !r.InRange(base, uint64(CmdSlotBytes)<<log2) {
+		return ErrNoHostPath
+	}
+	prod := r.Load32(RegCmdProd)
+	if prod-r.Load32(RegCmdCons) >= 1<<log2 {
+		return errors.New("hwoffload: the command ring is full")
+	}
+	off := int(base) + int(prod&(1<<log2-1))*CmdSlotBytes
+	CmdSlot(r.Bytes()[off : off+CmdSlotBytes]).Put(c)
+	r.Store32(RegCmdProd, prod+1)
+	return nil
+}

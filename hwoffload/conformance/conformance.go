@@ -17,7 +17,9 @@
 // host path's CMD_PROD, RX_CONS and UDP_RX_CONS ahead, a command of an
 // unknown op), and the host path's geometry and commands that need no peer
 // (LISTEN and UDP_BIND set their port bits, UNLISTEN and UDP_UNBIND clear
-// them, CLOSE of a free session is NOT_OPEN). RunInput adds what needs a
+// them, CLOSE of a free session is NOT_OPEN; completions that find ring 3
+// full are held back, counted in HOST_HELD and all delivered in order).
+// RunInput adds what needs a
 // finite input on the engine's port: a full ring drops and counts, seq
 // shows the loss, INPUT_DONE.
 //
@@ -244,6 +246,60 @@ func hostPath(t *testing.T, dev *hwoffload.Device, reset func(*testing.T)) {
 				old := dev.Read32(r.off)
 				refused(t, dev, r.off, ^old, hwoffload.CodeReadOnly, old)
 			})
+		}
+	})
+	t.Run("Ring3HoldsCompletions", func(t *testing.T) {
+		// Before Commands: nothing has started the Device's dispatcher,
+		// so this test reads ring 3 itself.
+		reset(t)
+		ctx, cancel := context.WithTimeout(context.Background(), Patience)
+		defer cancel()
+		if dev.Read32(hwoffload.RegIPAddr) == 0 {
+			dev.Write32(hwoffload.RegIPAddr, 0x0a0b0c0d) // commands need an address
+		}
+		if err := dev.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer dev.Stop(ctx)
+		ring := dev.Ring(hwoffload.RingHost)
+		n := ring.Slots() + 40
+		// CLOSE of a free session needs no peer: each completes NOT_OPEN.
+		// Ring 3 may have more slots than the command ring: commands are
+		// written as the engine takes them.
+		cmdSlots := uint32(1) << dev.Read32(hwoffload.RegCmdLog2Slots)
+		for i := 0; i < n; {
+			if dev.Read32(hwoffload.RegCmdProd)-dev.Read32(hwoffload.RegCmdCons) >= cmdSlots {
+				if ctx.Err() != nil {
+					t.Fatalf("the engine took %d commands of %d", i, n)
+				}
+				time.Sleep(10 * time.Microsecond)
+				continue
+			}
+			if err := dev.WriteCommand(hwoffload.Command{Op: hwoffload.OpClose, Session: 1, Tag: uint32(1000 + i)}); err != nil {
+				t.Fatal(err)
+			}
+			i++
+		}
+		for dev.Read64(hwoffload.RegHostHeld) != uint64(n-ring.Slots()) {
+			if ctx.Err() != nil {
+				t.Fatalf("HOST_HELD %d, want %d: the completions that find ring 3 full are held back",
+					dev.Read64(hwoffload.RegHostHeld), n-ring.Slots())
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		for i := range n {
+			s, _, err := ring.Wait(ctx, 100*time.Microsecond)
+			if err != nil {
+				t.Fatalf("completion %d of %d: %v", i, n, err)
+			}
+			tag, op, st, _, _ := s.Completion()
+			if s.Kind() != hwoffload.KindCompletion || s.Seq() != uint64(i) || tag != uint32(1000+i) || op != hwoffload.OpClose || st != hwoffload.StatusNotOpen {
+				t.Fatalf("record %d: kind %d seq %d tag %d op %d status %d", i, s.Kind(), s.Seq(), tag, op, st)
+			}
+		}
+		ring.Read()
+		if ring.Dropped() != 0 || ring.Lost() != 0 {
+			t.Errorf("ring 3 DROPPED %d, lost %d: a completion was dropped", ring.Dropped(), ring.Lost())
 		}
 	})
 	t.Run("Commands", func(t *testing.T) {

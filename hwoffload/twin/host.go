@@ -79,7 +79,13 @@ type hostPath struct {
 	lastARP time.Time // engine goroutine only
 
 	mu        sync.Mutex
-	ring      *ring // ring 3; guarded by mu
+	ring      *ring                     // ring 3; guarded by mu
+	scratch   [hwoffload.SlotBytes]byte // the record rec returns; guarded by mu
+	hold      [holdCap]held             // records held back for a full ring 3, a FIFO; guarded by mu
+	heldHead  int                       // guarded by mu
+	heldN     int                       // guarded by mu
+	heldTotal uint64                    // records ever held back (HOST_HELD); guarded by mu
+	inflight  int                       // commands taken, completion not yet in ring 3; guarded by mu
 	sess      [hwoffload.Sessions]*session
 	busy      [hwoffload.Sessions]bool // guarded by mu
 	listeners map[uint16]*tickwire.TCPListener
@@ -187,32 +193,105 @@ func (h *hostPath) checkShared() {
 	}
 }
 
-// post writes a ring 3 record; fill writes its body. Called with h.mu held.
-func (h *hostPath) post(kind uint16, flow uint32) (hwoffload.Slot, bool) {
+// Ring 3 records are written through a scratch slot: rec returns it
+// cleared, the caller fills the body and calls emit. A record that finds
+// ring 3 full is held back, in order, unless it is a RECV (a wake-up: the
+// session's RX_PROD says the same), which is dropped and counted; so a
+// completion, ACCEPTED, PEER_CLOSED or UDP_RECV is never lost. The queue is
+// bounded: the engine takes no command while maxInflight commands are
+// taken and their completions not yet written, and a session has at most
+// one ACCEPTED and one PEER_CLOSED pending, so holdCap records always fit
+// (a host that frees sessions it never saw accepted could overflow it:
+// those records are dropped and counted as RECVs are). A datagram is taken
+// into the UDP receive area only when its UDP_RECV can be written at once
+// (udpRecv), else it is dropped (UDP_RX_DROPPED).
+const (
+	maxInflight = 1 << hwoffload.CmdLog2Slots
+	holdCap     = maxInflight + 2*hwoffload.Sessions
+	// recBody is the part of a ring 3 record after the header.
+	recBody = 16
+)
+
+// held is a ring 3 record waiting for room.
+type held struct {
+	kind uint16
+	flow uint32
+	body [recBody]byte
+}
+
+// rec returns the scratch record, cleared, for emit. Called with h.mu held.
+func (h *hostPath) rec() hwoffload.Slot {
+	s := hwoffload.Slot(h.scratch[:])
+	s.Clear()
+	return s
+}
+
+// room reports whether ring 3 has a free slot. Called with h.mu held.
+func (h *hostPath) room() bool {
 	rg := h.ring
-	seq := rg.seq
-	rg.seq++
-	k := hwoffload.RingHost
 	if rg.prod-rg.cons >= rg.slots {
 		h.syncCons()
-		if rg.prod-rg.cons >= rg.slots {
-			rg.dropped++
-			h.r.Store32(hwoffload.RingReg(k, hwoffload.RingDropped), rg.dropped)
-			return nil, false
-		}
 	}
+	return rg.prod-rg.cons < rg.slots
+}
+
+// flush writes the held records ring 3 has room for, and reports whether
+// none is left. Called with h.mu held.
+func (h *hostPath) flush() bool {
+	for h.heldN > 0 && h.room() {
+		r := &h.hold[h.heldHead]
+		h.write(r.kind, r.flow, r.body[:])
+		h.heldHead = (h.heldHead + 1) % holdCap
+		h.heldN--
+	}
+	return h.heldN == 0
+}
+
+// canPost reports whether a record emitted now goes straight into ring 3.
+// Called with h.mu held.
+func (h *hostPath) canPost() bool { return h.flush() && h.room() }
+
+// emit writes the scratch record as kind for flow into ring 3, holds it
+// back, or drops a RECV (see rec). Called with h.mu held.
+func (h *hostPath) emit(kind uint16, flow uint32) {
+	body := h.scratch[hwoffload.SlotBody : hwoffload.SlotBody+recBody]
+	if h.canPost() {
+		h.write(kind, flow, body)
+		return
+	}
+	if kind == hwoffload.KindRecv || h.heldN == holdCap {
+		rg := h.ring
+		rg.seq++ // used up: the host sees the loss as a jump
+		rg.dropped++
+		h.r.Store32(hwoffload.RingReg(hwoffload.RingHost, hwoffload.RingDropped), rg.dropped)
+		if kind == hwoffload.KindCompletion {
+			h.inflight--
+		}
+		return
+	}
+	r := &h.hold[(h.heldHead+h.heldN)%holdCap]
+	r.kind, r.flow = kind, flow
+	copy(r.body[:], body)
+	h.heldN++
+	h.heldTotal++
+}
+
+// write puts a record into ring 3's next slot, which is free, and
+// publishes it. Called with h.mu held.
+func (h *hostPath) write(kind uint16, flow uint32, body []byte) {
+	rg := h.ring
 	off := rg.base + int(rg.prod&(rg.slots-1))*hwoffload.SlotBytes
 	s := hwoffload.Slot(h.mem[off : off+hwoffload.SlotBytes])
 	s.Clear()
 	c := h.e.cycles()
-	s.PutHeader(kind, flow, seq, c, c)
-	return s, true
-}
-
-// publish makes the record post returned visible. Called with h.mu held.
-func (h *hostPath) publish() {
-	h.ring.prod++
-	h.r.Store32(hwoffload.RingReg(hwoffload.RingHost, hwoffload.RingProd), h.ring.prod)
+	s.PutHeader(kind, flow, rg.seq, c, c)
+	copy(s[hwoffload.SlotBody:], body)
+	rg.seq++
+	rg.prod++
+	h.r.Store32(hwoffload.RingReg(hwoffload.RingHost, hwoffload.RingProd), rg.prod)
+	if kind == hwoffload.KindCompletion {
+		h.inflight--
+	}
 }
 
 // syncCons takes ring 3's CONS; called with h.mu held. A bad value is left
@@ -228,10 +307,8 @@ func (h *hostPath) syncCons() {
 func (h *hostPath) complete(tag uint32, op uint16, session uint32, st hwoffload.HostStatus, port uint16, n uint32) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if s, ok := h.post(hwoffload.KindCompletion, session); ok {
-		s.PutCompletion(tag, op, st, port, n)
-		h.publish()
-	}
+	h.rec().PutCompletion(tag, op, st, port, n)
+	h.emit(hwoffload.KindCompletion, session)
 }
 
 // poll checks the host-path registers and runs the new commands; engine
@@ -241,6 +318,7 @@ func (h *hostPath) poll() {
 	// Ring 3's CONS, under mu since other goroutines write ring 3.
 	h.mu.Lock()
 	e.syncCons(hwoffload.RingHost)
+	h.flush()
 	h.mu.Unlock()
 	h.checkShared()
 	h.checkSessions()
@@ -289,7 +367,7 @@ func (h *hostPath) poll() {
 		}
 	}
 	if e.running {
-		for h.cmdCons != h.cmdProd {
+		for h.cmdCons != h.cmdProd && h.take() {
 			off := h.cmdBase + int(h.cmdCons&(1<<hwoffload.CmdLog2Slots-1))*hwoffload.CmdSlotBytes
 			var c [hwoffload.CmdSlotBytes]byte
 			copy(c[:], h.mem[off:off+hwoffload.CmdSlotBytes])
@@ -303,8 +381,11 @@ func (h *hostPath) poll() {
 		h.publishARP()
 	}
 	h.mu.Lock()
-	refused, dropped := h.refused, h.dropped
+	refused, dropped, heldTotal := h.refused, h.dropped, h.heldTotal
 	h.mu.Unlock()
+	if heldTotal != e.shadow64(hwoffload.RegHostHeld) {
+		e.set64(hwoffload.RegHostHeld, heldTotal)
+	}
 	// Stored when they change only: a host write in between is left for
 	// the next look at the read-only registers, which reports it.
 	if refused != e.shadow64(hwoffload.RegHostRefused) {
@@ -313,6 +394,18 @@ func (h *hostPath) poll() {
 	if dropped != e.shadow64(hwoffload.RegUDPRxDropped) {
 		e.set64(hwoffload.RegUDPRxDropped, dropped)
 	}
+}
+
+// take counts a command taken off the command ring, or reports false when
+// maxInflight are in flight (the command stays on the ring).
+func (h *hostPath) take() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.inflight >= maxInflight {
+		return false
+	}
+	h.inflight++
+	return true
 }
 
 // publishARP copies the stack's ARP table into the window.
@@ -510,10 +603,8 @@ func (h *hostPath) listen(st *tickwire.Stack, c hwoffload.Command) {
 			s := h.sess[id]
 			h.establish(s, tc, hwoffload.SessEstablished)
 			rp := tc.RemoteAddr().(*net.TCPAddr).AddrPort()
-			if sl, ok := h.post(hwoffload.KindAccepted, uint32(id)); ok {
-				sl.PutAccepted(port, rp.Port(), hwoffload.RegFromAddr(rp.Addr()))
-				h.publish()
-			}
+			h.rec().PutAccepted(port, rp.Port(), hwoffload.RegFromAddr(rp.Addr()))
+			h.emit(hwoffload.KindAccepted, uint32(id))
 			h.mu.Unlock()
 			h.start(s)
 		}
@@ -590,10 +681,8 @@ func (h *hostPath) reader(s *session) {
 			prod += uint32(n)
 			h.setSess(s, hwoffload.SessRxProd, prod)
 			h.mu.Lock()
-			if sl, ok := h.post(hwoffload.KindRecv, uint32(s.id)); ok {
-				sl.PutRecv(prod, uint32(n))
-				h.publish()
-			}
+			h.rec().PutRecv(prod, uint32(n))
+			h.emit(hwoffload.KindRecv, uint32(s.id))
 			h.mu.Unlock()
 		}
 		if err != nil {
@@ -607,10 +696,8 @@ func (h *hostPath) reader(s *session) {
 				}
 				h.setSess(s, hwoffload.SessState, hwoffload.SessPeerClosed)
 				h.mu.Lock()
-				if sl, ok := h.post(hwoffload.KindPeerClosed, uint32(s.id)); ok {
-					sl[hwoffload.PeerClosedReset] = reset
-					h.publish()
-				}
+				h.rec()[hwoffload.PeerClosedReset] = reset
+				h.emit(hwoffload.KindPeerClosed, uint32(s.id))
 				h.mu.Unlock()
 			}
 			return
@@ -796,8 +883,8 @@ func (h *hostPath) udpRecv(port uint16, b []byte, from netip.AddrPort) {
 	if at+n > hwoffload.UDPAreaBytes {
 		skip = hwoffload.UDPAreaBytes - at
 	}
-	if skip+n > h.udpFree.Load() {
-		h.dropped++
+	if skip+n > h.udpFree.Load() || !h.canPost() {
+		h.dropped++ // the area, or ring 3 for its UDP_RECV, has no room
 		return
 	}
 	pos += skip
@@ -806,10 +893,8 @@ func (h *hostPath) udpRecv(port uint16, b []byte, from netip.AddrPort) {
 	h.udpProd = pos + n
 	h.udpFree.Add(^(skip + n - 1))
 	h.r.Store32(hwoffload.RegUDPRxProd, h.udpProd)
-	if sl, ok := h.post(hwoffload.KindUDPRecv, ^uint32(0)); ok {
-		sl.PutUDPRecv(port, from.Port(), hwoffload.RegFromAddr(from.Addr()), pos, n)
-		h.publish()
-	}
+	h.rec().PutUDPRecv(port, from.Port(), hwoffload.RegFromAddr(from.Addr()), pos, n)
+	h.emit(hwoffload.KindUDPRecv, ^uint32(0))
 }
 
 // reset closes every session, listener and UDP socket, waits for their
@@ -824,6 +909,7 @@ func (h *hostPath) reset() {
 	}
 	h.mu.Lock()
 	h.udpProd, h.dropped, h.refused = 0, 0, 0
+	h.heldHead, h.heldN, h.heldTotal, h.inflight = 0, 0, 0, 0
 	h.mu.Unlock()
 	h.udpCons = 0
 	h.udpFree.Store(hwoffload.UDPAreaBytes)
@@ -834,6 +920,7 @@ func (h *hostPath) reset() {
 	h.e.set32(hwoffload.RegCmdCons, 0)
 	h.e.set64(hwoffload.RegUDPRxDropped, 0)
 	h.e.set64(hwoffload.RegHostRefused, 0)
+	h.e.set64(hwoffload.RegHostHeld, 0)
 }
 
 // shutdown closes every session, listener and socket and waits for their
