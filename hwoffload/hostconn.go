@@ -53,9 +53,24 @@ const hostPoll = time.Millisecond
 const udpSlot = 2048
 
 type completion struct {
-	st   HostStatus
-	port uint16
-	n    uint32
+	st    HostStatus
+	port  uint16
+	n     uint32
+	reset bool // RESET ended the command: net.ErrClosed
+}
+
+// waiter is a command waiting for its completion. Waiters are recycled
+// (hostClient.free), so waiting allocates nothing in steady state.
+type waiter struct {
+	ch chan completion // buffered: the dispatcher never blocks on it
+	t  *time.Timer     // for doTimeout; stopped while idle
+	// udpSlot is the UDP send area slot the command uses, -1 none: the
+	// dispatcher frees it when the completion comes (the engine reads the
+	// datagram until then), not when the waiter gives up.
+	udpSlot int
+	// abandoned: the waiter gave up; the dispatcher recycles it when the
+	// completion comes. Guarded by hostClient.mu.
+	abandoned bool
 }
 
 // hostClient is the Device's side of the host path.
@@ -69,16 +84,18 @@ type hostClient struct {
 	tag     atomic.Uint32
 
 	mu        sync.Mutex
-	waiters   map[uint32]chan completion // by tag; guarded by mu
-	conns     [Sessions]*Conn            // guarded by mu
-	busy      [Sessions]bool             // guarded by mu
-	listeners map[uint16]*Listener       // guarded by mu
-	udp       map[uint16]*PacketConn     // guarded by mu
+	waiters   map[uint32]*waiter     // by tag; guarded by mu
+	free      []*waiter              // recycled waiters; guarded by mu
+	conns     [Sessions]*Conn        // guarded by mu
+	busy      [Sessions]bool         // guarded by mu
+	listeners map[uint16]*Listener   // guarded by mu
+	udp       map[uint16]*PacketConn // guarded by mu
 
 	// ringMu is held by the dispatcher around each look at ring 3, and
 	// by Device.Reset.
 	ringMu   sync.Mutex
-	udpSlots chan int // free slots of the UDP send area
+	udpSlots chan int    // free slots of the UDP send area
+	cmdTimer *time.Timer // submit's wait for room; guarded by cmdMu
 	stop     chan struct{}
 	done     chan struct{}
 }
@@ -99,8 +116,9 @@ func (d *Device) host() (*hostClient, error) {
 			return
 		}
 		h := &hostClient{d: d, cmdBase: int(base), cmdMask: 1<<log2 - 1, cmdProd: r.Load32(RegCmdProd),
-			waiters: map[uint32]chan completion{}, listeners: map[uint16]*Listener{}, udp: map[uint16]*PacketConn{},
-			udpSlots: make(chan int, UDPAreaBytes/udpSlot), stop: make(chan struct{}), done: make(chan struct{})}
+			waiters: map[uint32]*waiter{}, listeners: map[uint16]*Listener{}, udp: map[uint16]*PacketConn{},
+			udpSlots: make(chan int, UDPAreaBytes/udpSlot), stop: make(chan struct{}), done: make(chan struct{}),
+			cmdTimer: stoppedTimer()}
 		for i := range UDPAreaBytes / udpSlot {
 			h.udpSlots <- i * udpSlot
 		}
@@ -122,54 +140,136 @@ func (d *Device) closeHost() {
 	}
 }
 
-// submit writes a command and returns the channel its completion comes on
-// (when wait), or an error when ctx ends while the ring is full.
-func (h *hostClient) submit(ctx context.Context, c Command, wait bool) (chan completion, error) {
+// stoppedTimer returns a timer that is not running, for reuse with Reset.
+func stoppedTimer() *time.Timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}
+
+// sleepT sleeps d on the idle timer t, or until ctx or stop is done; it
+// allocates nothing.
+func sleepT(ctx context.Context, t *time.Timer, d time.Duration, stop <-chan struct{}) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t.Reset(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-stop:
+		return net.ErrClosed
+	case <-t.C:
+		return nil
+	}
+}
+
+// getWaiter returns an idle waiter for udpSlot (-1 none).
+func (h *hostClient) getWaiter(udpSlot int) *waiter {
+	h.mu.Lock()
+	var w *waiter
+	if n := len(h.free); n > 0 {
+		w = h.free[n-1]
+		h.free = h.free[:n-1]
+	}
+	h.mu.Unlock()
+	if w == nil {
+		w = &waiter{ch: make(chan completion, 1), t: stoppedTimer()}
+	}
+	w.udpSlot, w.abandoned = udpSlot, false
+	return w
+}
+
+// recycle frees w's UDP slot and keeps w for reuse. Called with h.mu held.
+func (h *hostClient) recycle(w *waiter) {
+	if w.udpSlot >= 0 {
+		h.udpSlots <- w.udpSlot // never blocks: the channel holds every slot
+		w.udpSlot = -1
+	}
+	h.free = append(h.free, w)
+}
+
+// submit writes a command; with w, its completion goes to w. It returns an
+// error when ctx ends while the command ring is full.
+func (h *hostClient) submit(ctx context.Context, c Command, w *waiter) error {
 	c.Tag = h.tag.Add(1)
-	var ch chan completion
-	if wait {
-		ch = make(chan completion, 1)
+	if w != nil {
 		h.mu.Lock()
-		h.waiters[c.Tag] = ch
+		h.waiters[c.Tag] = w
 		h.mu.Unlock()
 	}
 	r := h.d.r
 	h.cmdMu.Lock()
 	defer h.cmdMu.Unlock()
 	for h.cmdProd-r.Load32(RegCmdCons) > h.cmdMask {
-		if err := sleepCtx(ctx, waitPoll); err != nil {
-			h.forget(c.Tag)
-			return nil, err
+		if err := sleepT(ctx, h.cmdTimer, waitPoll, h.stop); err != nil {
+			if w != nil {
+				h.mu.Lock()
+				delete(h.waiters, c.Tag)
+				h.recycle(w)
+				h.mu.Unlock()
+			}
+			return err
 		}
 	}
 	off := h.cmdBase + int(h.cmdProd&h.cmdMask)*CmdSlotBytes
 	CmdSlot(r.Bytes()[off : off+CmdSlotBytes]).Put(c)
 	h.cmdProd++
 	r.Store32(RegCmdProd, h.cmdProd)
-	return ch, nil
+	return nil
 }
 
-func (h *hostClient) forget(tag uint32) {
+// abandon gives w up: the dispatcher recycles it (and frees its UDP slot)
+// when the completion comes, or w is recycled here if it came already.
+func (h *hostClient) abandon(w *waiter) {
 	h.mu.Lock()
-	delete(h.waiters, tag)
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	select {
+	case <-w.ch:
+		h.recycle(w)
+	default:
+		w.abandoned = true
+	}
 }
 
-// do submits c and waits for its completion.
+// do submits c and waits for its completion until ctx is done.
 func (h *hostClient) do(ctx context.Context, name string, c Command) (completion, error) {
-	ch, err := h.submit(ctx, c, true)
-	if err != nil {
+	return h.wait(ctx, 0, name, c, -1)
+}
+
+// wait submits c (whose UDP send slot is udpSlot, -1 none) and waits for
+// its completion until ctx is done or, when timeout is not 0, timeout has
+// passed. Waiting allocates nothing.
+func (h *hostClient) wait(ctx context.Context, timeout time.Duration, name string, c Command, udpSlot int) (completion, error) {
+	w := h.getWaiter(udpSlot)
+	if err := h.submit(ctx, c, w); err != nil {
 		return completion{}, err
 	}
+	var t <-chan time.Time
+	if timeout > 0 {
+		w.t.Reset(timeout)
+		defer w.t.Stop()
+		t = w.t.C
+	}
 	select {
-	case res := <-ch:
-		if res.st != StatusOK {
+	case res := <-w.ch:
+		h.mu.Lock()
+		h.recycle(w)
+		h.mu.Unlock()
+		switch {
+		case res.reset:
+			return res, net.ErrClosed
+		case res.st != StatusOK:
 			return res, &HostError{Op: name, Status: res.st}
 		}
 		return res, nil
 	case <-ctx.Done():
-		h.forget(c.Tag)
+		h.abandon(w)
 		return completion{}, ctx.Err()
+	case <-t:
+		h.abandon(w)
+		return completion{}, os.ErrDeadlineExceeded
 	case <-h.stop:
 		return completion{}, net.ErrClosed
 	}
@@ -179,6 +279,7 @@ func (h *hostClient) do(ctx context.Context, name string, c Command) (completion
 func (h *hostClient) dispatch() {
 	defer close(h.done)
 	ring := h.d.Ring(RingHost)
+	idle := stoppedTimer()
 	for {
 		h.ringMu.Lock()
 		s, _, ok := ring.Read()
@@ -186,12 +287,8 @@ func (h *hostClient) dispatch() {
 			h.handle(s)
 		}
 		h.ringMu.Unlock()
-		if !ok {
-			select {
-			case <-h.stop:
-				return
-			case <-time.After(50 * time.Microsecond):
-			}
+		if !ok && sleepT(context.Background(), idle, 50*time.Microsecond, h.stop) != nil {
+			return
 		}
 	}
 }
@@ -208,6 +305,20 @@ func (h *hostClient) resetDone() {
 	conns := h.conns
 	h.conns = [Sessions]*Conn{}
 	h.busy = [Sessions]bool{}
+	// The engine forgot the commands in flight: their waiters fail, and
+	// the UDP send area is free again.
+	for tag, w := range h.waiters {
+		delete(h.waiters, tag)
+		if w.abandoned {
+			h.recycle(w)
+		} else {
+			if w.udpSlot >= 0 {
+				h.udpSlots <- w.udpSlot
+				w.udpSlot = -1
+			}
+			w.ch <- completion{reset: true}
+		}
+	}
 	h.mu.Unlock()
 	for _, c := range conns {
 		if c != nil {
@@ -223,8 +334,19 @@ func (h *hostClient) handle(s Slot) {
 	case KindCompletion:
 		tag, op, st, port, n := s.Completion()
 		h.mu.Lock()
-		ch := h.waiters[tag]
+		w := h.waiters[tag]
 		delete(h.waiters, tag)
+		if w != nil {
+			if w.abandoned {
+				h.recycle(w)
+			} else {
+				if w.udpSlot >= 0 { // the engine is done with the datagram
+					h.udpSlots <- w.udpSlot
+					w.udpSlot = -1
+				}
+				w.ch <- completion{st: st, port: port, n: n} // buffered, empty
+			}
+		}
 		var c *Conn
 		if session < Sessions {
 			c = h.conns[session]
@@ -235,14 +357,11 @@ func (h *hostClient) handle(s Slot) {
 			}
 		}
 		h.mu.Unlock()
-		if ch != nil {
-			ch <- completion{st, port, n}
-		}
 		if c != nil && op == OpSend {
 			if st != StatusOK {
 				c.setErr(&HostError{Op: "SEND", Status: st})
 			}
-			c.wake()
+			c.wakeWriter()
 		}
 	case KindAccepted:
 		lp, rp, rip := s.Accepted()
@@ -260,7 +379,7 @@ func (h *hostClient) handle(s Slot) {
 		}
 	case KindRecv:
 		if c := h.conn(session); c != nil {
-			c.wake()
+			c.wakeReader()
 		}
 	case KindPeerClosed:
 		if c := h.conn(session); c != nil {
@@ -407,7 +526,7 @@ func (d *Device) Dial(ctx context.Context, addr netip.AddrPort) (*Conn, error) {
 	res, err := h.do(ctx, "OPEN", Command{Op: OpOpen, Session: uint16(id), IP: RegFromAddr(addr.Addr()), Port: addr.Port()})
 	if err != nil {
 		if ctx.Err() != nil { // the OPEN may still complete: close it then
-			h.submit(context.Background(), Command{Op: OpClose, Session: uint16(id)}, false) //nolint:errcheck
+			h.submit(context.Background(), Command{Op: OpClose, Session: uint16(id)}, nil) //nolint:errcheck
 		}
 		return nil, err
 	}
@@ -426,7 +545,9 @@ type Conn struct {
 	id            int
 	local, remote netip.AddrPort
 	rx, tx        []byte
-	notify        chan struct{}
+	rnotify       chan struct{} // RECV, PEER_CLOSED, Close, deadline
+	wnotify       chan struct{} // SEND completions, Close, deadline
+	rt, wt        *time.Timer   // Read's and Write's waits
 	peerClosed    atomic.Bool
 	closed        atomic.Bool
 	err           atomic.Pointer[error]
@@ -442,26 +563,32 @@ func newConn(h *hostClient, id int, local, remote netip.AddrPort) *Conn {
 	r := h.d.r
 	off := int(r.Load64(RegSessBase)) + id*2*SessBufBytes
 	b := r.Bytes()
-	return &Conn{h: h, id: id, local: local, remote: remote, notify: make(chan struct{}, 1),
+	return &Conn{h: h, id: id, local: local, remote: remote, rnotify: make(chan struct{}, 1),
+		wnotify: make(chan struct{}, 1), rt: stoppedTimer(), wt: stoppedTimer(),
 		rx: b[off : off+SessBufBytes : off+SessBufBytes], tx: b[off+SessBufBytes : off+2*SessBufBytes : off+2*SessBufBytes],
 		rxCons: r.Load32(SessReg(id, SessRxCons)), txProd: r.Load32(SessReg(id, SessTxProd))}
 }
 
-func (c *Conn) wake() {
+func notify(ch chan struct{}) {
 	select {
-	case c.notify <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
+
+func (c *Conn) wakeReader() { notify(c.rnotify) }
+func (c *Conn) wakeWriter() { notify(c.wnotify) }
+func (c *Conn) wake()       { c.wakeReader(); c.wakeWriter() }
 
 func (c *Conn) setErr(err error) { c.err.CompareAndSwap(nil, &err) }
 
 // Session returns the connection's session number.
 func (c *Conn) Session() int { return c.id }
 
-// wait waits for a notification, the deadline dl (unix ns, 0 none) or
-// hostPoll.
-func (c *Conn) wait(dl int64) error {
+// wait waits on timer t for a notification on ch, the deadline dl (unix
+// ns, 0 none) or hostPoll (a RECV dropped for a full ring 3 costs that
+// much); it allocates nothing.
+func (c *Conn) wait(ch chan struct{}, t *time.Timer, dl int64) error {
 	d := hostPoll
 	if dl != 0 {
 		left := time.Until(time.Unix(0, dl))
@@ -470,10 +597,10 @@ func (c *Conn) wait(dl int64) error {
 		}
 		d = min(d, left)
 	}
-	t := time.NewTimer(d)
+	t.Reset(d)
 	defer t.Stop()
 	select {
-	case <-c.notify:
+	case <-ch:
 	case <-t.C:
 	case <-c.h.stop:
 		return net.ErrClosed
@@ -511,7 +638,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 			}
 			return 0, io.EOF
 		}
-		if err := c.wait(c.rdl.Load()); err != nil {
+		if err := c.wait(c.rnotify, c.rt, c.rdl.Load()); err != nil {
 			return 0, err
 		}
 	}
@@ -533,7 +660,7 @@ func (c *Conn) Write(b []byte) (int, error) {
 		}
 		free := SessBufBytes - (c.txProd - r.Load32(SessReg(c.id, SessTxCons)))
 		if free == 0 || free > SessBufBytes {
-			if err := c.wait(c.wdl.Load()); err != nil {
+			if err := c.wait(c.wnotify, c.wt, c.wdl.Load()); err != nil {
 				return done, err
 			}
 			continue
@@ -542,7 +669,7 @@ func (c *Conn) Write(b []byte) (int, error) {
 		at := c.txProd % SessBufBytes
 		k := copy(c.tx[at:], b[done:done+n])
 		copy(c.tx, b[done+k:done+n])
-		if _, err := c.h.submit(context.Background(), Command{Op: OpSend, Session: uint16(c.id), Length: uint32(n)}, false); err != nil {
+		if err := c.h.submit(context.Background(), Command{Op: OpSend, Session: uint16(c.id), Length: uint32(n)}, nil); err != nil {
 			return done, err
 		}
 		c.txProd += uint32(n)
@@ -558,7 +685,7 @@ func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.wake()
-		_, err = c.h.submit(context.Background(), Command{Op: OpClose, Session: uint16(c.id)}, false)
+		err = c.h.submit(context.Background(), Command{Op: OpClose, Session: uint16(c.id)}, nil)
 	})
 	return err
 }
@@ -601,36 +728,63 @@ func (d *Device) ListenUDP(ctx context.Context, port uint16) (*PacketConn, error
 	if err != nil {
 		return nil, err
 	}
-	pc := &PacketConn{h: h, port: res.port, ch: make(chan datagram, udpQueue), closed: make(chan struct{})}
+	pc := &PacketConn{h: h, port: res.port, ch: make(chan datagram, udpQueue), bufs: make(chan []byte, udpQueue),
+		closed: make(chan struct{}), rt: stoppedTimer()}
 	h.mu.Lock()
 	h.udp[res.port] = pc
 	h.mu.Unlock()
 	return pc, nil
 }
 
-// udpQueue bounds a PacketConn's received datagrams not yet read.
+// udpQueue bounds a PacketConn's received datagrams not yet read: each
+// is copied into one of at most udpQueue buffers of MaxDatagram bytes
+// (368 KiB), allocated as the queue first fills and reused after.
 const udpQueue = 256
 
 type datagram struct {
-	b    []byte
+	b    []byte // a buffer of MaxDatagram bytes; n of them are the datagram
+	n    int
 	from netip.AddrPort
 }
 
 // PacketConn is a bound UDP port of the host path: a net.PacketConn.
+// ReadFrom and WriteTo allocate nothing in steady state (ReadFrom's
+// *net.UDPAddr is kept for a sender that repeats: ReadFromUDPAddrPort
+// never allocates).
 type PacketConn struct {
 	h       *hostClient
 	port    uint16
 	ch      chan datagram
+	bufs    chan []byte // free buffers
+	nbufs   int         // buffers allocated; dispatcher only
 	dropped atomic.Uint64
 	rdl     atomic.Int64
 	once    sync.Once
 	closed  chan struct{}
+
+	readMu   sync.Mutex
+	rt       *time.Timer    // ReadFrom's deadline; guarded by readMu
+	lastFrom netip.AddrPort // guarded by readMu
+	lastAddr *net.UDPAddr   // lastFrom's, returned again; guarded by readMu
 }
 
 func (p *PacketConn) offer(b []byte, from netip.AddrPort) {
+	var buf []byte
 	select {
-	case p.ch <- datagram{append([]byte(nil), b...), from}:
+	case buf = <-p.bufs:
 	default:
+		if p.nbufs == udpQueue {
+			p.dropped.Add(1)
+			return
+		}
+		p.nbufs++
+		buf = make([]byte, MaxDatagram)
+	}
+	n := copy(buf, b)
+	select {
+	case p.ch <- datagram{buf, n, from}:
+	default:
+		p.bufs <- buf
 		p.dropped.Add(1)
 	}
 }
@@ -638,38 +792,67 @@ func (p *PacketConn) offer(b []byte, from netip.AddrPort) {
 // Dropped returns the datagrams dropped for a full queue.
 func (p *PacketConn) Dropped() uint64 { return p.dropped.Load() }
 
-// ReadFrom reads the next datagram.
-func (p *PacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	for {
-		var tc <-chan time.Time
-		if dl := p.rdl.Load(); dl != 0 {
-			left := time.Until(time.Unix(0, dl))
-			if left <= 0 {
-				return 0, nil, os.ErrDeadlineExceeded
-			}
-			t := time.NewTimer(left)
-			defer t.Stop()
-			tc = t.C
+// ReadFromUDPAddrPort reads the next datagram into b and returns its
+// sender; it allocates nothing.
+func (p *PacketConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+	p.readMu.Lock()
+	defer p.readMu.Unlock()
+	return p.read(b)
+}
+
+// read is ReadFromUDPAddrPort with readMu held.
+func (p *PacketConn) read(b []byte) (int, netip.AddrPort, error) {
+	var tc <-chan time.Time
+	if dl := p.rdl.Load(); dl != 0 {
+		left := time.Until(time.Unix(0, dl))
+		if left <= 0 {
+			return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
 		}
-		select {
-		case d := <-p.ch:
-			return copy(b, d.b), net.UDPAddrFromAddrPort(d.from), nil
-		case <-p.closed:
-			return 0, nil, net.ErrClosed
-		case <-tc:
-			return 0, nil, os.ErrDeadlineExceeded
-		}
+		p.rt.Reset(left)
+		defer p.rt.Stop()
+		tc = p.rt.C
+	}
+	select {
+	case d := <-p.ch:
+		n := copy(b, d.b[:d.n])
+		p.bufs <- d.b // never blocks: it holds every buffer
+		return n, d.from, nil
+	case <-p.closed:
+		return 0, netip.AddrPort{}, net.ErrClosed
+	case <-tc:
+		return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
 	}
 }
 
+// ReadFrom reads the next datagram. Its *net.UDPAddr is the one returned
+// before when the sender is the same (it must not be modified).
+func (p *PacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	p.readMu.Lock()
+	defer p.readMu.Unlock()
+	n, from, err := p.read(b)
+	if err != nil {
+		return n, nil, err
+	}
+	if p.lastAddr == nil || from != p.lastFrom {
+		p.lastFrom, p.lastAddr = from, net.UDPAddrFromAddrPort(from)
+	}
+	return n, p.lastAddr, nil
+}
+
 // WriteTo sends b (at most MaxDatagram bytes) to addr, a *net.UDPAddr, and
-// waits for the engine's completion.
+// waits for the engine's completion (at most 5 s).
 func (p *PacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	ua, ok := addr.(*net.UDPAddr)
 	if !ok {
 		return 0, fmt.Errorf("hwoffload: %v is not a *net.UDPAddr", addr)
 	}
-	ap := ua.AddrPort()
+	return p.WriteToUDPAddrPort(b, ua.AddrPort())
+}
+
+// WriteToUDPAddrPort is WriteTo to an IPv4 netip.AddrPort; it allocates
+// nothing. The datagram's slot of the UDP send area is freed when the
+// engine's completion comes, even after WriteTo gave up waiting.
+func (p *PacketConn) WriteToUDPAddrPort(b []byte, ap netip.AddrPort) (int, error) {
 	if !ap.Addr().Unmap().Is4() || len(b) > MaxDatagram {
 		return 0, fmt.Errorf("hwoffload: datagram of %d bytes to %v: want IPv4 and at most %d bytes", len(b), ap, MaxDatagram)
 	}
@@ -679,17 +862,22 @@ func (p *PacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	default:
 	}
 	h := p.h
-	off := <-h.udpSlots
-	defer func() { h.udpSlots <- off }()
+	var off int
+	select {
+	case off = <-h.udpSlots:
+	case <-p.closed:
+		return 0, net.ErrClosed
+	}
 	r := h.d.r
 	base := int(r.Load64(RegUDPTxBase))
 	copy(r.Bytes()[base+off:], b)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	res, err := h.do(ctx, "UDP_SEND", Command{Op: OpUDPSend, Port: p.port, IP: RegFromAddr(ap.Addr().Unmap()),
-		DstPort: ap.Port(), Offset: uint32(off), Length: uint32(len(b))})
+	res, err := h.wait(context.Background(), udpSendWait, "UDP_SEND", Command{Op: OpUDPSend, Port: p.port,
+		IP: RegFromAddr(ap.Addr().Unmap()), DstPort: ap.Port(), Offset: uint32(off), Length: uint32(len(b))}, off)
 	return int(res.n), err
 }
+
+// udpSendWait bounds WriteTo's wait for its completion.
+const udpSendWait = 5 * time.Second
 
 // Close issues UDP_UNBIND.
 func (p *PacketConn) Close() error {

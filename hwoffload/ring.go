@@ -21,6 +21,7 @@ type Ring struct {
 	nextSeq uint64 // the seq due next, once seqKnown
 	known   bool
 	lost    uint64
+	timer   *time.Timer // Wait's sleeps, made on first use
 }
 
 // Ring returns result ring k (RingTrades, RingOrders, RingEvents, RingHost);
@@ -83,7 +84,10 @@ func (r *Ring) Wait(ctx context.Context, poll time.Duration) (Slot, uint64, erro
 			return s, lost, nil
 		}
 		if poll > 0 {
-			if err := sleepCtx(ctx, poll); err != nil {
+			if r.timer == nil {
+				r.timer = stoppedTimer()
+			}
+			if err := sleepT(ctx, r.timer, poll, nil); err != nil {
 				return nil, 0, err
 			}
 			continue
