@@ -4,6 +4,8 @@
 //	go run ./examples/hwctl -region /dev/shm/u50 regs       every register
 //	go run ./examples/hwctl -region /dev/shm/u50 counters   counters and latency
 //	go run ./examples/hwctl -region /dev/shm/u50 ring N     ring N's registers and unconsumed records
+//	go run ./examples/hwctl -region /dev/shm/u50 sessions   the host path: command ring, open sessions, TCP ports listening
+//	go run ./examples/hwctl -region /dev/shm/u50 udp        the host path's UDP: receive area and ports bound
 //
 // It maps the region and only reads it: it never writes CONS, so a host
 // consuming the rings is not disturbed.
@@ -35,7 +37,7 @@ func main() {
 
 func run(w io.Writer, region string, args []string, max int) error {
 	if region == "" || len(args) == 0 {
-		return fmt.Errorf("usage: hwctl -region FILE regs|counters|ring N")
+		return fmt.Errorf("usage: hwctl -region FILE regs|counters|ring N|sessions|udp")
 	}
 	r, err := shm.Open(region)
 	if err != nil {
@@ -74,8 +76,12 @@ func run(w io.Writer, region string, args []string, max int) error {
 			return fmt.Errorf("ring %q: want 0 to %d", args[1], hwoffload.NumRings-1)
 		}
 		return printRing(w, dev, r, k, max)
+	case "sessions":
+		printSessions(w, dev)
+	case "udp":
+		printUDP(w, dev)
 	default:
-		return fmt.Errorf("unknown command %q: want regs, counters or ring N", args[0])
+		return fmt.Errorf("unknown command %q: want regs, counters, ring N, sessions or udp", args[0])
 	}
 	return nil
 }
@@ -144,3 +150,58 @@ func printRing(w io.Writer, dev *hwoffload.Device, r *shm.Region, k, max int) er
 }
 
 func ip(v uint32) string { return fmt.Sprintf("%d.%d.%d.%d", v>>24, v>>16&255, v>>8&255, v&255) }
+
+// sessionStates names the STATE register's values.
+var sessionStates = [...]string{"FREE", "OPENING", "ESTABLISHED", "PEER_CLOSED", "CLOSING"}
+
+// printSessions prints the command ring's positions, every session that
+// is not FREE (its ports, and the bytes buffered each way: received and
+// not consumed by the host, handed over by SEND and not yet sent) and the
+// TCP ports listening.
+func printSessions(w io.Writer, dev *hwoffload.Device) {
+	fmt.Fprintf(w, "commands: CMD_PROD %d CMD_CONS %d; HOST_REFUSED %d HOST_HELD %d\n", dev.Read32(hwoffload.RegCmdProd),
+		dev.Read32(hwoffload.RegCmdCons), dev.Read64(hwoffload.RegHostRefused), dev.Read64(hwoffload.RegHostHeld))
+	open := 0
+	for s := range hwoffload.Sessions {
+		reg := func(off int) uint32 { return dev.Read32(hwoffload.SessReg(s, off)) }
+		st := reg(hwoffload.SessState)
+		if st == hwoffload.SessFree {
+			continue
+		}
+		open++
+		name := fmt.Sprint(st)
+		if int(st) < len(sessionStates) {
+			name = sessionStates[st]
+		}
+		fmt.Fprintf(w, "session %d %s local :%d remote %s:%d rx_buffered %d tx_unsent %d\n", s, name,
+			reg(hwoffload.SessLocalPort), ip(reg(hwoffload.SessRemoteIP)), reg(hwoffload.SessRemotePort),
+			reg(hwoffload.SessRxProd)-reg(hwoffload.SessRxCons), reg(hwoffload.SessTxProd)-reg(hwoffload.SessTxCons))
+	}
+	fmt.Fprintf(w, "%d sessions open of %d\n", open, hwoffload.Sessions)
+	fmt.Fprintf(w, "tcp listening:%s\n", ports(dev, hwoffload.RegListenPorts))
+}
+
+// printUDP prints the UDP receive area's positions and the ports bound.
+func printUDP(w io.Writer, dev *hwoffload.Device) {
+	prod, cons := dev.Read32(hwoffload.RegUDPRxProd), dev.Read32(hwoffload.RegUDPRxCons)
+	fmt.Fprintf(w, "receive area: UDP_RX_PROD %d UDP_RX_CONS %d buffered %d UDP_RX_DROPPED %d\n", prod, cons, prod-cons,
+		dev.Read64(hwoffload.RegUDPRxDropped))
+	fmt.Fprintf(w, "udp bound:%s\n", ports(dev, hwoffload.RegUDPPorts))
+}
+
+// ports lists the ports whose bits are set in the bitmap at off.
+func ports(dev *hwoffload.Device, off int) string {
+	var b []byte
+	for word := 0; word < hwoffload.PortBitmapSize/4; word++ {
+		v := dev.Read32(off + word*4)
+		for bit := 0; v != 0; bit, v = bit+1, v>>1 {
+			if v&1 != 0 {
+				b = fmt.Appendf(b, " %d", word*32+bit)
+			}
+		}
+	}
+	if b == nil {
+		return " none"
+	}
+	return string(b)
+}
