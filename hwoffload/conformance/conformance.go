@@ -322,6 +322,43 @@ func hostPath(t *testing.T, dev *hwoffload.Device, reset func(*testing.T)) {
 			t.Errorf("CLOSE of a free session: status %d, want NOT_OPEN", st)
 		}
 		bit := func(base int, p uint16) bool { return dev.Read32(base+int(p/32)*4)&(1<<(p%32)) != 0 }
+		// The network configuration is taken at RUN: a change while
+		// stopped keeps the listeners and UDP ports open (on the new
+		// address); one while running is refused.
+		for _, op := range []int{hwoffload.OpListen, hwoffload.OpUDPBind} {
+			if _, _, _, err := dev.Exec(ctx, hwoffload.Command{Op: uint16(op), Port: 4322}); err != nil {
+				t.Fatalf("op %d 4322: %v", op, err)
+			}
+		}
+		if err := dev.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ip := dev.Read32(hwoffload.RegIPAddr) ^ 1
+		dev.Write32(hwoffload.RegIPAddr, ip)
+		if err := dev.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if dev.Read32(hwoffload.RegIPAddr) != ip {
+			t.Errorf("IP_ADDR %#x after a change while stopped, want %#x", dev.Read32(hwoffload.RegIPAddr), ip)
+		}
+		if !bit(hwoffload.RegListenPorts, 4322) || !bit(hwoffload.RegUDPPorts, 4322) {
+			t.Error("a listener or UDP port lost its bit across a configuration change at RUN")
+		}
+		for _, op := range []int{hwoffload.OpUnlisten, hwoffload.OpUDPUnbind} {
+			if _, _, _, err := dev.Exec(ctx, hwoffload.Command{Op: uint16(op), Port: 4322}); err != nil {
+				t.Errorf("op %d 4322 after the change: %v (the port did not stay open)", op, err)
+			}
+		}
+		refused(t, dev, hwoffload.RegIPAddr, ip^2, hwoffload.CodeWhileRunning, ip)
+		if err := dev.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := dev.Reset(ctx); err != nil { // clears ERROR
+			t.Fatal(err)
+		}
+		if err := dev.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
 		for _, c := range []struct {
 			name            string
 			on, off, bitmap int

@@ -260,6 +260,7 @@ func (e *engine) poll() {
 	if run && !e.running {
 		e.running = true
 		e.paced = false
+		e.host.run() // the network configuration is taken at RUN
 		e.updateStatus()
 	}
 	for k := range hwoffload.RingHost {

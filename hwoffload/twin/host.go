@@ -69,8 +69,12 @@ type hostPath struct {
 	e    *engine
 	r    *shm.Region
 	mem  []byte
-	link gstack.LinkEndpoint
-	st   *tickwire.Stack // made on the first command that needs it
+	link gstack.LinkEndpoint // Config.Link; closed by closeAll only
+	// port is link as the stacks see it: closing a stack does not close
+	// it, so that a new stack can be made on it (configuration at RUN).
+	port  gstack.LinkEndpoint
+	stCfg netConfig       // the values st was made with
+	st    *tickwire.Stack // made on the first command that needs it
 
 	cmdBase, sessBase, udpRxBase, udpTxBase int
 	cmdProd, cmdCons                        uint32 // engine goroutine only
@@ -98,7 +102,7 @@ type hostPath struct {
 }
 
 func newHostPath(e *engine, link gstack.LinkEndpoint, base int) *hostPath {
-	h := &hostPath{e: e, r: e.r, mem: e.mem, link: link, ring: &e.rings[hwoffload.RingHost],
+	h := &hostPath{e: e, r: e.r, mem: e.mem, link: link, port: keepOpen{link}, ring: &e.rings[hwoffload.RingHost],
 		listeners: map[uint16]*tickwire.TCPListener{}, udp: map[uint16]*tickwire.UDPConn{}}
 	h.cmdBase = base
 	h.sessBase = base + cmdBytes
@@ -433,6 +437,62 @@ func (h *hostPath) publishARP() {
 	h.e.set32(hwoffload.RegARPCount, uint32(n))
 }
 
+// keepOpen is the network port handed to a stack: its Close does nothing,
+// so that the port outlives the stack (closeAll closes the port itself).
+type keepOpen struct{ gstack.LinkEndpoint }
+
+func (keepOpen) Close() {}
+
+// netConfig is the network configuration a stack is made with: IP_ADDR,
+// NETMASK, GATEWAY, MAC_HI, MAC_LO.
+type netConfig [5]uint32
+
+// netConfig returns the configuration registers' accepted values.
+func (h *hostPath) netConfig() netConfig {
+	sh := &h.e.shadow
+	return netConfig{sh[hwoffload.RegIPAddr/4], sh[hwoffload.RegNetmask/4], sh[hwoffload.RegGateway/4],
+		sh[hwoffload.RegMACHi/4], sh[hwoffload.RegMACLo/4]}
+}
+
+// run is called by the engine goroutine as it starts RUNNING: the network
+// configuration is taken at RUN. When it differs from the one the stack
+// runs with, the stack is replaced by one made with the new values: its
+// connections are reset (each session's reader reports PEER_CLOSED with
+// reset 1, an OPEN under way completes REFUSED; the host CLOSEs the
+// sessions), and the listeners and UDP ports are opened again, on the
+// same ports, on the new stack. Without an address (IP_ADDR 0) or with
+// values the stack refuses, they are closed and their bits cleared.
+func (h *hostPath) run() {
+	if h.st == nil || h.netConfig() == h.stCfg {
+		return
+	}
+	old := h.st
+	h.st = nil
+	h.mu.Lock()
+	lns, us := h.listeners, h.udp
+	h.listeners, h.udp = map[uint16]*tickwire.TCPListener{}, map[uint16]*tickwire.UDPConn{}
+	h.mu.Unlock()
+	old.Close() // resets the connections, closes the listeners and sockets
+	st, code := h.stack()
+	for port := range lns {
+		if code == hwoffload.StatusOK {
+			if ln, err := st.ListenTCP(port); err == nil {
+				h.serve(ln, port)
+				continue
+			}
+		}
+		h.bit(hwoffload.RegListenPorts, port, false)
+	}
+	for port := range us {
+		if code == hwoffload.StatusOK {
+			if _, err := h.bindUDP(st, port); err == nil {
+				continue
+			}
+		}
+		h.bit(hwoffload.RegUDPPorts, port, false)
+	}
+}
+
 // stack returns the host path's stack, making it on first use from the
 // configuration registers.
 func (h *hostPath) stack() (*tickwire.Stack, hwoffload.HostStatus) {
@@ -453,7 +513,7 @@ func (h *hostPath) stack() (*tickwire.Stack, hwoffload.HostStatus) {
 	for m := mask; m != 0; m <<= 1 {
 		bits++
 	}
-	cfg := tickwire.Config{Link: h.link, Addr: netip.PrefixFrom(hwoffload.AddrFromReg(ip), bits)}
+	cfg := tickwire.Config{Link: h.port, Addr: netip.PrefixFrom(hwoffload.AddrFromReg(ip), bits)}
 	if gw := e.shadow[hwoffload.RegGateway/4]; gw != 0 {
 		cfg.Gateway = hwoffload.AddrFromReg(gw)
 	}
@@ -466,7 +526,7 @@ func (h *hostPath) stack() (*tickwire.Stack, hwoffload.HostStatus) {
 		e.fault(hwoffload.CodeBadValue)
 		return nil, hwoffload.StatusNetwork
 	}
-	h.st = st
+	h.st, h.stCfg = st, h.netConfig()
 	return st, hwoffload.StatusOK
 }
 
@@ -577,11 +637,17 @@ func (h *hostPath) listen(st *tickwire.Stack, c hwoffload.Command) {
 		return
 	}
 	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	h.serve(ln, port)
+	h.bit(hwoffload.RegListenPorts, port, true)
+	h.complete(c.Tag, c.Op, ^uint32(0), hwoffload.StatusOK, port, 0)
+}
+
+// serve records listener ln of port and accepts its connections into free
+// sessions.
+func (h *hostPath) serve(ln *tickwire.TCPListener, port uint16) {
 	h.mu.Lock()
 	h.listeners[port] = ln
 	h.mu.Unlock()
-	h.bit(hwoffload.RegListenPorts, port, true)
-	h.complete(c.Tag, c.Op, ^uint32(0), hwoffload.StatusOK, port, 0)
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
@@ -849,22 +915,32 @@ func (h *hostPath) udpBind(st *tickwire.Stack, c hwoffload.Command) {
 	if inUse(h, h.udp, c) {
 		return
 	}
-	var bound atomic.Uint32 // the port, once known: a datagram may come first
-	bound.Store(uint32(c.Port))
-	u, err := st.ServeUDP(c.Port, func(_ *tickwire.UDPConn, payload []byte, from netip.AddrPort) {
-		h.udpRecv(uint16(bound.Load()), payload, from)
-	})
+	port, err := h.bindUDP(st, c.Port)
 	if err != nil {
 		h.complete(c.Tag, c.Op, ^uint32(0), hwoffload.StatusInUse, c.Port, 0)
 		return
+	}
+	h.bit(hwoffload.RegUDPPorts, port, true)
+	h.complete(c.Tag, c.Op, ^uint32(0), hwoffload.StatusOK, port, 0)
+}
+
+// bindUDP opens UDP port p (0: the stack picks one) on st, its datagrams
+// into the receive area, and records it.
+func (h *hostPath) bindUDP(st *tickwire.Stack, p uint16) (uint16, error) {
+	var bound atomic.Uint32 // the port, once known: a datagram may come first
+	bound.Store(uint32(p))
+	u, err := st.ServeUDP(p, func(_ *tickwire.UDPConn, payload []byte, from netip.AddrPort) {
+		h.udpRecv(uint16(bound.Load()), payload, from)
+	})
+	if err != nil {
+		return 0, err
 	}
 	port := uint16(u.LocalAddr().(*net.UDPAddr).Port)
 	bound.Store(uint32(port))
 	h.mu.Lock()
 	h.udp[port] = u
 	h.mu.Unlock()
-	h.bit(hwoffload.RegUDPPorts, port, true)
-	h.complete(c.Tag, c.Op, ^uint32(0), hwoffload.StatusOK, port, 0)
+	return port, nil
 }
 
 // udpRecv puts a datagram into the UDP receive area: a datagram never wraps
@@ -952,12 +1028,13 @@ func (h *hostPath) shutdown() {
 	h.wg.Wait()
 }
 
-// close ends the host path and its stack (which closes the link).
+// closeAll ends the host path, its stack and the network port.
 func (h *hostPath) closeAll() {
 	h.shutdown()
 	if h.st != nil {
 		h.st.Close()
-	} else if h.link != nil {
+	}
+	if h.link != nil {
 		h.link.Close()
 	}
 }

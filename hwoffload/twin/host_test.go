@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/hwoffload"
@@ -186,4 +187,108 @@ func TestHostUDP(t *testing.T) {
 		}
 	}
 	_ = context.Background
+}
+
+// TestConfigAtRun: the network configuration is taken at RUN. With a
+// LISTEN port and a UDP port open at 10.9.0.2 and a connection on the
+// former, the host stops the engine, configures 10.9.0.3 and a new MAC,
+// and runs it again: the connection is reset (the host's Read fails), the
+// peer reaches both ports at 10.9.0.3 through the new MAC, and 10.9.0.2
+// no longer answers.
+func TestConfigAtRun(t *testing.T) {
+	dev, peer := hostPair(t)
+	ctx := ctxT(t)
+	ln, err := dev.Listen(ctx, 7000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	pc, err := dev.ListenUDP(ctx, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := pc.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteToUDPAddrPort(buf[:n], from)
+		}
+	}()
+	old, err := peer.DialTCP(ctx, netip.MustParseAddrPort("10.9.0.2:7000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	hc := <-accepted
+	readErr := make(chan error, 1)
+	go func() {
+		_, err := hc.Read(make([]byte, 10))
+		readErr <- err
+	}()
+
+	if err := dev.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mac := net.HardwareAddr{0x02, 0, 0, 0, 0x33, 0x33}
+	if err := dev.Configure(hwoffload.Config{Addr: netip.MustParsePrefix("10.9.0.3/24"), MAC: mac}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-readErr; err == nil || err == io.EOF {
+		t.Errorf("Read on the connection made before the change: %v, want a reset", err)
+	}
+	hc.Close()
+	go func() { // the connections made from now on
+		for c := range accepted {
+			go echo(c)
+		}
+	}()
+	c, err := peer.DialTCP(ctx, netip.MustParseAddrPort("10.9.0.3:7000"))
+	if err != nil {
+		t.Fatalf("LISTEN port at the new address: %v", err)
+	}
+	defer c.Close()
+	roundTrip(t, c, 10<<10)
+	u, err := peer.DialUDP(netip.MustParseAddrPort("10.9.0.3:5000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	if _, err := u.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if n, err := u.Read(buf); err != nil || string(buf[:n]) != "ping" {
+		t.Fatalf("UDP port at the new address: %q, %v", buf[:n], err)
+	}
+	for _, e := range peer.ARPTable() {
+		if e.Addr == netip.MustParseAddr("10.9.0.3") && e.Resolved && e.MAC.String() != mac.String() {
+			t.Errorf("peer resolved 10.9.0.3 to %v, want %v", e.MAC, mac)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if c, err := peer.DialTCP(short, netip.MustParseAddrPort("10.9.0.2:7000")); err == nil {
+		c.Close()
+		t.Error("the old address still accepts connections")
+	}
+	if err := dev.Err(); err != nil {
+		t.Errorf("ERROR %v", err)
+	}
 }

@@ -35,9 +35,12 @@
 // (IP, ARP, ICMP, UDP and the general TOE, made with IP_ADDR, NETMASK,
 // GATEWAY and MAC when the first host-path command runs) serves the command
 // ring, each session with a reader and a writer goroutine; ARP_COUNT and the
-// ARP table are refreshed every 10 ms. A later change of IP_ADDR or MAC does
-// not reach that stack (it lives until Close; RESET closes the sessions,
-// listeners and UDP ports, not the stack, so its ARP table stays).
+// ARP table are refreshed every 10 ms. The network configuration is taken
+// at RUN: when IP_ADDR, NETMASK, GATEWAY or MAC changed while stopped, the
+// stack is replaced by one made with the new values at the next RUN (its
+// connections reset, listeners and UDP ports opened again on the new stack,
+// the network port kept open). RESET closes the sessions, listeners and UDP
+// ports, not the stack, so its ARP table stays.
 //
 // What the card does and the twin does not yet: live mirror input (the
 // mirror TOE reads a frame.Source such as a pcap, not the network port).
