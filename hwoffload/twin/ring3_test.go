@@ -52,6 +52,30 @@ func (h *rawHost) next() hwoffload.Slot {
 	return s
 }
 
+// tinyRingPair runs a twin with 16-slot rings whose host path (10.9.0.2)
+// is one end of a link/pipe, b, and a peer stack (10.9.0.1) on the other
+// end that counts the datagrams it gets on UDP port 9001.
+func tinyRingPair(t *testing.T) (*twin.Twin, *hwoffload.Device, *tickwire.Stack, *pipe.Endpoint, *atomic.Int64) {
+	a, b := pipe.New(pipe.Options{})
+	peer, err := tickwire.New(tickwire.Config{Link: b, MAC: b.MAC(), Addr: netip.MustParsePrefix("10.9.0.1/24")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { peer.Close() })
+	got := new(atomic.Int64)
+	if _, err := peer.ServeUDP(9001, func(*tickwire.UDPConn, []byte, netip.AddrPort) { got.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	tw, dev := startConfig(t, twin.Config{Link: a, RingLog2: 4})
+	if err := dev.Configure(hwoffload.Config{Addr: netip.MustParsePrefix("10.9.0.2/24"), MAC: a.MAC()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Run(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	return tw, dev, peer, b, got
+}
+
 // TestRing3FullHoldsBack: with ring 3 of 16 slots that the host does not
 // read, a UDP flood fills it and the datagrams beyond are dropped and
 // counted (UDP_RX_DROPPED), never written without their UDP_RECV; the
@@ -60,24 +84,8 @@ func (h *rawHost) next() hwoffload.Slot {
 // DROPPED 0, seq contiguous), the peer gets the 40 datagrams, and the
 // receive path works afterwards.
 func TestRing3FullHoldsBack(t *testing.T) {
-	a, b := pipe.New(pipe.Options{})
-	peer, err := tickwire.New(tickwire.Config{Link: b, MAC: b.MAC(), Addr: netip.MustParsePrefix("10.9.0.1/24")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { peer.Close() })
-	var got atomic.Int64
-	if _, err := peer.ServeUDP(9001, func(*tickwire.UDPConn, []byte, netip.AddrPort) { got.Add(1) }); err != nil {
-		t.Fatal(err)
-	}
-	tw, dev := startConfig(t, twin.Config{Link: a, RingLog2: 4})
+	tw, dev, peer, b, got := tinyRingPair(t)
 	ctx := ctxT(t)
-	if err := dev.Configure(hwoffload.Config{Addr: netip.MustParsePrefix("10.9.0.2/24"), MAC: a.MAC()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := dev.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
 	h := &rawHost{t: t, ctx: ctx, dev: dev, mem: tw.Region().Bytes()}
 	ring := dev.Ring(hwoffload.RingHost)
 
@@ -169,24 +177,8 @@ func TestRing3FullHoldsBack(t *testing.T) {
 // area's 32 slots), the peer gets all 400, the flood is read or counted
 // as dropped, and the port still answers afterwards.
 func TestHostUDPFloodTinyRing(t *testing.T) {
-	a, b := pipe.New(pipe.Options{})
-	peer, err := tickwire.New(tickwire.Config{Link: b, MAC: b.MAC(), Addr: netip.MustParsePrefix("10.9.0.1/24")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { peer.Close() })
-	var got atomic.Int64
-	if _, err := peer.ServeUDP(9001, func(*tickwire.UDPConn, []byte, netip.AddrPort) { got.Add(1) }); err != nil {
-		t.Fatal(err)
-	}
-	_, dev := startConfig(t, twin.Config{Link: a, RingLog2: 4})
+	_, dev, peer, b, got := tinyRingPair(t)
 	ctx := ctxT(t)
-	if err := dev.Configure(hwoffload.Config{Addr: netip.MustParsePrefix("10.9.0.2/24"), MAC: a.MAC()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := dev.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
 	pc, err := dev.ListenUDP(ctx, 5000)
 	if err != nil {
 		t.Fatal(err)
