@@ -127,7 +127,11 @@ func (e *Endpoint) QueueStats(i int) Stats { return e.q.queueStats(i) }
 // poller; 0, the default, parks at once. Spinning saves the wake-up from poll (a few
 // to tens of microseconds) for every frame that arrives within d, at the
 // price of one core per queue kept busy for up to d after every frame: on
-// a steady feed, a core per queue. It implements link.BusyPoller.
+// a steady feed, a core per queue. A spinning reader keeps its thread
+// from the runtime's network poller: a goroutine of the same process that
+// waits on a socket (a kernel client in a benchmark) is found only when
+// the spin ends, which made a same-process round trip 3.5x slower (see
+// DESIGN.md). It implements link.BusyPoller.
 func (e *Endpoint) SetBusyPoll(d time.Duration) { e.q.busyPoll.Store(int64(max(d, 0))) }
 
 // Attach implements stack.LinkEndpoint.Attach. The first dispatcher starts
