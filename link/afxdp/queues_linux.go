@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -142,6 +143,55 @@ func promiscuous(ifindex int) (int, error) {
 // busy-polling set it first spins on the rings for that long, making no
 // system call. fds is the caller's poll array, at least len(socks)+1
 // long, reused so that waiting allocates nothing.
+// spin spins on socks' RX rings for up to the busy-poll time, until one
+// has a frame or stop.
+func (q *queues) spin(socks []*socket) {
+	spin := q.busyPoll.Load()
+	if spin <= 0 {
+		return
+	}
+	ready := func() bool {
+		for _, s := range socks {
+			if s.rx.available() > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	start := time.Now()
+	for !ready() && !q.stopping.Load() && time.Since(start) < time.Duration(spin) {
+		runtime.Gosched()
+	}
+}
+
+// pollFile returns an epoll descriptor that watches the sockets and the
+// wake eventfd for input, as a non-blocking file the runtime poller
+// serves: a reader waits in it as a parked goroutine, woken on the thread
+// that runs the scheduler, instead of a thread blocked in poll(2). Only
+// input is watched: the runtime asks for output readiness too, which
+// every send completion would raise.
+func (q *queues) pollFile() (*os.File, error) {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	fds := []int{q.wakeFD}
+	for _, s := range q.socks {
+		fds = append(fds, s.fd)
+	}
+	for _, fd := range fds {
+		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+			unix.Close(ep)
+			return nil, err
+		}
+	}
+	if err := unix.SetNonblock(ep, true); err != nil {
+		unix.Close(ep)
+		return nil, err
+	}
+	return os.NewFile(uintptr(ep), "afxdp-epoll"), nil
+}
+
 func (q *queues) wait(socks []*socket, fds []unix.PollFd, deadline time.Time) (bool, error) {
 	ready := func() bool {
 		for _, s := range socks {
@@ -151,12 +201,7 @@ func (q *queues) wait(socks []*socket, fds []unix.PollFd, deadline time.Time) (b
 		}
 		return false
 	}
-	if spin := q.busyPoll.Load(); spin > 0 {
-		start := time.Now()
-		for !ready() && !q.stopping.Load() && time.Since(start) < time.Duration(spin) {
-			runtime.Gosched()
-		}
-	}
+	q.spin(socks)
 	for {
 		if q.stopping.Load() {
 			return false, nil

@@ -3,8 +3,11 @@
 package afxdp
 
 import (
+	"errors"
 	"io"
+	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -42,6 +45,12 @@ type Source struct {
 	fillFn  func([]byte)
 	nextSoc int
 	fds     []unix.PollFd
+
+	// file is an epoll descriptor watching the sockets and q.wakeFD for
+	// input, served by the runtime poller (nil: wait in poll(2)).
+	file    *os.File
+	raw     syscall.RawConn
+	readyFn func(uintptr) bool
 }
 
 // NewSource opens AF_XDP sockets on cfg.Queues receive queues of the
@@ -61,7 +70,45 @@ func NewSource(iface string, cfg Config) (*Source, error) {
 	}
 	s := &Source{q: q, cfg: cfg, fds: make([]unix.PollFd, len(q.socks)+1)}
 	s.fillFn = s.fill
+	s.readyFn = s.ready
+	if f, err := q.pollFile(); err == nil {
+		if raw, err := f.SyscallConn(); err == nil {
+			s.file, s.raw = f, raw
+		} else {
+			f.Close()
+		}
+	} // else ReadFrames blocks in poll(2)
 	return s, nil
+}
+
+// ready reports, for the runtime poller, whether ReadFrames can stop
+// waiting: a frame or Close.
+func (s *Source) ready(uintptr) bool {
+	if s.q.stopping.Load() {
+		return true
+	}
+	for _, k := range s.q.socks {
+		if k.rx.available() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// waitPoller waits in the runtime poller, as q.wait does in poll(2):
+// true when a frame may be ready, false at the deadline.
+func (s *Source) waitPoller(deadline time.Time) (bool, error) {
+	s.q.spin(s.q.socks)
+	if !deadline.IsZero() {
+		s.file.SetReadDeadline(deadline)
+	}
+	if err := s.raw.Read(s.readyFn); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 // fill copies one frame into the next slot of the batch.
@@ -99,7 +146,13 @@ func (s *Source) ReadFrames(frames []frame.Frame) (int, error) {
 		if n := s.take(frames); n > 0 {
 			return n, nil
 		}
-		ok, err := s.q.wait(s.q.socks, s.fds, deadline)
+		var ok bool
+		var err error
+		if s.raw != nil {
+			ok, err = s.waitPoller(deadline)
+		} else {
+			ok, err = s.q.wait(s.q.socks, s.fds, deadline)
+		}
 		switch {
 		case s.q.stopping.Load():
 			return 0, io.EOF
@@ -131,8 +184,9 @@ func (s *Source) take(frames []frame.Frame) int {
 }
 
 // SetBusyPoll makes ReadFrames spin on the RX rings, with no system call,
-// for up to d when they are empty before it blocks in poll(2); 0, the
-// default, blocks at once. It saves the wake-up from poll for every frame
+// for up to d when they are empty before it blocks (parked in the runtime
+// poller, or in poll(2) where an epoll descriptor could not be made); 0,
+// the default, blocks at once. It saves the wake-up for every frame
 // that arrives within d, at the price of the reading core kept busy for up
 // to d after every batch: on a steady feed, a whole core.
 func (s *Source) SetBusyPoll(d time.Duration) { s.q.busyPoll.Store(int64(max(d, 0))) }
@@ -165,6 +219,9 @@ func (s *Source) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.file != nil {
+		s.file.Close()
+	}
 	s.q.close()
 	return nil
 }
