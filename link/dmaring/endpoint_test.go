@@ -181,13 +181,14 @@ func TestReadFramesCopiesInOrderAcrossLaps(t *testing.T) {
 func TestBorrowFramesHoldsBuffersUntilRelease(t *testing.T) {
 	e, d := newTestEndpoint(t, Config{})
 	q := e.RxQueue(0)
-	for k := range 3 {
+	least := int(q.refillMin) // 4 on a ring of 16
+	for k := range least + 1 {
 		d.put(0, testFrame(100, byte(k)), nil)
 	}
 	prod := d.rx[0].regs.Load(RegHostPtr)
 	batch := make([]frame.Frame, 8)
 	n, err := q.BorrowFrames(batch)
-	if err != nil || n != 3 {
+	if err != nil || n != least+1 {
 		t.Fatalf("%d frames, %v", n, err)
 	}
 	// In place: the frame's bytes are the ring buffer's (index 0).
@@ -202,8 +203,51 @@ func TestBorrowFramesHoldsBuffersUntilRelease(t *testing.T) {
 		t.Fatalf("ring refilled while borrowed: %d -> %d", prod, got)
 	}
 	q.ReleaseBorrowed()
-	if got := d.rx[0].regs.Load(RegHostPtr); got != (prod+3)&PtrMask {
-		t.Fatalf("after release prod %d, want %d", got, prod+3)
+	prod = (prod + uint32(least) + 1) & PtrMask
+	if got := d.rx[0].regs.Load(RegHostPtr); got != prod {
+		t.Fatalf("after release prod %d, want %d", got, prod)
+	}
+	if got := d.rx[0].cq.Load(RegHostPtr); got != prod-16 {
+		t.Fatalf("after release CQ consumer pointer %d, want %d", got, prod-16)
+	}
+
+	// Fewer than refillMin released buffers wait for more, or for the
+	// reader to sleep.
+	d.put(0, testFrame(100, 9), nil)
+	if n, err := q.BorrowFrames(batch); err != nil || n != 1 {
+		t.Fatalf("%d frames, %v", n, err)
+	}
+	q.ReleaseBorrowed()
+	if got := d.rx[0].regs.Load(RegHostPtr); got != prod {
+		t.Fatalf("one buffer posted at once: prod %d, want %d", got, prod)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := q.ReadFrames(batch)
+		done <- err
+	}()
+	waitArmed(t, d.rx[0].cq)
+	if got := d.rx[0].regs.Load(RegHostPtr); got != prod+1 {
+		t.Fatalf("buffer not posted before the reader slept: prod %d, want %d", got, prod+1)
+	}
+	if got := d.rx[0].cq.Load(RegHostPtr); got != prod+1-16 {
+		t.Fatalf("CQ consumer pointer %d before the reader slept, want %d", got, prod+1-16)
+	}
+	e.Close()
+	if err := <-done; !errors.Is(err, io.EOF) {
+		t.Fatalf("read across Close: %v", err)
+	}
+}
+
+// waitArmed waits until the reader armed CQ cq: it is about to sleep.
+func waitArmed(t *testing.T, cq Regs) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for cq.Load(RegArm) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("reader never armed its CQ")
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
 }
 
@@ -243,14 +287,7 @@ func TestReadFramesSleepsAndWakes(t *testing.T) {
 		n, err := q.ReadFrames(batch)
 		got <- res{n, err}
 	}()
-	// Wait until the reader armed its CQ: it is about to sleep.
-	deadline := time.Now().Add(10 * time.Second)
-	for d.rx[0].cq.Load(RegArm) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("reader never armed its CQ")
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	waitArmed(t, d.rx[0].cq)
 	d.put(0, testFrame(64, 9), nil)
 	if r := <-got; r.err != nil || r.n != 1 {
 		t.Fatalf("woken read: %d, %v", r.n, r.err)
@@ -259,9 +296,7 @@ func TestReadFramesSleepsAndWakes(t *testing.T) {
 		n, err := q.ReadFrames(batch)
 		got <- res{n, err}
 	}()
-	for d.rx[0].cq.Load(RegArm) == 0 {
-		time.Sleep(100 * time.Microsecond)
-	}
+	waitArmed(t, d.rx[0].cq)
 	e.Close()
 	if r := <-got; !errors.Is(r.err, io.EOF) {
 		t.Fatalf("read across Close: %d, %v", r.n, r.err)
@@ -493,7 +528,7 @@ func TestStackPathsDoNotAllocate(t *testing.T) {
 			t.Fatal("no frame")
 		}
 		q.deliverStack(m.buf[:m.n], m.rx, m.csum, m.haveCsum)
-		q.finish()
+		q.finish(false)
 	}); a != 0 {
 		t.Errorf("RX to the stack: %v allocations per frame", a)
 	}

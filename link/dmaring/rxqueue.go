@@ -16,6 +16,14 @@ import (
 // NAPI's budget does in mqnic_process_rx_cq.
 const rxBatch = 64
 
+// rxRefillMin is the fewest buffers the host posts at once, as
+// mqnic_refill_rx_buffers waits for 8 missing (a quarter of the ring on
+// rings smaller than 32). It also batches the CQ consumer pointer, which
+// is returned with each refill. Both pointers sit in cache lines the
+// device reads for every frame: storing them for every frame a busy-polling
+// reader takes would move those lines to the host and back each time.
+const rxRefillMin = 8
+
 // ErrInUse is returned by a frame-source call on an RX queue that a stack
 // or another reader is using.
 var ErrInUse = errors.New("dmaring: RX queue in use by a stack or another reader")
@@ -44,13 +52,15 @@ type RxQueue struct {
 	state atomic.Int32 // queueIdle, queueBusy, queueClosed
 
 	// Owned by the goroutine holding inUse.
-	prod     uint32 // descriptors posted
-	done     uint32 // completions consumed (the CQ consumer pointer)
-	released uint32 // buffers given back (prod - released <= size)
-	borrowed bool   // frames handed out by BorrowFrames not yet released
-	eqCons   uint32
-	tsSec    uint64 // full device seconds the last stamp was extended with
-	tsValid  bool
+	prod      uint32 // descriptors posted
+	done      uint32 // completions consumed
+	published uint32 // the CQ consumer pointer last stored (done - published < refillMin, but at a sleep)
+	released  uint32 // buffers given back (prod - released <= size)
+	refillMin uint32 // rxRefillMin, or a quarter of a small ring
+	borrowed  bool   // frames handed out by BorrowFrames not yet released
+	eqCons    uint32
+	tsSec     uint64 // full device seconds the last stamp was extended with
+	tsValid   bool
 
 	_     [64]byte // the counters below are written per batch: own cache line
 	stats struct {
@@ -65,11 +75,14 @@ func newRxQueue(e *Endpoint, i, ring, cq, eq, bufs int) *RxQueue {
 		e: e, r: r, idx: i, regs: r.Regs(KindRX, i), cqRegs: r.Regs(KindCQ, 2*i+1), eqRegs: r.Regs(KindEQ, i),
 		wake: e.wake.EQ[i], ring: ring, cq: cq, eq: eq, bufs: bufs, bufSize: e.layout.BufSize,
 		size: 1 << e.layout.RingLog, eqSize: 1 << e.layout.EQLog,
+		refillMin: uint32(max(1, min(rxRefillMin, (1<<e.layout.RingLog)/4))),
 	}
 }
 
 // refill posts every released buffer (mqnic_refill_rx_buffers) and rings
-// the doorbell.
+// the doorbell. Buffer i always goes with descriptor i, so a descriptor
+// already holding it is left alone: rewriting it would take its cache line
+// from the device, which reads it for the next frame.
 func (q *RxQueue) refill() {
 	target := q.released + q.size
 	if q.prod == target {
@@ -77,11 +90,20 @@ func (q *RxQueue) refill() {
 	}
 	for ; q.prod != target; q.prod++ {
 		i := int(q.prod & (q.size - 1))
-		PutDesc(q.r.mem[q.ring+i*DescSize:], 0, uint32(q.bufSize), uint64(q.bufs+i*q.bufSize))
+		q.putDesc(q.r.mem[q.ring+i*DescSize:q.ring+(i+1)*DescSize], uint64(q.bufs+i*q.bufSize))
 	}
 	q.regs.Store(RegHostPtr, q.prod&PtrMask)
 	// No wake-up for the device: it reads an RX ring's producer pointer
 	// when a frame arrives from the wire, not when the host posts buffers.
+}
+
+// putDesc writes the RX descriptor d for the buffer at addr unless d holds
+// it already.
+func (q *RxQueue) putDesc(d []byte, addr uint64) {
+	if le.Uint64(d[DescAddr:]) == addr && le.Uint32(d[DescLen:]) == uint32(q.bufSize) && le.Uint32(d) == 0 {
+		return
+	}
+	PutDesc(d, 0, uint32(q.bufSize), addr)
 }
 
 // rxMeta is what a completion says about its frame.
@@ -157,13 +179,23 @@ func (q *RxQueue) stamp(ns uint32, s16 uint16) int64 {
 	return int64(sec)*1e9 + int64(ns)
 }
 
-// finish returns the consumed completions to the device (the CQ consumer
-// pointer, mqnic_cq_write_cons_ptr) and refills the ring with the released
-// buffers.
-func (q *RxQueue) finish() {
-	q.cqRegs.Store(RegHostPtr, q.done&PtrMask)
+// finish releases the buffers of the frames consumed (unless borrowed),
+// and once refillMin completions wait to be returned or buffers to be
+// posted, or with force, returns the consumed completions to the device (the
+// CQ consumer pointer, mqnic_cq_write_cons_ptr) and refills the ring with
+// the released buffers. The consumer pointer goes first and the ring is
+// never filled past it plus the ring size, so the device never holds a
+// descriptor it has no completion room for.
+func (q *RxQueue) finish(force bool) {
 	if !q.borrowed {
 		q.released = q.done
+	}
+	if !force && q.done-q.published < q.refillMin && q.released+q.size-q.prod < q.refillMin {
+		return
+	}
+	if q.published != q.done {
+		q.cqRegs.Store(RegHostPtr, q.done&PtrMask)
+		q.published = q.done
 	}
 	q.refill()
 }
@@ -172,6 +204,9 @@ func (q *RxQueue) finish() {
 // arrived meanwhile. It drains the event queue when woken. It returns
 // ErrClosed once the endpoint closes or the stack detached.
 func (q *RxQueue) sleep() error {
+	// Everything back to the device first: it may fill the ring while we
+	// sleep.
+	q.finish(true)
 	q.cqRegs.Store(RegArm, 1)
 	q.eqRegs.Store(RegArm, 1)
 	// The device stores a completion's phase, then reads the arm word; we
@@ -230,7 +265,6 @@ func (q *RxQueue) run() {
 	defer q.e.wg.Done()
 	defer q.state.CompareAndSwap(queueBusy, queueIdle)
 	var m rxMeta
-	var idleSince time.Time
 	for !q.e.stopping.Load() {
 		got := 0
 		for got < rxBatch {
@@ -244,21 +278,12 @@ func (q *RxQueue) run() {
 			}
 		}
 		if got > 0 {
-			q.finish()
-			idleSince = time.Time{}
+			q.finish(false)
 			continue
 		}
-		if budget := time.Duration(q.e.busyPoll.Load()); budget > 0 {
-			if idleSince.IsZero() {
-				idleSince = time.Now()
-				continue
-			}
-			if time.Since(idleSince) < budget {
-				runtime.Gosched()
-				continue
-			}
+		if q.poll() {
+			continue
 		}
-		idleSince = time.Time{}
 		if err := q.sleep(); err != nil && errors.Is(err, ErrClosed) {
 			return
 		} else if err != nil {
@@ -267,6 +292,48 @@ func (q *RxQueue) run() {
 			for q.wake.Wait() == nil && !q.e.stopping.Load() {
 			}
 			return
+		}
+	}
+}
+
+// Busy polling: a reader looks at its completion queue pollSpins times
+// between readings of the clock, and yields its P (runtime.Gosched) once
+// per pollYield of polling, so that other goroutines (a device in this
+// process, the stack's, the application's) still run when GOMAXPROCS is
+// small. A yield costs a few hundred nanoseconds on the scheduler's lock,
+// and a frame that arrives meanwhile waits for it: yielding on every look,
+// with another goroutine doing the same, put it on most frames' path.
+const (
+	pollSpins = 64
+	pollYield = 5 * time.Microsecond
+)
+
+// poll busy-polls the completion queue for SetBusyPoll's budget and
+// reports whether a completion arrived (false at once with no budget, or
+// when the endpoint stops).
+func (q *RxQueue) poll() bool {
+	budget := time.Duration(q.e.busyPoll.Load())
+	if budget <= 0 {
+		return false
+	}
+	start := time.Now()
+	var yielded time.Duration
+	for {
+		for range pollSpins {
+			if q.pending() {
+				return true
+			}
+		}
+		if q.e.stopping.Load() {
+			return false
+		}
+		t := time.Since(start)
+		if t >= budget {
+			return q.pending()
+		}
+		if t-yielded >= pollYield {
+			runtime.Gosched()
+			yielded = t
 		}
 	}
 }
@@ -283,14 +350,8 @@ const (
 // sleeps (sleep). It returns io.EOF once the endpoint closes, or the
 // queue's device error.
 func (q *RxQueue) wait() error {
-	if budget := time.Duration(q.e.busyPoll.Load()); budget > 0 {
-		start := time.Now()
-		for !q.pending() && !q.e.stopping.Load() && time.Since(start) < budget {
-			runtime.Gosched()
-		}
-		if q.pending() {
-			return nil
-		}
+	if q.poll() {
+		return nil
 	}
 	if err := q.sleep(); err != nil {
 		if errors.Is(err, ErrClosed) {
@@ -358,7 +419,7 @@ func (q *RxQueue) ReadFrames(frames []frame.Frame) (int, error) {
 			n++
 		}
 		q.count(n, bytes)
-		q.finish()
+		q.finish(false)
 		if n > 0 || len(frames) == 0 {
 			return n, nil
 		}
@@ -401,7 +462,7 @@ func (q *RxQueue) BorrowFrames(frames []frame.Frame) (int, error) {
 			n++
 		}
 		q.count(n, bytes)
-		q.finish()
+		q.finish(false)
 		if n > 0 || len(frames) == 0 {
 			return n, nil
 		}
@@ -412,17 +473,18 @@ func (q *RxQueue) BorrowFrames(frames []frame.Frame) (int, error) {
 }
 
 // ReleaseBorrowed gives every buffer BorrowFrames handed out back to the
-// device; the frames that pointed at them must no longer be used. It
-// must be called from the goroutine that borrowed (not concurrently with a
-// read on the queue).
+// queue; the frames that pointed at them must no longer be used. The
+// buffers reach the device as every released buffer does: posted at least
+// 8 at a time (a quarter of a ring smaller than 32), and all of them before
+// the reader sleeps. It must be called from the goroutine that borrowed
+// (not concurrently with a read on the queue).
 func (q *RxQueue) ReleaseBorrowed() {
 	if err := q.acquire(); err != nil {
 		return
 	}
 	defer q.releaseQueue()
 	q.borrowed = false
-	q.released = q.done
-	q.refill()
+	q.finish(false)
 }
 
 // count adds a batch to the counters: two atomic adds per batch, not per

@@ -94,6 +94,12 @@ type queueState struct {
 	size       uint32
 	cqn        int
 	cons       uint32 // TX/RX: device's consumer pointer; CQ/EQ: producer pointer
+	// host is the host's pointer (TX/RX: producer; CQ/EQ: consumer) as the
+	// device last read it. The device rereads the register only when this
+	// copy says the ring is empty (TX/RX) or full (CQ/EQ), as a NIC fetches
+	// descriptors in bursts: the host writes that cache line, and reading it
+	// per frame would move the line between the two cores on every frame.
+	host uint32
 }
 
 // ring is one queue and the lock of its device-side state.
@@ -426,7 +432,7 @@ func (d *Device) cqRoom(cqn int) bool {
 	q := d.cq[cqn]
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return d.validate(q) && (q.st.cons-q.regs.Load(dmaring.RegHostPtr))&dmaring.PtrMask < q.st.size
+	return d.validate(q) && room(q)
 }
 
 // raise reports an error on queue q: its status register and error count,
@@ -496,23 +502,52 @@ func (d *Device) validate(q *ring) bool {
 		d.raise(q.kind, q.idx, q.regs, code, true)
 		return false
 	}
-	q.st = queueState{configured: true, ctrl: ctrl, base: int(base), size: 1 << logSize, cqn: cqn, cons: q.regs.Load(dmaring.RegDevPtr) & dmaring.PtrMask}
+	cons := q.regs.Load(dmaring.RegDevPtr) & dmaring.PtrMask
+	q.st = queueState{configured: true, ctrl: ctrl, base: int(base), size: 1 << logSize, cqn: cqn, cons: cons, host: cons}
 	q.regs.Store(dmaring.RegStatus, dmaring.StatusActive)
 	return true
 }
 
 // available returns the descriptors the host posted beyond the device's
-// pointer, failing the queue when the producer pointer is past the ring.
+// pointer, failing the queue when the producer pointer is past the ring. It
+// reads the producer pointer only when the copy it last read is used up
+// (queueState.host).
 //
 // +checklocks:q.mu
 func (d *Device) available(q *ring) (uint32, bool) {
-	n := (q.regs.Load(dmaring.RegHostPtr) - q.st.cons) & dmaring.PtrMask
+	if n := (q.st.host - q.st.cons) & dmaring.PtrMask; n != 0 {
+		return n, true
+	}
+	prod := q.regs.Load(dmaring.RegHostPtr)
+	n := (prod - q.st.cons) & dmaring.PtrMask
 	if n > q.st.size {
 		q.st.failed = true
 		d.raise(q.kind, q.idx, q.regs, dmaring.ErrProdPtr, true)
 		return 0, false
 	}
+	q.st.host = prod
 	return n, true
+}
+
+// room reports whether CQ or EQ q has room for one more entry, rereading
+// the host's consumer pointer only when the copy it last read says the
+// ring is full (queueState.host). The caller holds q.mu.
+//
+// +checklocks:q.mu
+func room(q *ring) bool {
+	if (q.st.cons-q.st.host)&dmaring.PtrMask < q.st.size {
+		return true
+	}
+	q.st.host = q.regs.Load(dmaring.RegHostPtr)
+	return (q.st.cons-q.st.host)&dmaring.PtrMask < q.st.size
+}
+
+// disarm clears the arm word of CQ or EQ q when the host set it, and
+// reports whether it did. It reads the word before it swaps it: a polling
+// host leaves it 0, and a compare-and-swap would take the cache line the
+// host writes its consumer pointer in away from it on every completion.
+func disarm(q *ring) bool {
+	return q.regs.Load(dmaring.RegArm) != 0 && q.regs.CompareAndSwap(dmaring.RegArm, 1, 0)
 }
 
 // desc reads the descriptor at the device's pointer and checks it names a
@@ -555,8 +590,7 @@ func (d *Device) complete(cqn int, c *completion) bool {
 		q.mu.Unlock()
 		return false
 	}
-	hostCons := q.regs.Load(dmaring.RegHostPtr)
-	if (q.st.cons-hostCons)&dmaring.PtrMask >= q.st.size {
+	if !room(q) {
 		q.mu.Unlock()
 		return false
 	}
@@ -582,7 +616,7 @@ func (d *Device) complete(cqn int, c *completion) bool {
 	d.r.Store32(off+dmaring.CplPhase, dmaring.PhaseFor(q.st.cons, q.st.size))
 	q.st.cons++
 	q.regs.Store(dmaring.RegDevPtr, q.st.cons&dmaring.PtrMask)
-	armed := q.regs.CompareAndSwap(dmaring.RegArm, 1, 0)
+	armed := disarm(q)
 	eqn := q.st.cqn
 	q.mu.Unlock()
 	if armed {
@@ -601,8 +635,7 @@ func (d *Device) postEvent(eqn int, typ uint16, source int, code, kind uint32) {
 		d.stats.evDrops.Add(1)
 		return
 	}
-	hostCons := q.regs.Load(dmaring.RegHostPtr)
-	if (q.st.cons-hostCons)&dmaring.PtrMask >= q.st.size {
+	if !room(q) {
 		q.mu.Unlock()
 		d.stats.evDrops.Add(1)
 		d.interrupt(eqn, q)
@@ -624,7 +657,7 @@ func (d *Device) postEvent(eqn int, typ uint16, source int, code, kind uint32) {
 
 // interrupt notifies EQ eqn's Notifier when the host armed the EQ.
 func (d *Device) interrupt(eqn int, q *ring) {
-	if q.regs.CompareAndSwap(dmaring.RegArm, 1, 0) && d.wake != nil {
+	if disarm(q) && d.wake != nil {
 		d.wake.EQ[eqn].Notify()
 	}
 }
