@@ -106,14 +106,21 @@
 //
 // While a stack is attached, one goroutine per RX queue reads the queue's
 // completions and delivers each frame inline, copied into a new packet, in
-// batches of up to 64, returning the consumer pointer and refilling the
-// ring after each batch (mqnic_process_rx_cq and mqnic_refill_rx_buffers).
+// batches of up to 64 (mqnic_process_rx_cq). It returns the CQ consumer
+// pointer and refills the RX ring (rings the RX doorbell) once at least 8
+// entries wait, as mqnic_refill_rx_buffers batches its refill (a quarter of
+// rings under 32 entries), and always before it sleeps: a frame then costs
+// the device no reread of a line the host just wrote. The consumer pointer
+// is stored before the refill, so the device never holds a descriptor it
+// has no completion room for. ReleaseBorrowed follows the same rule.
 // The queues share no lock. WritePackets copies each packet into a TX
 // buffer of queue pkt.Hash mod N under that queue's mutex, reclaims the
 // buffers of completed descriptors, and rings the doorbell once per call.
 //
 // Waiting: a reader that finds its completion queue empty polls it for
-// SetBusyPoll's budget (0 by default; tickwire's latency mode sets it), then
+// SetBusyPoll's budget (0 by default; tickwire's latency mode sets it),
+// looking 64 times per clock reading and yielding its P once every 5 us so
+// that goroutines sharing it run, then
 // arms its CQ and EQ, looks once more (the device stores a completion's
 // phase and then reads the arm word; the host stores the arm word and then
 // reads the phase; one of them sees the other) and sleeps on its event
