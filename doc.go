@@ -137,7 +137,12 @@
 //
 // Use net.Conn (Read and Write on a goroutine per connection) for anything
 // that is not on the hot path: it is the familiar interface, and each
-// message costs a goroutine wake-up. Use the handler API for the hot path:
+// message costs a goroutine wake-up. In stock mode a Read that waits is
+// handed the segments that arrive for it and runs their TCP processing
+// itself, instead of netstack's processor goroutine doing it and then
+// waking the reader; the ACK for them waits, at most 1 ms, for the
+// program's next Write to carry it (as latency mode's ACKs do), unless
+// more than one full segment is unacknowledged. Use the handler API for the hot path:
 // TCPConn.OnReceive, or Stack.ServeTCP, hands received bytes to a handler
 // that may Write the answer at once. Handlers must not block: a handler's
 // Write on a full send buffer returns ErrSendBufferFull instead of waiting.

@@ -174,3 +174,9 @@ func SetFloodGate(ln *TCPListener, rate, burst int) {
 // HasNetstackEndpoint reports whether c has made its netstack endpoint
 // (UDPConn.endpoint).
 func HasNetstackEndpoint(c *UDPConn) bool { return c.nsep.Load() != nil }
+
+// HandedOff returns the segments handed to c's waiting Read (handoff.go).
+func HandedOff(c net.Conn) uint64 { return c.(*TCPConn).hand.given.Load() }
+
+// ReadWaiting reports whether a Read on c waits in hand-off.
+func ReadWaiting(c net.Conn) bool { return c.(*TCPConn).hand.waiting() }

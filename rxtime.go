@@ -79,27 +79,28 @@ func (s *rxStash) get(pkt *gstack.PacketBuffer) int64 {
 // the program has their connection; beyond it those times are lost.
 const rxEarlyMax = 256
 
-// rxConns maps the endpoints of the program's connections to the receive
-// time they keep (TCPConn.rx): at most MaxConnections entries. It also
-// keeps the time of the newest data of an endpoint the program does not
-// hold yet (a connection whose first bytes arrive before Accept returns
-// it), at most rxEarlyMax, which add hands over. Every segment with payload
-// looks its endpoint up; a sync.Map's reads take no lock, so the link
-// readers of a multi-queue link do not contend on one.
+// rxConns maps the endpoints of the program's connections to their
+// TCPConn, which keeps the receive time (TCPConn.rx) and the reader's
+// hand-off (handoff.go): at most MaxConnections entries. It also keeps the
+// time of the newest data of an endpoint the program does not hold yet (a
+// connection whose first bytes arrive before Accept returns it), at most
+// rxEarlyMax, which add hands over. Every segment with payload looks its
+// endpoint up; a sync.Map's reads take no lock, so the link readers of a
+// multi-queue link do not contend on one.
 type rxConns struct {
-	m  sync.Map // *tcp.Endpoint -> *atomic.Int64
+	m  sync.Map // *tcp.Endpoint -> *TCPConn
 	mu sync.Mutex
 	// +checklocks:mu
 	early map[*tcp.Endpoint]int64
 }
 
-// add registers ep's connection, whose receive time is rx.
-func (r *rxConns) add(ep *tcp.Endpoint, rx *atomic.Int64) {
+// add registers ep's connection c.
+func (r *rxConns) add(ep *tcp.Endpoint, c *TCPConn) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.m.Store(ep, rx)
+	r.m.Store(ep, c)
 	if t, ok := r.early[ep]; ok {
-		rx.Store(t)
+		c.rx.Store(t)
 		delete(r.early, ep)
 	}
 }
@@ -112,16 +113,24 @@ func (r *rxConns) remove(ep *tcp.Endpoint) {
 	delete(r.early, ep)
 }
 
+// find returns ep's connection, nil when the program does not hold it.
+func (r *rxConns) find(ep *tcp.Endpoint) *TCPConn {
+	if c, ok := r.m.Load(ep); ok {
+		return c.(*TCPConn)
+	}
+	return nil
+}
+
 // stamp records rx as ep's newest receive time.
 func (r *rxConns) stamp(ep *tcp.Endpoint, rx int64) {
-	if t, ok := r.m.Load(ep); ok {
-		t.(*atomic.Int64).Store(rx)
+	if c := r.find(ep); c != nil {
+		c.rx.Store(rx)
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if t, ok := r.m.Load(ep); ok { // added meanwhile
-		t.(*atomic.Int64).Store(rx)
+	if c := r.find(ep); c != nil { // added meanwhile
+		c.rx.Store(rx)
 		return
 	}
 	if r.early == nil {

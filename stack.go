@@ -257,6 +257,7 @@ func (s *Stack) Close() error {
 		}
 		s.goroutines.Wait()
 		s.wire.out.close()
+		s.wire.owed.close()
 		s.arp.stop()
 		s.log.release()
 	})

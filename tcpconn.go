@@ -58,6 +58,10 @@ type TCPConn struct {
 	// stack's rxConns, nil when the stack keeps none.
 	rx   atomic.Int64
 	rxEP *tcp.Endpoint
+	// handEP is the netstack endpoint when Reads wait in hand-off (stock
+	// mode, handoff.go), else nil; hand is the reader's hand-off state.
+	handEP *tcp.Endpoint
+	hand   readHandoff
 
 	readMu sync.Mutex
 	// +checklocks:readMu
@@ -117,7 +121,10 @@ func (s *Stack) newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *TCPConn {
 	}
 	if tep, ok := ep.(*tcp.Endpoint); ok && s.tcp != nil {
 		c.rxEP = tep
-		s.tcp.conns.add(tep, &c.rx)
+		if s.sy == nil {
+			c.handEP = tep
+		}
+		s.tcp.conns.add(tep, c)
 	}
 	if a, err := ep.GetLocalAddress(); err == nil {
 		c.laddr = &net.TCPAddr{IP: a.Addr.AsSlice(), Port: int(a.Port)}
@@ -217,11 +224,12 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 		switch err.(type) {
 		case nil:
 			c.sy.afterRead(c.tep)
+			c.afterHandoffRead()
 			c.received(res.Count)
 			return res.Count, nil
 		case *tcpip.ErrWouldBlock:
 			if !spin.again() {
-				c.wait(c.readCh, expired)
+				c.waitRead(expired)
 			}
 		case *tcpip.ErrClosedForReceive:
 			return 0, io.EOF

@@ -375,23 +375,45 @@ func (p *tcpProtocol) QueuePacket(ep gstack.TransportEndpoint, id gstack.Transpo
 		rx = rxclock.Now() // the stash was full
 	}
 	sy := p.sy
-	if sy == nil || !netstackunsafe.Connected(tep.EndpointState()) || sy.delivering.Load() == 0 || !sy.inlineAllowed() || !netstackunsafe.TryLock(tep) {
-		if p.admit(tep, id, pkt.TransportHeader().Slice(), pkt.Data().Size()) {
-			if pkt.Data().Size() > 0 {
-				p.conns.stamp(tep, rx)
-			}
-			p.queue.QueuePacket(ep, id, pkt)
+	if sy == nil {
+		if p.handOff(tep, id, pkt, rx) {
+			return
 		}
+	} else if netstackunsafe.Connected(tep.EndpointState()) && sy.delivering.Load() != 0 && sy.inlineAllowed() && netstackunsafe.TryLock(tep) {
+		p.queueLocked(tep, id, pkt, rx)
 		return
 	}
-	p.queueLocked(tep, id, pkt, rx)
+	if p.admit(tep, id, pkt.TransportHeader().Slice(), pkt.Data().Size()) {
+		if pkt.Data().Size() > 0 {
+			p.conns.stamp(tep, rx)
+		}
+		p.queue.QueuePacket(ep, id, pkt)
+	}
 }
 
-// queueLocked queues pkt, received at rx, to tep, whose lock the caller
-// took with netstackunsafe.TryLock, without waking a processor, releases the lock and
-// records tep for processing at the end of the delivery. Latency mode only.
+// handOff queues pkt, a segment with payload received at rx, for the
+// reader of tep's connection when one is waiting in Read (stock mode, see
+// handoff.go), reporting false, having done nothing, when the segment must
+// go the stock way.
 // +checklocksignore: TryLock, which checklocks cannot follow.
-func (p *tcpProtocol) queueLocked(tep *tcp.Endpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer, rx int64) {
+func (p *tcpProtocol) handOff(tep *tcp.Endpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer, rx int64) bool {
+	if pkt.Data().Size() == 0 {
+		return false
+	}
+	c := p.conns.find(tep)
+	if c == nil || c.handEP != tep || !c.hand.waiting() || !netstackunsafe.Connected(tep.EndpointState()) || !netstackunsafe.TryLock(tep) {
+		return false
+	}
+	p.queueHeld(tep, id, pkt, rx)
+	c.hand.give(tep, c.readCh)
+	return true
+}
+
+// queueHeld queues pkt, received at rx, to tep, whose lock the caller took
+// with netstackunsafe.TryLock, without waking a processor, and releases the
+// lock: the caller must then have the queue processed (or Kick it).
+// +checklocksignore: TryLock, which checklocks cannot follow.
+func (p *tcpProtocol) queueHeld(tep *tcp.Endpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer, rx int64) {
 	owned := netstackunsafe.OwnedByUser(tep)
 	owned.Store(1)
 	if p.admit(tep, id, pkt.TransportHeader().Slice(), pkt.Data().Size()) {
@@ -402,6 +424,15 @@ func (p *tcpProtocol) queueLocked(tep *tcp.Endpoint, id gstack.TransportEndpoint
 	}
 	owned.Store(0)
 	tep.ResumeWork() // releases the lock taken by TryLock
+}
+
+// queueLocked queues pkt, received at rx, to tep, whose lock the caller
+// took with netstackunsafe.TryLock, without waking a processor, releases
+// the lock and records tep for processing at the end of the delivery.
+// Latency mode only.
+// +checklocksignore: TryLock, which checklocks cannot follow.
+func (p *tcpProtocol) queueLocked(tep *tcp.Endpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer, rx int64) {
+	p.queueHeld(tep, id, pkt, rx)
 	if !p.sy.record(tep) {
 		p.sy.fallbacks.Add(1)
 		netstackunsafe.Kick(tep)

@@ -41,6 +41,10 @@ type wire struct {
 	// tw answers for connections in TIME-WAIT (timewait.go); nil when
 	// netstack's internals were not found (netstack keeps TIME-WAIT).
 	tw *timeWaitTable
+	// owed settles the ACKs that Reads in hand-off left owed (stock mode
+	// with netstack's internals found, handoff.go): only its owed-ACK list
+	// and timer are used, no frame passes through it. nil otherwise.
+	owed *outbox
 }
 
 var (
@@ -53,6 +57,8 @@ func newWire(child gstack.LinkEndpoint, mtu, mss int, addr tcpip.Address, arp *a
 	if sy != nil {
 		w.out = newOutbox(w, mss)
 		sy.wire = w
+	} else if netstackunsafe.Available() {
+		w.owed = newOutbox(w, mss)
 	}
 	w.Endpoint.Init(child, w)
 	return w

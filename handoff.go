@@ -1,0 +1,98 @@
+package tickwire
+
+import (
+	"sync/atomic"
+
+	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+
+	"github.com/tickwire/tickwire/internal/netstackunsafe"
+)
+
+// Reader hand-off, in stock mode: a segment with payload for a connection
+// whose reader is blocked in Read is queued without waking netstack's
+// processor, and the reader is woken directly; it runs netstack's TCP
+// processing for the segment itself (netstackunsafe.Process) before it
+// reads. Stock netstack wakes a processor goroutine, which processes the
+// segment and then wakes the reader: two wake-ups where the hand-off costs
+// one. The ACK for what the reader processed is owed, as latency mode
+// owes it, unless more than one full segment is unacknowledged: the
+// program's answer (its next Write) carries it, or the timer of the
+// wire's owed list sends it within 1 ms; a Read that frees most of the
+// window announces it at once (afterHandoffRead). A pure ACK cost a request
+// and its answer as much as the wake-ups: built and sent by one side,
+// demultiplexed and handed to a processor by the other (DESIGN.md).
+//
+// Nothing else changes: the delivering goroutine (the link's reader, the
+// writer on the other end of link/pipe) still only queues, the processing
+// runs on the connection's own goroutine (so many connections still
+// process in parallel), and every segment that finds no reader waiting,
+// finds the endpoint busy, or carries no payload (a pure ACK, from which
+// a reader has nothing to read) goes to netstack's processors as before.
+// Latency mode (syncer.go) goes further and is unaffected: its Reads never
+// wait in hand-off.
+
+// Hand-off states of a connection's reader.
+const (
+	handIdle    = iota // no Read waiting: segments go to netstack's processors
+	handWaiting        // a Read is blocked (or about to block) and processes what it is given
+	handGiven          // a segment was queued for the waiting Read, which must process it
+)
+
+// readHandoff is the hand-off state of one connection's reader. Only the
+// goroutine in Read (under TCPConn.readMu) moves it out of handIdle and
+// back; a deliverer moves it from handWaiting to handGiven.
+type readHandoff struct {
+	state atomic.Int32
+	// given counts the segments handed over, for tests.
+	given atomic.Uint64
+}
+
+// waiting reports whether a Read waits to be handed segments.
+func (h *readHandoff) waiting() bool { return h.state.Load() == handWaiting }
+
+// give hands ep, holding a segment queued without waking a processor, to
+// the waiting reader and wakes it through ch (its readCh), or, when the
+// reader stopped waiting meanwhile, hands the segment to a processor as
+// netstack would have.
+func (h *readHandoff) give(ep *tcp.Endpoint, ch chan struct{}) {
+	if !h.state.CompareAndSwap(handWaiting, handGiven) {
+		netstackunsafe.Kick(ep)
+		return
+	}
+	h.given.Add(1)
+	select {
+	case ch <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+// waitRead is sock.wait for a Read that found nothing to read: in stock
+// mode, it waits in hand-off and processes what it was given once it
+// wakes, for whatever reason (data, deadline, Close), so that a segment
+// handed over is never left in the queue.
+func (c *TCPConn) waitRead(expired <-chan struct{}) {
+	if c.handEP == nil {
+		c.wait(c.readCh, expired)
+		return
+	}
+	c.hand.state.Store(handWaiting)
+	c.wait(c.readCh, expired)
+	if c.hand.state.Swap(handIdle) == handGiven {
+		// If the endpoint is busy, its holder took it after the segment
+		// was queued and hands the queue on when it lets go.
+		w := c.s.wire
+		if netstackunsafe.Process(c.handEP, seqnum.Size(w.mss)) && !w.owed.owe(c.handEP) {
+			netstackunsafe.SettleACK(c.handEP) // list full (or closing): send it now
+		}
+	}
+}
+
+// afterHandoffRead announces, after a Read that returned data, the window
+// the read opened, as syncer.afterRead does in latency mode: the ACK that
+// would have told the sender may be owed (waitRead).
+func (c *TCPConn) afterHandoffRead() {
+	if c.handEP != nil {
+		netstackunsafe.UpdateWindow(c.handEP, seqnum.Size(c.s.wire.mss))
+	}
+}
