@@ -88,12 +88,9 @@ func NeighborState(s *Stack, addr netip.Addr) string {
 // HeldFlows returns the number of connections whose segments may skip
 // netstack's network layer (tcpdirect.go).
 func HeldFlows(s *Stack) int {
-	if s.sy == nil {
-		return 0
-	}
-	s.sy.flows.mu.RLock()
-	defer s.sy.flows.mu.RUnlock()
-	return len(s.sy.flows.m)
+	s.wire.flows.mu.RLock()
+	defer s.wire.flows.mu.RUnlock()
+	return len(s.wire.flows.m)
 }
 
 // ClockFrozen reports whether s's netstack clock stamp is set (latency
@@ -180,3 +177,7 @@ func HandedOff(c net.Conn) uint64 { return c.(*TCPConn).hand.given.Load() }
 
 // ReadWaiting reports whether a Read on c waits in hand-off.
 func ReadWaiting(c net.Conn) bool { return c.(*TCPConn).hand.waiting() }
+
+// TCPDirect returns the segments that skipped netstack's network layer, in
+// either mode (Stats.LatencyTCPDirect reports them in latency mode).
+func TCPDirect(s *Stack) uint64 { return s.wire.counters.tcpDirect.Load() }

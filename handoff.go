@@ -3,7 +3,9 @@ package tickwire
 import (
 	"sync/atomic"
 
+	"gvisor.dev/gvisor/pkg/tcpip/header/parse"
 	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 
 	"github.com/tickwire/tickwire/internal/netstackunsafe"
@@ -22,6 +24,10 @@ import (
 // window announces it at once (afterHandoffRead). A pure ACK cost a request
 // and its answer as much as the wake-ups: built and sent by one side,
 // demultiplexed and handed to a processor by the other (DESIGN.md).
+//
+// A segment handed over also skips netstack's network layer (direct TCP
+// delivery, tcpdirect.go), as in latency mode: the wire finds the
+// connection by its flow and queues the segment itself.
 //
 // Nothing else changes: the delivering goroutine (the link's reader, the
 // writer on the other end of link/pipe) still only queues, the processing
@@ -95,4 +101,38 @@ func (c *TCPConn) afterHandoffRead() {
 	if c.handEP != nil {
 		netstackunsafe.UpdateWindow(c.handEP, seqnum.Size(c.s.wire.mss))
 	}
+}
+
+// handOffTCP hands pkt, an IPv4 packet whose header checksum was checked,
+// straight to the waiting Read of its connection, past netstack's network
+// layer (as direct TCP delivery does in latency mode, tcpdirect.go), when
+// it carries payload for a connection the program holds; false, having
+// done nothing, otherwise.
+//
+// +checklocksignore: lockFound's TryLock, which checklocks cannot follow.
+func (w *wire) handOffTCP(pkt *gstack.PacketBuffer, rx int64) bool {
+	if w.tcp == nil {
+		return false
+	}
+	ep, ip, seg, payload := w.flows.find(pkt, w.addr)
+	if ep == nil || payload <= 0 {
+		return false
+	}
+	c := w.tcp.conns.find(ep)
+	if c == nil || c.handEP != ep || !c.hand.waiting() {
+		return false
+	}
+	ep, id := lockFound(ep, ip, seg, w.addr)
+	if ep == nil {
+		return false
+	}
+	if !parse.IPv4(pkt) || !parse.TCP(pkt) {
+		netstackunsafe.Unlock(ep)
+		return true // unreachable (see tcpFlows.claim); pkt may be half parsed, so netstack must not see it
+	}
+	pkt.RXChecksumValidated = w.Capabilities()&gstack.CapabilityRXChecksumOffload != 0
+	w.counters.tcpDirect.Add(1)
+	w.tcp.queueHeld(ep, id, pkt, rx)
+	c.hand.give(ep, c.readCh)
+	return true
 }

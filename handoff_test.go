@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/link/pipe"
 )
@@ -17,6 +21,13 @@ import (
 // mode (the hand-off is stock mode's), with a connection between them:
 // c dialed from A, s accepted on B.
 func stockPair(t *testing.T) (c, s net.Conn) {
+	t.Helper()
+	_, c, s = stockPairStacks(t)
+	return c, s
+}
+
+// stockPairStacks is stockPair that also returns the stacks and the pipe.
+func stockPairStacks(t *testing.T) (p *pair, c, s net.Conn) {
 	t.Helper()
 	pa, pb := pipe.New(pipe.Options{})
 	a, err := tickwire.New(tickwire.Config{Link: pa, MAC: pa.MAC(), Addr: addrA})
@@ -44,7 +55,7 @@ func stockPair(t *testing.T) (c, s net.Conn) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return c, s
+	return &pair{a: a, b: b, pa: pa, pb: pb}, c, s
 }
 
 // readWhenWaiting starts a Read of len(want) bytes on c, has write send
@@ -73,7 +84,10 @@ func readWhenWaiting(t *testing.T, c net.Conn, want []byte, write func()) {
 // byte-exact), and the ACK it leaves owed reaches the writer although the
 // reader sends nothing.
 func TestReadHandoff(t *testing.T) {
-	c, s := stockPair(t)
+	p, c, s := stockPairStacks(t)
+	if a, b := tickwire.HeldFlows(p.a), tickwire.HeldFlows(p.b); a != 1 || b != 1 {
+		t.Errorf("held flows: client %d, server %d; want 1 each", a, b)
+	}
 	msg := []byte("the reader processes this segment itself")
 	for i := range 20 {
 		msg[0] = byte('a' + i)
@@ -98,6 +112,42 @@ func TestReadHandoff(t *testing.T) {
 	// it at that moment; twenty rounds cannot all be that unlucky.
 	if tickwire.HandedOff(c) == 0 {
 		t.Error("no segment was handed to the waiting Read")
+	}
+	// Handed over past netstack's network layer (tcpdirect.go).
+	if tickwire.TCPDirect(p.a) == 0 {
+		t.Error("no segment skipped netstack's network layer")
+	}
+	c.Close()
+	if n := tickwire.HeldFlows(p.a); n != 0 {
+		t.Errorf("client holds %d flows after Close, want 0", n)
+	}
+}
+
+// TestReadHandoffBadChecksum: a data segment with a wrong checksum handed
+// to a waiting Read is dropped and counted by TCP, and the Read goes on to
+// read the real data.
+func TestReadHandoffBadChecksum(t *testing.T) {
+	p, c, s := stockPairStacks(t)
+	from := s.LocalAddr().(*net.TCPAddr).AddrPort()
+	to := c.LocalAddr().(*net.TCPAddr).AddrPort()
+	seg := make([]byte, header.TCPMinimumSize+10)
+	tcp := header.TCP(seg)
+	tcp.Encode(&header.TCPFields{SrcPort: from.Port(), DstPort: to.Port(), SeqNum: 1, AckNum: 1,
+		DataOffset: header.TCPMinimumSize, Flags: header.TCPFlagAck | header.TCPFlagPsh, WindowSize: 1000})
+	xsum := header.PseudoHeaderChecksum(header.TCPProtocolNumber, tcpip.AddrFrom4(from.Addr().As4()), tcpip.AddrFrom4(to.Addr().As4()), uint16(len(seg)))
+	tcp.SetChecksum(^checksum.Checksum(seg, xsum) ^ 0x0101)
+	frame := ethernet(p.pa.MAC(), p.pb.MAC(), uint16(header.IPv4ProtocolNumber), ipv4Packet(from.Addr(), to.Addr(), uint8(header.TCPProtocolNumber), seg))
+	msg := []byte("after the bad one")
+	readWhenWaiting(t, c, msg, func() {
+		if err := p.pb.Send(frame); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if st := p.a.Stats(); st.DropTCPChecksum != 1 {
+		t.Errorf("bad checksum: %d checksum drops, want 1", st.DropTCPChecksum)
 	}
 }
 

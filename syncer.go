@@ -51,9 +51,6 @@ const maxPending = 64
 type syncer struct {
 	wire *wire        // set by newWire
 	tcp  *tcpProtocol // set when the stack builds its TCP protocol
-	// flows are the connections the program holds, whose segments skip
-	// netstack's network layer (tcpdirect.go).
-	flows tcpFlows
 	// delivering counts the wire deliveries in progress; an endpoint is
 	// recorded only while one is, and each delivery processes the recorded
 	// endpoints before it counts itself out, so none is left behind.

@@ -58,10 +58,6 @@ type TCPConn struct {
 	// stack's rxConns, nil when the stack keeps none.
 	rx   atomic.Int64
 	rxEP *tcp.Endpoint
-	// handEP is the netstack endpoint when Reads wait in hand-off (stock
-	// mode, handoff.go), else nil; hand is the reader's hand-off state.
-	handEP *tcp.Endpoint
-	hand   readHandoff
 
 	readMu sync.Mutex
 	// +checklocks:readMu
@@ -100,6 +96,15 @@ type TCPConn struct {
 	// record) the connection.
 	twEntry      waiter.Entry
 	timeWaitSeen atomic.Bool
+
+	// handEP is the netstack endpoint when Reads wait in hand-off (stock
+	// mode, handoff.go), else nil; hand is the reader's hand-off state.
+	handEP *tcp.Endpoint
+	hand   readHandoff
+	// flow is the flow of the connection's inbound segments, registered in
+	// the wire's flows when flowKnown (stock mode, handoff.go).
+	flow      flowKey
+	flowKnown bool
 }
 
 var _ net.Conn = (*TCPConn)(nil)
@@ -116,21 +121,29 @@ func (s *Stack) newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *TCPConn {
 		c.tep, _ = ep.(*tcp.Endpoint)
 		if c.tep != nil {
 			c.sy = s.sy
-			c.sy.flows.add(c.tep)
+			s.wire.flows.add(c.tep)
 		}
+	}
+	local, lerr := ep.GetLocalAddress()
+	if lerr == nil {
+		c.laddr = &net.TCPAddr{IP: local.Addr.AsSlice(), Port: int(local.Port)}
+	}
+	remote, rerr := ep.GetRemoteAddress()
+	if rerr == nil {
+		c.raddr = &net.TCPAddr{IP: remote.Addr.AsSlice(), Port: int(remote.Port)}
 	}
 	if tep, ok := ep.(*tcp.Endpoint); ok && s.tcp != nil {
 		c.rxEP = tep
 		if s.sy == nil {
 			c.handEP = tep
+			if lerr == nil && rerr == nil {
+				c.flow, c.flowKnown = inboundFlowOf(local, remote)
+				if c.flowKnown {
+					s.wire.flows.addKey(c.flow, tep)
+				}
+			}
 		}
 		s.tcp.conns.add(tep, c)
-	}
-	if a, err := ep.GetLocalAddress(); err == nil {
-		c.laddr = &net.TCPAddr{IP: a.Addr.AsSlice(), Port: int(a.Port)}
-	}
-	if a, err := ep.GetRemoteAddress(); err == nil {
-		c.raddr = &net.TCPAddr{IP: a.Addr.AsSlice(), Port: int(a.Port)}
 	}
 	if c.idleWatched {
 		s.idle.add(c)
@@ -292,7 +305,10 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 func (c *TCPConn) Close() error {
 	c.lingerClose()
 	if c.sy != nil {
-		c.sy.flows.remove(c.tep)
+		c.s.wire.flows.remove(c.tep)
+	}
+	if c.flowKnown {
+		c.s.wire.flows.removeKey(c.flow, c.handEP)
 	}
 	if c.rxEP != nil {
 		c.s.tcp.conns.remove(c.rxEP)

@@ -11,11 +11,13 @@ import (
 	"github.com/tickwire/tickwire/internal/netstackunsafe"
 )
 
-// Direct TCP delivery, in latency mode: a segment of a connection the
-// program holds (a TCPConn from DialTCP or Accept, not yet closed) skips
-// netstack's IPv4 endpoint, NIC and transport demultiplexer. The wire
-// recognises its addresses and ports, parses the two headers as netstack
-// would, and queues it to the TCP protocol itself (tcpProtocol.queueLocked).
+// Direct TCP delivery: a segment of a connection the program holds (a
+// TCPConn from DialTCP or Accept, not yet closed) skips netstack's IPv4
+// endpoint, NIC and transport demultiplexer: in latency mode every such
+// segment, in stock mode one with payload that is handed to a waiting Read
+// (handoff.go). The wire recognises its addresses and ports, parses the two
+// headers as netstack would, and queues it to the TCP protocol itself
+// (tcpProtocol.queueLocked, tcpProtocol.queueHeld).
 // Those layers cost about a fifth of a round trip (address lookups,
 // broadcast checks, statistics, a demultiplexer lock) and decide nothing for
 // such a segment: it is addressed to the stack's one address, unfragmented,
@@ -73,12 +75,29 @@ func inboundFlow(ep *tcp.Endpoint) (flowKey, bool) {
 	}, true
 }
 
+// inboundFlowOf is inboundFlow from a connection's local and remote
+// addresses, which the caller has already read (it allocates nothing, where
+// ep.Info does).
+func inboundFlowOf(local, remote tcpip.FullAddress) (flowKey, bool) {
+	if remote.Addr.BitLen() != 32 || local.Addr.BitLen() != 32 {
+		return flowKey{}, false
+	}
+	r, l := remote.Addr.As4(), local.Addr.As4()
+	return flowKey{
+		addrs: uint64(be32(r[:]))<<32 | uint64(be32(l[:])),
+		ports: uint32(remote.Port)<<16 | uint32(local.Port),
+	}, true
+}
+
 // add registers ep.
 func (f *tcpFlows) add(ep *tcp.Endpoint) {
-	key, ok := inboundFlow(ep)
-	if !ok {
-		return
+	if key, ok := inboundFlow(ep); ok {
+		f.addKey(key, ep)
 	}
+}
+
+// addKey registers ep, whose inbound flow is key.
+func (f *tcpFlows) addKey(key flowKey, ep *tcp.Endpoint) {
 	f.mu.Lock()
 	if f.m == nil {
 		f.m = make(map[flowKey]*tcp.Endpoint)
@@ -89,10 +108,13 @@ func (f *tcpFlows) add(ep *tcp.Endpoint) {
 
 // remove forgets ep.
 func (f *tcpFlows) remove(ep *tcp.Endpoint) {
-	key, ok := inboundFlow(ep)
-	if !ok {
-		return
+	if key, ok := inboundFlow(ep); ok {
+		f.removeKey(key, ep)
 	}
+}
+
+// removeKey forgets ep, whose inbound flow is key.
+func (f *tcpFlows) removeKey(key flowKey, ep *tcp.Endpoint) {
 	f.mu.Lock()
 	if f.m[key] == ep {
 		delete(f.m, key)
@@ -114,25 +136,46 @@ func (f *tcpFlows) lookup(key flowKey) *tcp.Endpoint {
 // way: not one that may skip, no such connection, the endpoint busy or no
 // longer connected. The checks leave parse.IPv4 and parse.TCP no reason
 // to fail on pkt.
-//
-// +checklocksignore: TryLock, which checklocks cannot follow.
 func (f *tcpFlows) claim(pkt *gstack.PacketBuffer, self tcpip.Address) (*tcp.Endpoint, gstack.TransportEndpointID) {
+	ep, ip, seg, _ := f.find(pkt, self)
+	if ep == nil {
+		return nil, gstack.TransportEndpointID{}
+	}
+	return lockFound(ep, ip, seg, self)
+}
+
+// find is claim without the lock: the held connection's endpoint, the
+// segment's headers and its payload size, or a nil endpoint.
+func (f *tcpFlows) find(pkt *gstack.PacketBuffer, self tcpip.Address) (*tcp.Endpoint, header.IPv4, header.TCP, int) {
 	h, ok := pkt.Data().PullUp(header.IPv4MinimumSize + header.TCPMinimumSize)
 	if !ok || h[0] != 0x45 || h[9] != uint8(header.TCPProtocolNumber) {
-		return nil, gstack.TransportEndpointID{} // not IPv4 without options carrying TCP
+		return nil, nil, nil, 0 // not IPv4 without options carrying TCP
 	}
 	ip := header.IPv4(h)
 	if ip.More() || ip.FragmentOffset() != 0 || ip.DestinationAddress() != self ||
 		int(ip.TotalLength()) < len(h) || int(ip.TotalLength()) > pkt.Data().Size() {
-		return nil, gstack.TransportEndpointID{}
+		return nil, nil, nil, 0
 	}
 	seg := header.TCP(h[header.IPv4MinimumSize:])
-	if off := int(seg.DataOffset()); seg.Flags()&header.TCPFlagSyn != 0 || off < header.TCPMinimumSize ||
+	off := int(seg.DataOffset())
+	if seg.Flags()&header.TCPFlagSyn != 0 || off < header.TCPMinimumSize ||
 		header.IPv4MinimumSize+off > int(ip.TotalLength()) {
-		return nil, gstack.TransportEndpointID{} // SYNs and malformed segments: netstack answers and counts them
+		return nil, nil, nil, 0 // SYNs and malformed segments: netstack answers and counts them
 	}
 	ep := f.lookup(segmentFlow(ip, seg))
-	if ep == nil || !netstackunsafe.TryLock(ep) {
+	if ep == nil {
+		return nil, nil, nil, 0
+	}
+	return ep, ip, seg, int(ip.TotalLength()) - header.IPv4MinimumSize - off
+}
+
+// lockFound locks ep, found by find for the segment with headers ip and
+// seg, and returns it with the segment's endpoint ID; nil when ep is busy
+// or no longer connected.
+//
+// +checklocksignore: TryLock, which checklocks cannot follow.
+func lockFound(ep *tcp.Endpoint, ip header.IPv4, seg header.TCP, self tcpip.Address) (*tcp.Endpoint, gstack.TransportEndpointID) {
+	if !netstackunsafe.TryLock(ep) {
 		return nil, gstack.TransportEndpointID{}
 	}
 	// Held, ep cannot leave its state; one that is closing must not be

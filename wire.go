@@ -41,6 +41,10 @@ type wire struct {
 	// tw answers for connections in TIME-WAIT (timewait.go); nil when
 	// netstack's internals were not found (netstack keeps TIME-WAIT).
 	tw *timeWaitTable
+	// flows are the connections the program holds, whose segments may
+	// skip netstack's network layer (tcpdirect.go): all of them in latency
+	// mode, those handed to a waiting Read in stock mode (handoff.go).
+	flows tcpFlows
 	// owed settles the ACKs that Reads in hand-off left owed (stock mode
 	// with netstack's internals found, handoff.go): only its owed-ACK list
 	// and timer are used, no frame passes through it. nil otherwise.
@@ -317,10 +321,13 @@ func txProtocol(pkt *gstack.PacketBuffer) uint8 {
 // +checklocksignore: claim's TryLock, which checklocks cannot follow.
 func (w *wire) deliverTCP(pkt *gstack.PacketBuffer, frozen *bool, rx int64) bool {
 	sy := w.sy
-	if sy == nil || sy.tcp == nil || !sy.inlineAllowed() {
+	if sy == nil {
+		return w.handOffTCP(pkt, rx)
+	}
+	if sy.tcp == nil || !sy.inlineAllowed() {
 		return false
 	}
-	ep, id := sy.flows.claim(pkt, w.addr)
+	ep, id := w.flows.claim(pkt, w.addr)
 	if ep == nil {
 		return false
 	}
