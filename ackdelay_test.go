@@ -125,7 +125,7 @@ func (l *lossyLink) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error
 // merged): the transfer must be byte-exact and recover by fast retransmit
 // (duplicate ACKs are never delayed or merged), not only by timeouts.
 func TestLatencyLossRecovery(t *testing.T) {
-	pa, pb := pipe.New(pipe.Options{})
+	pa, pb := pipe.New(wireSized) // fast retransmit needs segments behind the lost one
 	la, lb := &lossyLink{Endpoint: pa, every: 50}, &lossyLink{Endpoint: pb, every: 50}
 	a, err := tickwire.New(tickwire.Config{Link: la, MAC: pa.MAC(), Addr: addrA, Latency: true})
 	if err != nil {

@@ -59,7 +59,19 @@ func newPair(t testing.TB, tweak func(*tickwire.Config)) *pair {
 // drops what exceeds its queue and the stack never sees it.
 func newPairQueue(t testing.TB, queueLen int, tweak func(*tickwire.Config)) *pair {
 	t.Helper()
-	pa, pb := pipe.New(pipe.Options{QueueLen: queueLen})
+	return newPairOpts(t, pipe.Options{QueueLen: queueLen}, tweak)
+}
+
+// wireSized is the pipe of tests that count or inspect segments as a wire
+// carries them, or inject frames and count what the stack's own checks
+// did with them: without GSO, every segment is at most the MTU and the
+// receiving stack verifies every checksum.
+var wireSized = pipe.Options{NoGSO: true}
+
+// newPairOpts is newPair over a pipe built with opts.
+func newPairOpts(t testing.TB, opts pipe.Options, tweak func(*tickwire.Config)) *pair {
+	t.Helper()
+	pa, pb := pipe.New(opts)
 	ca := tickwire.Config{Link: pa, MAC: pa.MAC(), Addr: addrA}
 	cb := tickwire.Config{Link: pb, MAC: pb.MAC(), Addr: addrB}
 	if tweak != nil {

@@ -23,7 +23,7 @@ type wireMSS struct {
 
 func measureMSS(t *testing.T, tweakA, tweakB func(*tickwire.Config)) wireMSS {
 	t.Helper()
-	p := newPair(t, func(c *tickwire.Config) {
+	p := newPairOpts(t, wireSized, func(c *tickwire.Config) {
 		if c.Addr == addrA && tweakA != nil {
 			tweakA(c)
 		}

@@ -326,7 +326,7 @@ func (o *outbox) classifyLocked(pkt *gstack.PacketBuffer) {
 	}
 	wnd := tcp.WindowSize()
 	if f.acked && f.lastACK.LessThan(ack) && flags == header.TCPFlagAck && tcp.DataOffset() == header.TCPMinimumSize &&
-		pkt.Data().Size() == 0 && pkt.GSOOptions.Type == gstack.GSONone {
+		pkt.Data().Size() == 0 {
 		// A pure ACK of new data: held to the end of the batch at least,
 		// where a segment behind it may carry it.
 		f.batchOnly = superseded || uint32(f.sentACK.Size(ack)) > o.mss || wnd == 0 || f.lastWnd == 0 || wnd > f.lastWnd

@@ -13,7 +13,7 @@ import (
 // at least the initial window of 10 segments, byte counts equal to what
 // was written and read, segment counts, and no allocation.
 func TestTCPInfo(t *testing.T) {
-	p := newPair(t, nil)
+	p := newPairOpts(t, wireSized, nil) // it counts segments
 	p.serveEcho(t)
 	c := p.dialEcho(t).(*tickwire.TCPConn)
 	if info := c.Info(); info.State != "ESTABLISHED" || info.BytesSent != 0 || info.CongestionWindow < 10 {

@@ -386,7 +386,7 @@ func sendUDP(t *testing.T, p *pair, src netip.AddrPort, dst netip.AddrPort, payl
 // or leave to netstack, and checks what the socket reads and what Stats
 // count.
 func TestUDPInboundRules(t *testing.T) {
-	p := newPair(t, staticARP)
+	p := newPairOpts(t, wireSized, staticARP) // the stack's own checks count
 	srv, err := p.b.ListenUDP(9003)
 	if err != nil {
 		t.Fatal(err)

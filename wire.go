@@ -54,6 +54,7 @@ type wire struct {
 var (
 	_ gstack.LinkEndpoint      = (*wire)(nil)
 	_ link.TimestampDispatcher = (*wire)(nil)
+	_ link.GSOReceiver         = (*wire)(nil)
 )
 
 func newWire(child gstack.LinkEndpoint, mtu, mss int, addr tcpip.Address, arp *arpTable, sy *syncer) *wire {
@@ -71,6 +72,10 @@ func newWire(child gstack.LinkEndpoint, mtu, mss int, addr tcpip.Address, arp *a
 // MTU implements stack.LinkEndpoint.MTU: Config.MTU, which New checked
 // against the link's.
 func (w *wire) MTU() uint32 { return w.mtu }
+
+// ReceivesGSO implements link.GSOReceiver: netstack takes a TCP segment of
+// any size its link hands over, and so does direct delivery.
+func (*wire) ReceivesGSO() bool { return true }
 
 // DeliverNetworkPacket implements stack.NetworkDispatcher.DeliverNetworkPacket
 // for frames coming up from a link that does not stamp them: the frame's

@@ -11,8 +11,9 @@ import (
 )
 
 // The Stack looks for the optional features with type assertions; a link
-// without them (link/pipe) is used as it is, and a wrapper (the pcap
-// recorder) offers them all, passing them on to the link it wraps.
+// offers those it has (link/pipe counts the frames with a wrong checksum
+// that Send drops, and has no reader to poll or lock), and a wrapper (the
+// pcap recorder) offers them all, passing them on to the link it wraps.
 func Example() {
 	a, _ := pipe.New(pipe.Options{})
 	rec, err := recorder.New(a, io.Discard)
@@ -29,6 +30,6 @@ func Example() {
 	rec.SetBusyPoll(20 * time.Microsecond) // a no-op: the pipe does not poll
 	rec.SetLockOSThread(true)              // a no-op: the pipe has no reader goroutine
 	// Output:
-	// *pipe.Endpoint: BusyPoller false, ChecksumDropCounter false, ThreadLocker false
+	// *pipe.Endpoint: BusyPoller false, ChecksumDropCounter true, ThreadLocker false
 	// *recorder.Endpoint: BusyPoller true, ChecksumDropCounter true, ThreadLocker true
 }

@@ -69,3 +69,17 @@ type TimestampDispatcher interface {
 	// with it (PTP). 0 means unknown: the Stack stamps the frame itself.
 	DeliverNetworkPacketAt(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer, rx int64)
 }
+
+// GSOReceiver is a stack.NetworkDispatcher that takes whole TCP segments
+// larger than its link's MTU (up to 64 KiB, as GSO builds them), whose
+// checksums the link vouches for (stack.CapabilityRXChecksumOffload): a
+// stack does, since it enforces no MTU on what it receives. An in-process
+// link (link/pipe) lets the sending stack build such segments only when the
+// dispatcher at the other end is a GSOReceiver that says so, so that a
+// device model whose rings take wire-sized frames never receives one. The
+// Stack's dispatcher is one, and every wrapper in this module forwards it.
+type GSOReceiver interface {
+	stack.NetworkDispatcher
+	// ReceivesGSO reports whether the dispatcher takes such segments.
+	ReceivesGSO() bool
+}

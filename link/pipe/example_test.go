@@ -37,5 +37,5 @@ func Example() {
 	// Output:
 	// sniffed 18 bytes
 	// received EtherType 0x0800, 4 payload bytes, for this host: true
-	// {Sent:1 Delivered:1 Dropped:0 Queued:0}
+	// {Sent:1 Delivered:1 Dropped:0 Queued:0 Large:0}
 }

@@ -10,6 +10,21 @@
 // PacketBuffer that shares the sender's payload chunks by reference. The pipe
 // starts no goroutine.
 //
+// # Segmentation offload
+//
+// Unless Options.NoGSO is set, each end offers GSO (stack.HostGSOSupported,
+// up to GSOMaxSize bytes) to a sending stack whose peer's dispatcher takes
+// large segments (link.GSOReceiver, as a tickwire Stack does): TCP then sends
+// up to a window's worth of data as one frame with a partial checksum, and
+// the peer stack takes it whole, as Linux's loopback and veth carry 64 KiB
+// segments. Frames above the MTU and partial checksums exist only inside
+// the process: the pipe passes them from stack to stack, a device model on
+// the other end (one that is not a GSOReceiver) never receives one, and the
+// MSS the stacks announce is unchanged. Since only stacks in this process
+// write frames, each end then reports stack.CapabilityRXChecksumOffload: the
+// receiving stack checks no checksum, and Send, the one way in for frames
+// nobody vouched for, checks them instead.
+//
 // # Concurrency contract
 //
 // Each direction has a busy flag and a bounded FIFO. A writer that finds its
@@ -37,6 +52,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/tickwire/tickwire/internal/rxclock"
+	"github.com/tickwire/tickwire/link"
 	"github.com/tickwire/tickwire/link/internal/linkbase"
 )
 
@@ -45,6 +61,11 @@ const (
 	DefaultMTU      = 1500
 	DefaultQueueLen = 1024
 )
+
+// GSOMaxSize is the largest frame, Ethernet header excluded, that a stack
+// builds for a pipe that offers GSO: netstack's limit for software
+// segmentation, and the most an IPv4 header's length field can say.
+const GSOMaxSize = stack.GVisorGSOMaxSize
 
 // ErrBadFrame is returned by Send for a frame shorter than an Ethernet header
 // or longer than the MTU allows.
@@ -62,6 +83,11 @@ type Options struct {
 	// goroutine delivers in that direction. Frames beyond it are dropped and
 	// counted in Stats.Dropped. Default 1024.
 	QueueLen int
+	// NoGSO turns segmentation offload off (see the package doc): every
+	// frame is at most the MTU and carries full checksums, which the
+	// receiving stack verifies. Tests that count or inspect wire-sized
+	// segments set it.
+	NoGSO bool
 }
 
 // Stats counts one end's transmit side.
@@ -70,6 +96,8 @@ type Stats struct {
 	Delivered uint64 // frames handed to the other end's dispatcher
 	Dropped   uint64 // frames dropped: queue full, peer detached or closed
 	Queued    uint64 // frames that waited in the queue instead of going inline
+	// Large counts the frames above the MTU (GSO segments) among Sent.
+	Large uint64
 }
 
 // Endpoint is one end of a pipe. It implements stack.LinkEndpoint for an
@@ -78,13 +106,22 @@ type Endpoint struct {
 	linkbase.Endpoint
 	peer *Endpoint
 	out  direction // frames this end sends to peer
+	gso  bool      // Options.NoGSO unset; fixed by New
+
+	// bad counts, by verdict, the frames Send dropped toward this end for a
+	// wrong checksum (gso only; see Capabilities).
+	bad [linkbase.BadICMPChecksum + 1]atomic.Uint64
 
 	sniffMu sync.RWMutex
 	// +checklocks:sniffMu
 	sniff func(frame []byte)
 }
 
-var _ stack.LinkEndpoint = (*Endpoint)(nil)
+var (
+	_ stack.LinkEndpoint       = (*Endpoint)(nil)
+	_ stack.GSOEndpoint        = (*Endpoint)(nil)
+	_ link.ChecksumDropCounter = (*Endpoint)(nil)
+)
 
 // direction is the state of one way of the pipe.
 //
@@ -103,7 +140,7 @@ type direction struct {
 	// +checklocks:mu
 	n int
 
-	sent, delivered, dropped, queued atomic.Uint64
+	sent, delivered, dropped, queued, large atomic.Uint64
 }
 
 // New returns the two connected ends of a new pipe.
@@ -124,6 +161,7 @@ func New(opts Options) (*Endpoint, *Endpoint) {
 	a.Init(tcpip.LinkAddress(opts.MACA), opts.MTU)
 	b.Init(tcpip.LinkAddress(opts.MACB), opts.MTU)
 	a.peer, b.peer = b, a
+	a.gso, b.gso = !opts.NoGSO, !opts.NoGSO
 	a.out.queue, a.out.sentAt = make([]*stack.PacketBuffer, opts.QueueLen), make([]int64, opts.QueueLen)
 	b.out.queue, b.out.sentAt = make([]*stack.PacketBuffer, opts.QueueLen), make([]int64, opts.QueueLen)
 	return a, b
@@ -144,14 +182,58 @@ func (e *Endpoint) Stats() Stats {
 		Delivered: e.out.delivered.Load(),
 		Dropped:   e.out.dropped.Load(),
 		Queued:    e.out.queued.Load(),
+		Large:     e.out.large.Load(),
 	}
+}
+
+// SupportedGSO implements stack.GSOEndpoint.SupportedGSO: HostGSOSupported
+// when the pipe offers GSO and the other end's dispatcher takes large
+// segments (link.GSOReceiver), else GSONotSupported. netstack asks when a
+// connection starts, so a connection keeps the answer it got.
+func (e *Endpoint) SupportedGSO() stack.SupportedGSO {
+	if e.gso {
+		if r, ok := e.peer.Dispatcher().(link.GSOReceiver); ok && r.ReceivesGSO() {
+			return stack.HostGSOSupported
+		}
+	}
+	return stack.GSONotSupported
+}
+
+// GSOMaxSize implements stack.GSOEndpoint.GSOMaxSize: GSOMaxSize, or 0
+// without GSO.
+func (e *Endpoint) GSOMaxSize() uint32 {
+	if e.gso {
+		return GSOMaxSize
+	}
+	return 0
+}
+
+// Capabilities implements stack.LinkEndpoint.Capabilities. With GSO the
+// end reports stack.CapabilityRXChecksumOffload: what it receives comes
+// from a stack in this process, which a cable cannot corrupt, or from Send,
+// which checks it (see the package doc).
+func (e *Endpoint) Capabilities() stack.LinkEndpointCapabilities {
+	if e.gso {
+		return e.Endpoint.Capabilities() | stack.CapabilityRXChecksumOffload
+	}
+	return e.Endpoint.Capabilities()
+}
+
+// RxChecksumDrops implements link.ChecksumDropCounter: the frames Send
+// dropped toward this end for a wrong checksum (only with GSO: without it
+// the receiving stack checks and counts them itself).
+func (e *Endpoint) RxChecksumDrops() (ipv4, tcp, udp, icmp uint64) {
+	return e.bad[linkbase.BadIPv4Checksum].Load(), e.bad[linkbase.BadTCPChecksum].Load(),
+		e.bad[linkbase.BadUDPChecksum].Load(), e.bad[linkbase.BadICMPChecksum].Load()
 }
 
 // SetSniffer registers fn to see every frame this end transmits (the
 // Ethernet header included), before it is delivered; nil removes it. fn runs
 // on the writing goroutine and must not block; frame is valid until fn
 // returns. With a sniffer set, each frame is flattened into a new slice, so
-// use it in tests, not in benchmarks.
+// use it in tests, not in benchmarks. A GSO segment is seen as the pipe
+// carries it, one frame up to GSOMaxSize bytes, except that its TCP checksum
+// is completed in the copy, as a NIC would, so that a capture checks.
 func (e *Endpoint) SetSniffer(fn func(frame []byte)) {
 	e.sniffMu.Lock()
 	e.sniff = fn
@@ -169,7 +251,7 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 		// The receiver must parse the link header again, so it gets a fresh
 		// packet sharing pkt's bytes rather than pkt with its offsets.
 		frame := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: pkt.ToBuffer()})
-		e.transmit(frame)
+		e.transmit(frame, pkt.GSOOptions.Type != stack.GSONone && pkt.GSOOptions.NeedsCsum)
 		n++
 	}
 	return n, nil
@@ -179,20 +261,44 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 // stack had written it: tests use it to inject hand-made frames. It does NOT
 // take ownership of frame: the bytes are copied. It returns ErrBadFrame for a
 // frame shorter than an Ethernet header or longer than header plus MTU.
+//
+// With GSO the receiving stack trusts its link's checksums, so Send checks
+// an IPv4 frame's instead, as a NIC with receive checksum offload does: a
+// frame with a wrong one is dropped (and counted in the peer's
+// RxChecksumDrops, which the peer's Stack adds to its Stats), and Send
+// returns nil, as for a frame lost on a cable.
 func (e *Endpoint) Send(frame []byte) error {
 	if len(frame) < linkbase.HeaderLength || len(frame) > linkbase.HeaderLength+int(e.MTU()) {
 		return ErrBadFrame
 	}
-	e.transmit(stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)}))
+	if e.peer.gso && header.Ethernet(frame).Type() == header.IPv4ProtocolNumber && !e.peer.checksumsOK(frame[linkbase.HeaderLength:]) {
+		return nil
+	}
+	e.transmit(stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)}), false)
 	return nil
 }
 
+// checksumsOK checks ip, an IPv4 packet sent toward e, and counts it in e's
+// drops when a checksum is wrong.
+func (e *Endpoint) checksumsOK(ip []byte) bool {
+	v := linkbase.VerifyIPv4(ip)
+	if v == linkbase.ChecksumOK {
+		return true
+	}
+	e.bad[v].Add(1)
+	return false
+}
+
 // transmit takes ownership of frame (a packet holding a whole Ethernet frame
-// in its payload) and delivers it to the peer inline or queues it.
-func (e *Endpoint) transmit(frame *stack.PacketBuffer) {
+// in its payload) and delivers it to the peer inline or queues it. partial
+// says that the frame's TCP checksum is GSO's partial sum.
+func (e *Endpoint) transmit(frame *stack.PacketBuffer, partial bool) {
 	e.out.sent.Add(1)
+	if frame.Size() > linkbase.HeaderLength+int(e.MTU()) {
+		e.out.large.Add(1)
+	}
 	rx := rxclock.Now() // the peer's stamp: the frame is on its link now
-	e.sniffFrame(frame)
+	e.sniffFrame(frame, partial)
 	d := &e.out
 	d.mu.Lock()
 	if d.busy {
@@ -239,7 +345,7 @@ func (e *Endpoint) deliver(frame *stack.PacketBuffer, rx int64) {
 	frame.DecRef()
 }
 
-func (e *Endpoint) sniffFrame(frame *stack.PacketBuffer) {
+func (e *Endpoint) sniffFrame(frame *stack.PacketBuffer, partial bool) {
 	e.sniffMu.RLock()
 	fn := e.sniff
 	e.sniffMu.RUnlock()
@@ -247,6 +353,9 @@ func (e *Endpoint) sniffFrame(frame *stack.PacketBuffer) {
 		return
 	}
 	v := frame.ToView()
+	if partial {
+		linkbase.FinishTCPChecksum(v.AsSlice()[linkbase.HeaderLength:])
+	}
 	fn(v.AsSlice())
 	v.Release()
 }

@@ -78,3 +78,22 @@ func PseudoHeaderSum(ip header.IPv4, proto tcpip.TransportProtocolNumber, length
 	s = s&0xffff + s>>16
 	return uint16(s)
 }
+
+// FinishTCPChecksum completes, in place, the TCP checksum of ip, an IPv4
+// packet built for segmentation offload, whose checksum field holds only
+// the pseudo-header's sum (CHECKSUM_PARTIAL): what a NIC does before the
+// segment leaves. A packet that is not whole, unfragmented TCP is left as
+// it is.
+func FinishTCPChecksum(ip []byte) {
+	if len(ip) < header.IPv4MinimumSize {
+		return
+	}
+	h := header.IPv4(ip)
+	ihl, total := int(h.HeaderLength()), int(h.TotalLength())
+	if h.TransportProtocol() != header.TCPProtocolNumber || ihl < header.IPv4MinimumSize ||
+		total < ihl+header.TCPMinimumSize || total > len(ip) || h.More() || h.FragmentOffset() != 0 {
+		return
+	}
+	seg := header.TCP(ip[ihl:total])
+	seg.SetChecksum(^checksum.Checksum(seg, 0))
+}

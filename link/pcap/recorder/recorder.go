@@ -84,14 +84,19 @@ type Endpoint struct {
 	closeOnce                                       sync.Once
 	// up is the stack's dispatcher when it takes receive times.
 	up atomic.Pointer[stampedRef]
+	// upGSO is the stack's dispatcher when it takes large segments.
+	upGSO atomic.Pointer[gsoRef]
 }
 
 type stampedRef struct{ d link.TimestampDispatcher }
+
+type gsoRef struct{ r link.GSOReceiver }
 
 var (
 	_ stack.LinkEndpoint       = (*Endpoint)(nil)
 	_ link.TimestampDispatcher = (*Endpoint)(nil)
 	_ pcap.TimestampInjector   = (*Endpoint)(nil)
+	_ link.GSOReceiver         = (*Endpoint)(nil)
 )
 
 // New wraps child. When w is not nil it writes a pcap file header to w and
@@ -130,7 +135,10 @@ func Create(child stack.LinkEndpoint, path string) (*Endpoint, error) {
 }
 
 // record writes the whole frame held in pkt: from its first header byte,
-// pushed (outbound) or consumed (inbound), to its end.
+// pushed (outbound) or consumed (inbound), to its end. An outbound GSO
+// segment is recorded whole with its TCP checksum completed; an inbound one
+// (from link/pipe) keeps the partial sum it arrived with, as tcpdump on
+// Linux's loopback shows.
 func (e *Endpoint) record(pkt *stack.PacketBuffer, inbound bool) {
 	size := pkt.Size()
 	e.mu.Lock()
@@ -150,6 +158,10 @@ func (e *Endpoint) record(pkt *stack.PacketBuffer, inbound bool) {
 		}
 		n += copy(e.scratch[n:], s[off:])
 		off = 0
+	}
+	if !inbound && pkt.GSOOptions.NeedsCsum && n == size && pkt.NetworkProtocolNumber == header.IPv4ProtocolNumber {
+		// The link completes a GSO segment's checksum; record it as sent.
+		linkbase.FinishTCPChecksum(e.scratch[len(pkt.LinkHeader().Slice()):n])
 	}
 	err := e.w.WriteFrame(now, e.scratch[:n], size)
 	if err != nil && e.err == nil {
@@ -202,7 +214,19 @@ func (e *Endpoint) Attach(dispatcher stack.NetworkDispatcher) {
 	} else {
 		e.up.Store(nil)
 	}
+	if r, ok := dispatcher.(link.GSOReceiver); ok {
+		e.upGSO.Store(&gsoRef{r})
+	} else {
+		e.upGSO.Store(nil)
+	}
 	e.Endpoint.Attach(dispatcher)
+}
+
+// ReceivesGSO implements link.GSOReceiver: the stack's answer, false when
+// it has none.
+func (e *Endpoint) ReceivesGSO() bool {
+	r := e.upGSO.Load()
+	return r != nil && r.r.ReceivesGSO()
 }
 
 // InjectFrame implements pcap.Injector: it copies frame into a new packet

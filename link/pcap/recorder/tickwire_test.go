@@ -87,8 +87,8 @@ func TestRecordTickwireExchange(t *testing.T) {
 	if r.LinkType() != layers.LinkTypeEthernet || r.Format() != pcap.FormatPcapNano {
 		t.Fatalf("file %v %v", r.LinkType(), r.Format())
 	}
-	batch := frame.NewBatch(16, 2048)
-	n := 0
+	batch := frame.NewBatch(16, pcap.DefaultSnapLen)
+	n, large := 0, 0
 	var last int64
 	for {
 		k, err := r.ReadFrames(batch)
@@ -97,6 +97,17 @@ func TestRecordTickwireExchange(t *testing.T) {
 				t.Fatalf("timestamps go backwards: %d after %d", f.Time, last)
 			}
 			last = f.Time
+			// The pipe offers GSO: the stack sends segments above the MTU,
+			// recorded whole, with the checksum the link completes.
+			if eth := header.Ethernet(f.Buf[:f.N]); f.N > header.EthernetMinimumSize+int(a.MTU()) && eth.SourceAddress() == tcpip.LinkAddress(a.MAC()) {
+				large++
+				ip := header.IPv4(f.Buf[header.EthernetMinimumSize:f.N])
+				seg := header.TCP(ip.Payload())
+				payload := seg[seg.DataOffset():]
+				if f.N != f.WireLen || !seg.IsChecksumValid(ip.SourceAddress(), ip.DestinationAddress(), checksum.Checksum(payload, 0), uint16(len(payload))) {
+					t.Errorf("recorded a %d-byte segment (%d on the wire) with checksum %#04x", f.N, f.WireLen, seg.Checksum())
+				}
+			}
 		}
 		n += k
 		if err == io.EOF {
@@ -108,6 +119,9 @@ func TestRecordTickwireExchange(t *testing.T) {
 	}
 	if uint64(n) != st.Sent+st.Received {
 		t.Fatalf("%d frames in the file, recorder counted %d", n, st.Sent+st.Received)
+	}
+	if large == 0 {
+		t.Error("no segment above the MTU recorded")
 	}
 	if _, err := exec.LookPath("tshark"); err != nil {
 		t.Log("tshark not installed; skipping the tshark check")
