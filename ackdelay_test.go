@@ -311,7 +311,7 @@ func TestHandlersRunUnfrozen(t *testing.T) {
 // of a window it was given waits for the next ACK; in latency mode that ACK
 // is owed and leaves up to 1 ms later, which took a bulk transfer with the
 // default 32 KiB buffers from 1.4 to 0.08 Gb/s (issue #17). Here the
-// sender has written 12 KiB into a 16 KiB window and nothing is left to
+// sender has written 24 KiB into a 32 KiB window and nothing is left to
 // acknowledge: without the announcement, nothing would ever tell it that
 // the window reopened.
 func TestLatencyReadAnnouncesWindow(t *testing.T) {
@@ -333,7 +333,7 @@ func TestLatencyReadAnnouncesWindow(t *testing.T) {
 	defer p.pa.SetSniffer(nil)
 	defer p.pb.SetSniffer(nil)
 
-	const size = 12 << 10
+	const size = 24 << 10
 	if _, err := c.Write(make([]byte, size)); err != nil {
 		t.Fatal(err)
 	}

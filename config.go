@@ -95,9 +95,11 @@ type Config struct {
 	MSS int
 
 	// SendBuffer and ReceiveBuffer are the per-connection TCP buffer sizes
-	// in bytes (SO_SNDBUF and SO_RCVBUF). netstack, like Linux, advertises
-	// half of the receive buffer as window and keeps the rest for overhead.
-	// Default 32 KiB each; 4 KiB to 4 MiB.
+	// in bytes (SO_SNDBUF and SO_RCVBUF). ReceiveBuffer is the receive
+	// window advertised: the unread data the connection accepts. Counted
+	// with the bookkeeping of the segments that carried it, a connection
+	// whose program does not read holds up to twice ReceiveBuffer; an idle
+	// one holds none. Default 32 KiB each; 4 KiB to 4 MiB.
 	SendBuffer    int
 	ReceiveBuffer int
 	// DisableNoDelay turns Nagle's algorithm on. By default TCP_NODELAY is

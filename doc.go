@@ -58,8 +58,8 @@
 //     reset [ConnsIdleClosed]. Either way the program's Close frees the
 //     slots, as after any reset.
 //   - Per TCP connection: Config.SendBuffer and Config.ReceiveBuffer, 32 KiB
-//     each; the receive window advertised is half the receive buffer.
-//     Inbound segments waiting for processing or reading: the receive
+//     each; the receive window advertised is the receive buffer.
+//     Inbound segments waiting for processing or reading: twice the receive
 //     buffer, and 64 KiB more for segments without payload (ACKs, RSTs),
 //     in netstack's accounting, about 800 bytes for such a segment
 //     [DropTCPQueueFull].

@@ -47,7 +47,7 @@ func ConnOptionsOf(c net.Conn) ConnOptions {
 	var o ConnOptions
 	o.Delay = ep.SocketOptions().GetDelayOption()
 	o.SendBuffer = ep.SocketOptions().GetSendBufferSize()
-	o.ReceiveBuffer = ep.SocketOptions().GetReceiveBufferSize()
+	o.ReceiveBuffer = ep.SocketOptions().GetReceiveBufferSize() / 2 // see netstackReceiveBuffer
 	var cc tcpip.CongestionControlOption
 	if err := ep.GetSockOpt(&cc); err == nil {
 		o.Congestion = string(cc)

@@ -31,9 +31,9 @@ func TestShutdownDrains(t *testing.T) {
 	p := newPair(t, nil)
 	open, openSrv := p.connPair(t)
 	closed, closedSrv := p.connPair(t)
-	// 24 KiB: more than the client's 16 KiB window, so some of it is still
+	// 48 KiB: more than the client's 32 KiB window, so some of it is still
 	// in the server's send buffer when Shutdown begins.
-	data := pattern(24 << 10)
+	data := pattern(48 << 10)
 	for _, c := range []*tickwire.TCPConn{openSrv, closedSrv} {
 		if _, err := c.Write(data); err != nil {
 			t.Fatal(err)
@@ -86,7 +86,7 @@ func TestShutdownStopsAccepting(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, stuck := p.connPair(t) // its peer never reads: it cannot drain
-	if _, err := stuck.Write(pattern(24 << 10)); err != nil {
+	if _, err := stuck.Write(pattern(48 << 10)); err != nil {
 		t.Fatal(err)
 	}
 	accepted := make(chan error, 1)
@@ -117,7 +117,7 @@ func TestShutdownStopsAccepting(t *testing.T) {
 func TestShutdownAborts(t *testing.T) {
 	p := newPair(t, nil)
 	c, s := p.connPair(t)
-	if _, err := s.Write(pattern(24 << 10)); err != nil {
+	if _, err := s.Write(pattern(48 << 10)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -176,7 +176,7 @@ func TestLingerZero(t *testing.T) {
 // acknowledge everything; when it does not in time, Close resets.
 func TestLingerWait(t *testing.T) {
 	p := newPair(t, nil)
-	data := pattern(24 << 10)
+	data := pattern(48 << 10)
 
 	// The peer reads after 100 ms: Close returns once it has.
 	c, s := p.connPair(t)

@@ -190,15 +190,15 @@ func (c *TCPConn) lingerClose() {
 
 // SetReadBuffer sets the connection's receive buffer (SO_RCVBUF) to bytes,
 // 4 KiB to 4 MiB (else the error wraps syscall.EINVAL); Config.ReceiveBuffer
-// is the default. As with Config.ReceiveBuffer, half of it is advertised
-// as window; the window scale, though, was agreed in the handshake from
-// Config.ReceiveBuffer, so with Config.ReceiveBuffer below 128 KiB the
+// is the default. As with Config.ReceiveBuffer, it is the window advertised;
+// the window scale, though, was agreed in the handshake from
+// Config.ReceiveBuffer, so with Config.ReceiveBuffer below 32 KiB the
 // window the peer sees stays under 64 KiB whatever the buffer.
 func (c *TCPConn) SetReadBuffer(bytes int) error {
 	if bytes < tcp.MinBufferSize || bytes > tcp.MaxBufferSize {
 		return c.opError("set", syscall.EINVAL)
 	}
-	c.ep.SocketOptions().SetReceiveBufferSize(int64(bytes), true)
+	c.ep.SocketOptions().SetReceiveBufferSize(int64(netstackReceiveBuffer(bytes)), true)
 	return nil
 }
 

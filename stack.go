@@ -169,6 +169,16 @@ func New(cfg Config) (*Stack, error) {
 	return s, nil
 }
 
+// netstackReceiveBuffer is the receive buffer netstack is given for a
+// receive window of rcvWnd bytes (Config.ReceiveBuffer, SetReadBuffer).
+// netstack advertises half its buffer (the other half pays for the
+// segments' bookkeeping, as Linux's tcp_adv_win_scale 1 did), so it gets
+// twice the window. The memory a connection holds for received data is
+// therefore bounded by twice Config.ReceiveBuffer, in netstack's accounting,
+// and reaches that only while the program does not read; an idle
+// connection holds none.
+func netstackReceiveBuffer(rcvWnd int) int { return 2 * rcvWnd }
+
 func (s *Stack) configure() error {
 	cfg := &s.cfg
 	fail := func(what string, err tcpip.Error) error {
@@ -180,7 +190,7 @@ func (s *Stack) configure() error {
 		ptr(tcpip.TCPDelayEnabled(cfg.DisableNoDelay)),
 		ptr(tcpip.TCPModerateReceiveBufferOption(false)),
 		&tcpip.TCPSendBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: cfg.SendBuffer, Max: cfg.SendBuffer},
-		&tcpip.TCPReceiveBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: cfg.ReceiveBuffer, Max: cfg.ReceiveBuffer},
+		&tcpip.TCPReceiveBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: netstackReceiveBuffer(cfg.ReceiveBuffer), Max: netstackReceiveBuffer(cfg.ReceiveBuffer)},
 	} {
 		if err := s.st.SetTransportProtocolOption(tcp.ProtocolNumber, opt); err != nil {
 			return fail("set tcp option", err)
