@@ -65,6 +65,13 @@ var busyPoll, _ = time.ParseDuration(os.Getenv("TICKWIRE_BUSYPOLL"))
 
 func newPeer(t testing.TB) *peer {
 	t.Helper()
+	return newPeerTap(t, tap.Config{})
+}
+
+// newPeerTap is newPeer with the TAP device configured as cfg says (Name and
+// Host are the peer's own).
+func newPeerTap(t testing.TB, cfg tap.Config) *peer {
+	t.Helper()
 	kerneltest.RequireRoot(t)
 	p := &peer{ns: kerneltest.NewNetns(t, "twl"), dev: kerneltest.Name("twl")}
 	// IPv6 off for devices made in the namespace: only the test's frames
@@ -72,7 +79,8 @@ func newPeer(t testing.TB) *peer {
 	p.ns.DisableIPv6(t)
 	if err := p.ns.Do(func() error {
 		var err error
-		if p.ep, err = tap.New(tap.Config{Name: p.dev, Host: netip.PrefixFrom(kernelIP, 24)}); err != nil {
+		cfg.Name, cfg.Host = p.dev, netip.PrefixFrom(kernelIP, 24)
+		if p.ep, err = tap.New(cfg); err != nil {
 			return err
 		}
 		ifi, err := net.InterfaceByName(p.dev)
@@ -320,6 +328,11 @@ func TestKernelTCPClientEcho(t *testing.T) {
 	// full 1514-byte one.
 	if st := p.ep.Stats(); st.RxFrames == 0 || st.RxBytes/st.RxFrames <= 1514 {
 		t.Errorf("TAP received %d frames, %d bytes: no TSO segment", st.RxFrames, st.RxBytes)
+	}
+	// The echo goes back the same way: the stack sends TSO segments
+	// (tap's GSO), which the kernel takes whole.
+	if st := p.ep.Stats(); st.TxFrames == 0 || st.TxBytes/st.TxFrames <= 1514 || st.TxDropped != 0 {
+		t.Errorf("TAP sent %d frames, %d bytes, dropped %d: no TSO segment", st.TxFrames, st.TxBytes, st.TxDropped)
 	}
 }
 
@@ -576,9 +589,11 @@ func TestSYNFloodLeavesStackServing(t *testing.T) {
 
 // TestMSSOnTheWire checks, on the frames the kernel exchanged with the stack,
 // that the stack's SYN and SYN-ACK advertise MSS 1408 and that its full
-// data segments carry exactly 1408 bytes.
+// data segments carry exactly 1408 bytes. The TAP does no TSO, so the
+// segments it carries are the wire's; with TSO the kernel cuts the stack's
+// large segments at the MSS the stack gave (TestTxHeaderTSO in link/tap).
 func TestMSSOnTheWire(t *testing.T) {
-	p := newPeer(t)
+	p := newPeerTap(t, tap.Config{NoTSO: true})
 	// The kernel dials (the stack answers with SYN-ACK) and the stack
 	// echoes 1 MiB back: full-size segments from the stack.
 	c := p.kernelDial(t, "tcp", netip.AddrPortFrom(stackIP, echoPort).String())

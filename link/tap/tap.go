@@ -90,10 +90,13 @@ type Config struct {
 	Host netip.Prefix
 	// NoTSO asks the kernel for frames within the MTU, as a cable carries
 	// them, for a reader that is not a stack (a device model such as
-	// link/dmaring/nicsim). By default the kernel hands a TCP stream over
-	// in segments of up to 64 KiB (TUN_F_TSO4), which a tickwire stack
-	// takes whole: a fifth of the frames, and about 40% less CPU per byte
-	// received (bench/README.md, tcp_bulk_veth).
+	// link/dmaring/nicsim), and stops offering the stack segmentation
+	// offload. By default the kernel hands a TCP stream over in segments
+	// of up to 64 KiB (TUN_F_TSO4), which a tickwire stack takes whole: a
+	// fifth of the frames, and about 40% less CPU per byte received
+	// (bench/README.md, tcp_bulk_veth); and the stack sends segments of up
+	// to 64 KiB, which the kernel cuts into MSS-sized ones (TSO) where a
+	// wire needs them.
 	NoTSO bool
 }
 

@@ -53,6 +53,7 @@ type Endpoint struct {
 	name    string
 	mac     net.HardwareAddr
 	created bool
+	gso     bool     // Config.NoTSO unset: TSO both ways
 	file    *os.File // the device, read through the runtime poller
 
 	writeMu sync.Mutex
@@ -84,7 +85,20 @@ type Endpoint struct {
 	}
 }
 
-var _ stack.LinkEndpoint = (*Endpoint)(nil)
+var (
+	_ stack.LinkEndpoint = (*Endpoint)(nil)
+	_ stack.GSOEndpoint  = (*Endpoint)(nil)
+)
+
+// writeBufLen is the size of the write buffer for an IP MTU of mtu: one
+// frame and its virtio-net header, room for a VLAN tag, and with TSO a
+// segment of up to maxGSOPacket bytes.
+func (e *Endpoint) writeBufLen(mtu int) int {
+	if e.gso {
+		mtu = max(mtu, maxGSOPacket)
+	}
+	return vnetHdrLen + linkbase.HeaderLength + mtu + 4
+}
 
 // New opens the TAP device cfg.Name, creating it if it does not exist, and
 // configures it as described in the package documentation. Errors name the
@@ -120,7 +134,8 @@ func New(cfg Config) (*Endpoint, error) {
 	// so a read deadline can interrupt the reader.
 	e.file = os.NewFile(uintptr(fd), "/dev/net/tun:"+cfg.Name)
 	e.Init(tcpip.LinkAddress(mac), uint32(cfg.MTU))
-	e.writeBuf = make([]byte, vnetHdrLen+linkbase.HeaderLength+cfg.MTU+4)
+	e.gso = !cfg.NoTSO
+	e.writeBuf = make([]byte, e.writeBufLen(cfg.MTU))
 	return e, nil
 }
 
@@ -252,6 +267,25 @@ func (e *Endpoint) stopReaderLocked() {
 // (see vnet_linux.go), so the stack verifies none.
 func (e *Endpoint) Capabilities() stack.LinkEndpointCapabilities {
 	return e.Endpoint.Capabilities() | stack.CapabilityRXChecksumOffload
+}
+
+// SupportedGSO implements stack.GSOEndpoint.SupportedGSO: HostGSOSupported
+// (the kernel segments what the stack sends; see vnet_linux.go) unless
+// Config.NoTSO is set.
+func (e *Endpoint) SupportedGSO() stack.SupportedGSO {
+	if e.gso {
+		return stack.HostGSOSupported
+	}
+	return stack.GSONotSupported
+}
+
+// GSOMaxSize implements stack.GSOEndpoint.GSOMaxSize: the largest TCP
+// segment the stack may hand over with TSO, 64 KiB (0 with Config.NoTSO).
+func (e *Endpoint) GSOMaxSize() uint32 {
+	if e.gso {
+		return maxGSOPacket
+	}
+	return 0
 }
 
 // RxChecksumDrops implements link.ChecksumDropCounter: the frames dropped
@@ -471,7 +505,11 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 			n += copy(e.writeBuf[n:], s[off:])
 			off = 0
 		}
-		putTxHeader(e.writeBuf[:vnetHdrLen], e.writeBuf[vnetHdrLen:n])
+		var mss uint16
+		if pkt.GSOOptions.Type == stack.GSOTCPv4 {
+			mss = pkt.GSOOptions.MSS
+		}
+		putTxHeader(e.writeBuf[:vnetHdrLen], e.writeBuf[vnetHdrLen:n], mss)
 		if err := rawWrite(e.fd, e.writeBuf[:n]); err != nil {
 			e.stats.txDropped.Add(1)
 			continue
@@ -486,7 +524,7 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 // is told, not the device's MTU.
 func (e *Endpoint) SetMTU(mtu uint32) {
 	e.writeMu.Lock()
-	if need := vnetHdrLen + linkbase.HeaderLength + int(mtu) + 4; need > len(e.writeBuf) {
+	if need := e.writeBufLen(int(mtu)); need > len(e.writeBuf) {
 		e.writeBuf = make([]byte, need)
 	}
 	e.writeMu.Unlock()

@@ -12,7 +12,11 @@ import (
 
 // The device is opened with IFF_VNET_HDR, TUN_F_CSUM and TUN_F_TSO4: every frame read or
 // written starts with a virtio-net header (vnetHdrLen bytes), and the kernel
-// may hand over frames whose transport checksum it has not computed. That
+// may hand over frames whose transport checksum it has not computed. The
+// other way, the endpoint offers the stack segmentation offload
+// (stack.HostGSOSupported) and writes a TCP segment of up to maxGSOPacket
+// bytes as one TSO frame, which the kernel cuts where a wire needs it, as
+// a guest's virtio-net driver does. That
 // is what lets a round trip with the kernel skip four checksum passes: the
 // kernel's sender and this endpoint's receiver, this endpoint's sender (the
 // frame carries only the pseudo-header sum) and the kernel's receiver.
@@ -90,12 +94,17 @@ func checkFrame(hdr, f []byte) rxVerdict {
 }
 
 // putTxHeader writes into hdr the virtio-net header for f, an Ethernet
-// frame the stack built with complete checksums. A TCP segment (IPv4, not a
-// fragment) is sent as the kernel's own are: its checksum field holds the
-// pseudo-header sum and NEEDS_CSUM asks whoever needs the checksum (a
-// device, a forwarding path) to complete it, while local delivery accepts
-// it unverified. Other frames get a zero header (checksums complete).
-func putTxHeader(hdr, f []byte) {
+// frame the stack built, with complete checksums or, for a TCP segment
+// built for segmentation offload, the pseudo-header sum. A TCP segment
+// (IPv4, not a fragment) is sent as the kernel's own are: its checksum
+// field holds the pseudo-header sum and NEEDS_CSUM asks whoever needs the
+// checksum (a device, a forwarding path) to complete it, while local
+// delivery accepts it unverified. When mss is not 0 and the segment carries
+// more than mss bytes, it goes as a TSO segment (GSO_TCPV4, gso_size mss):
+// the kernel cuts it into mss-sized ones where a wire needs them, and
+// delivers it whole to a local socket. Other frames get a zero header
+// (checksums complete).
+func putTxHeader(hdr, f []byte, mss uint16) {
 	clear(hdr[:vnetHdrLen])
 	if len(f) < header.EthernetMinimumSize+header.IPv4MinimumSize ||
 		header.Ethernet(f).Type() != header.IPv4ProtocolNumber {
@@ -113,4 +122,9 @@ func putTxHeader(hdr, f []byte) {
 	hdr[0] = vnetNeedsCsum
 	binary.NativeEndian.PutUint16(hdr[6:], uint16(header.EthernetMinimumSize+ihl)) // csum_start
 	binary.NativeEndian.PutUint16(hdr[8:], header.TCPChecksumOffset)               // csum_offset
+	if off := int(tcp.DataOffset()); mss != 0 && off >= header.TCPMinimumSize && len(tcp)-off > int(mss) {
+		hdr[1] = vnetGSOTCPv4
+		binary.NativeEndian.PutUint16(hdr[2:], uint16(header.EthernetMinimumSize+ihl+off)) // hdr_len
+		binary.NativeEndian.PutUint16(hdr[4:], mss)                                        // gso_size
+	}
 }

@@ -4,6 +4,7 @@ package tap
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func TestTxHeaderCompletedLikeTheKernel(t *testing.T) {
 		f := ipv4Frame(mac, mac, header.TCPProtocolNumber, bytes.Repeat([]byte{0xa5, byte(n)}, n/2+n%2)[:n])
 		want := header.TCP(f[header.EthernetMinimumSize+header.IPv4MinimumSize:]).Checksum()
 		hdr := make([]byte, vnetHdrLen)
-		putTxHeader(hdr, f)
+		putTxHeader(hdr, f, 0)
 		start, off := int(hdr[6])|int(hdr[7])<<8, int(hdr[8])|int(hdr[9])<<8
 		if hdr[0] != vnetNeedsCsum || start != header.EthernetMinimumSize+header.IPv4MinimumSize || off != header.TCPChecksumOffset {
 			t.Fatalf("payload %d: header % x", n, hdr)
@@ -72,9 +73,34 @@ func TestTxHeaderCompletedLikeTheKernel(t *testing.T) {
 	udp := ipv4Frame(mac, mac, header.UDPProtocolNumber, []byte("datagram"))
 	before := append([]byte(nil), udp...)
 	hdr := bytes.Repeat([]byte{0xff}, vnetHdrLen)
-	putTxHeader(hdr, udp)
+	putTxHeader(hdr, udp, 1000)
 	if !bytes.Equal(hdr, make([]byte, vnetHdrLen)) || !bytes.Equal(udp, before) {
 		t.Errorf("UDP frame: header % x, frame changed %v", hdr, !bytes.Equal(udp, before))
+	}
+}
+
+// TestTxHeaderTSO: a TCP segment longer than the MSS it was built for goes
+// as a TSO frame (GSO_TCPV4, gso_size the MSS, hdr_len its headers); one
+// within it, or written without an MSS, does not.
+func TestTxHeaderTSO(t *testing.T) {
+	mac := net.HardwareAddr{2, 0, 0, 0, 0, 1}
+	for _, c := range []struct {
+		payload int
+		mss     uint16
+		tso     bool
+	}{{3000, 1408, true}, {1409, 1408, true}, {1408, 1408, false}, {3000, 0, false}, {0, 1408, false}} {
+		f := ipv4Frame(mac, mac, header.TCPProtocolNumber, make([]byte, c.payload))
+		hdr := make([]byte, vnetHdrLen)
+		putTxHeader(hdr, f, c.mss)
+		gsoType, hdrLen, gsoSize := hdr[1], binary.NativeEndian.Uint16(hdr[2:]), binary.NativeEndian.Uint16(hdr[4:])
+		switch {
+		case hdr[0] != vnetNeedsCsum:
+			t.Errorf("payload %d, MSS %d: flags %#x, want NEEDS_CSUM", c.payload, c.mss, hdr[0])
+		case c.tso && (gsoType != vnetGSOTCPv4 || gsoSize != c.mss || hdrLen != header.EthernetMinimumSize+header.IPv4MinimumSize+header.TCPMinimumSize):
+			t.Errorf("payload %d, MSS %d: header % x, want a TSO segment", c.payload, c.mss, hdr)
+		case !c.tso && (gsoType != 0 || gsoSize != 0 || hdrLen != 0):
+			t.Errorf("payload %d, MSS %d: header % x, want no TSO", c.payload, c.mss, hdr)
+		}
 	}
 }
 
