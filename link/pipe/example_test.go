@@ -1,8 +1,13 @@
 package pipe_test
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/netip"
 
+	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/link/pipe"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -38,4 +43,37 @@ func Example() {
 	// sniffed 18 bytes
 	// received EtherType 0x0800, 4 payload bytes, for this host: true
 	// {Sent:1 Delivered:1 Dropped:0 Queued:0 Large:0}
+}
+
+// Two stacks on a pipe exchange a stream in segments of up to the window
+// (GSO, the default), or of at most the MTU with Options.NoGSO, as on a
+// cable. The SYNs announce the same MSS either way.
+func Example_gso() {
+	for _, opts := range []pipe.Options{{}, {NoGSO: true}} {
+		a, b := pipe.New(opts)
+		arp := map[netip.Addr]net.HardwareAddr{netip.MustParseAddr("10.0.0.1"): a.MAC(), netip.MustParseAddr("10.0.0.2"): b.MAC()}
+		client, _ := tickwire.New(tickwire.Config{Link: a, MAC: a.MAC(), Addr: netip.MustParsePrefix("10.0.0.1/24"), StaticARP: arp})
+		server, _ := tickwire.New(tickwire.Config{Link: b, MAC: b.MAC(), Addr: netip.MustParsePrefix("10.0.0.2/24"), StaticARP: arp})
+		ln, _ := server.ListenTCP(7)
+		got := make(chan int64)
+		go func() {
+			c, _ := ln.Accept()
+			n, _ := io.Copy(io.Discard, c)
+			got <- n
+		}()
+		c, err := client.DialTCP(context.Background(), netip.MustParseAddrPort("10.0.0.2:7"))
+		if err != nil {
+			panic(err)
+		}
+		c.Write(make([]byte, 1<<20))
+		c.CloseWrite()
+		fmt.Printf("NoGSO %v: %d bytes received, frames above the MTU: %v\n", opts.NoGSO, <-got, a.Stats().Large > 0)
+		c.Close()
+		ln.Close()
+		client.Close()
+		server.Close()
+	}
+	// Output:
+	// NoGSO false: 1048576 bytes received, frames above the MTU: true
+	// NoGSO true: 1048576 bytes received, frames above the MTU: false
 }
