@@ -354,7 +354,7 @@ func (e *Endpoint) sniffFrame(frame *stack.PacketBuffer, partial bool) {
 	}
 	v := frame.ToView()
 	if partial {
-		linkbase.FinishTCPChecksum(v.AsSlice()[linkbase.HeaderLength:])
+		linkbase.CompleteChecksums(v.AsSlice())
 	}
 	fn(v.AsSlice())
 	v.Release()

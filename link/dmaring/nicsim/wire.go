@@ -9,8 +9,6 @@ import (
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
-	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/tickwire/tickwire/link/frame"
@@ -104,7 +102,7 @@ func (w *wireDispatcher) DeliverNetworkPacket(_ tcpip.NetworkProtocolNumber, pkt
 		off = 0
 	}
 	if w.complete {
-		completeChecksums(f)
+		linkbase.CompleteChecksums(f)
 	}
 	d.Receive(f, 0)
 	*bp = f[:0]
@@ -113,49 +111,6 @@ func (w *wireDispatcher) DeliverNetworkPacket(_ tcpip.NetworkProtocolNumber, pkt
 
 // DeliverLinkPacket implements stack.NetworkDispatcher.
 func (w *wireDispatcher) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
-
-// completeChecksums turns the partial TCP or UDP checksum (pseudo-header
-// sum only) the kernel leaves in frames it sends to a TAP device into a full
-// one, as a NIC does before the frame reaches the wire. Frames whose
-// checksum is already complete are left alone: completing one yields 0,
-// the same value re-summed.
-func completeChecksums(f []byte) {
-	if len(f) < header.EthernetMinimumSize+header.IPv4MinimumSize || header.Ethernet(f).Type() != header.IPv4ProtocolNumber {
-		return
-	}
-	ip := header.IPv4(f[header.EthernetMinimumSize:])
-	ihl, total := int(ip.HeaderLength()), int(ip.TotalLength())
-	if ihl < header.IPv4MinimumSize || total > len(ip) || total < ihl || ip.More() || ip.FragmentOffset() != 0 {
-		return
-	}
-	seg := ip[ihl:total]
-	var off int
-	switch ip.TransportProtocol() {
-	case header.TCPProtocolNumber:
-		if len(seg) < header.TCPMinimumSize {
-			return
-		}
-		off = header.TCPChecksumOffset
-	case header.UDPProtocolNumber:
-		if len(seg) < header.UDPMinimumSize || header.UDP(seg).Checksum() == 0 {
-			return
-		}
-		off = 6
-	default:
-		return
-	}
-	pseudo := linkbase.PseudoHeaderSum(ip, ip.TransportProtocol(), len(seg))
-	if checksum.Checksum(seg, pseudo) == 0xffff {
-		return // already complete
-	}
-	// Treat the field as holding the pseudo-header sum: sum the segment
-	// with it, store the complement.
-	s := ^checksum.Checksum(seg, 0)
-	if s == 0 && off == 6 {
-		s = 0xffff
-	}
-	seg[off], seg[off+1] = byte(s>>8), byte(s)
-}
 
 // TapWire puts the device on a TAP device (link/tap): the kernel is the
 // peer. Give the TAP endpoint the host endpoint's MAC (tap.Config.MAC), so

@@ -79,21 +79,46 @@ func PseudoHeaderSum(ip header.IPv4, proto tcpip.TransportProtocolNumber, length
 	return uint16(s)
 }
 
-// FinishTCPChecksum completes, in place, the TCP checksum of ip, an IPv4
-// packet built for segmentation offload, whose checksum field holds only
-// the pseudo-header's sum (CHECKSUM_PARTIAL): what a NIC does before the
-// segment leaves. A packet that is not whole, unfragmented TCP is left as
-// it is.
-func FinishTCPChecksum(ip []byte) {
-	if len(ip) < header.IPv4MinimumSize {
+// CompleteChecksums turns the partial TCP or UDP checksum (pseudo-header
+// sum only) of f, an Ethernet frame, into a full one, as a NIC does before
+// the frame reaches the wire: the kernel leaves such sums in frames it
+// sends to a TAP device, and a stack in GSO segments it sends. Frames whose
+// checksum is already complete are left alone: completing one yields 0,
+// the same value re-summed.
+func CompleteChecksums(f []byte) {
+	if len(f) < header.EthernetMinimumSize+header.IPv4MinimumSize || header.Ethernet(f).Type() != header.IPv4ProtocolNumber {
 		return
 	}
-	h := header.IPv4(ip)
-	ihl, total := int(h.HeaderLength()), int(h.TotalLength())
-	if h.TransportProtocol() != header.TCPProtocolNumber || ihl < header.IPv4MinimumSize ||
-		total < ihl+header.TCPMinimumSize || total > len(ip) || h.More() || h.FragmentOffset() != 0 {
+	ip := header.IPv4(f[header.EthernetMinimumSize:])
+	ihl, total := int(ip.HeaderLength()), int(ip.TotalLength())
+	if ihl < header.IPv4MinimumSize || total > len(ip) || total < ihl || ip.More() || ip.FragmentOffset() != 0 {
 		return
 	}
-	seg := header.TCP(ip[ihl:total])
-	seg.SetChecksum(^checksum.Checksum(seg, 0))
+	seg := ip[ihl:total]
+	var off int
+	switch ip.TransportProtocol() {
+	case header.TCPProtocolNumber:
+		if len(seg) < header.TCPMinimumSize {
+			return
+		}
+		off = header.TCPChecksumOffset
+	case header.UDPProtocolNumber:
+		if len(seg) < header.UDPMinimumSize || header.UDP(seg).Checksum() == 0 {
+			return
+		}
+		off = 6
+	default:
+		return
+	}
+	pseudo := PseudoHeaderSum(ip, ip.TransportProtocol(), len(seg))
+	if checksum.Checksum(seg, pseudo) == 0xffff {
+		return // already complete
+	}
+	// Treat the field as holding the pseudo-header sum: sum the segment
+	// with it, store the complement.
+	s := ^checksum.Checksum(seg, 0)
+	if s == 0 && off == 6 {
+		s = 0xffff
+	}
+	seg[off], seg[off+1] = byte(s>>8), byte(s)
 }

@@ -156,24 +156,39 @@ func FuzzVerifyIPv4(f *testing.F) {
 	})
 }
 
-// TestFinishTCPChecksum: a TCP segment whose checksum field holds the
+// TestCompleteChecksums: a TCP segment whose checksum field holds the
 // pseudo-header's sum, as GSO leaves it, gets the checksum gVisor computes
-// for the whole segment; what is not whole TCP is left alone.
-func TestFinishTCPChecksum(t *testing.T) {
-	want := ipv4Packet(header.TCPProtocolNumber, []byte("a payload of some length, odd: 37 byt"))
-	got := append([]byte(nil), want...)
-	seg := header.TCP(got[header.IPv4MinimumSize:])
-	seg.SetChecksum(header.PseudoHeaderChecksum(header.TCPProtocolNumber, srcAddr, dstAddr, uint16(len(seg))))
-	FinishTCPChecksum(got)
-	if !bytes.Equal(got, want) {
-		t.Errorf("checksum %#04x, want %#04x", seg.Checksum(), header.TCP(want[header.IPv4MinimumSize:]).Checksum())
+// for the whole segment, and so does a UDP datagram; a complete checksum,
+// or a frame that is not whole IPv4 TCP or UDP, is left alone.
+func TestCompleteChecksums(t *testing.T) {
+	eth := func(ip []byte) []byte { return append(make([]byte, HeaderLength), ip...) }
+	for _, proto := range []tcpip.TransportProtocolNumber{header.TCPProtocolNumber, header.UDPProtocolNumber} {
+		want := eth(ipv4Packet(proto, []byte("a payload of some length, odd: 37 byt")))
+		header.Ethernet(want).Encode(&header.EthernetFields{Type: header.IPv4ProtocolNumber})
+		got := append([]byte(nil), want...)
+		seg := got[HeaderLength+header.IPv4MinimumSize:]
+		off := header.TCPChecksumOffset
+		if proto == header.UDPProtocolNumber {
+			off = 6
+		}
+		binary.BigEndian.PutUint16(seg[off:], header.PseudoHeaderChecksum(proto, srcAddr, dstAddr, uint16(len(seg))))
+		CompleteChecksums(got)
+		if !bytes.Equal(got, want) {
+			t.Errorf("protocol %d: checksum %#04x, want %#04x", proto, binary.BigEndian.Uint16(seg[off:]),
+				binary.BigEndian.Uint16(want[HeaderLength+header.IPv4MinimumSize+off:]))
+		}
+		CompleteChecksums(got)
+		if !bytes.Equal(got, want) {
+			t.Errorf("protocol %d: a complete checksum changed", proto)
+		}
 	}
-	udp := ipv4Packet(header.UDPProtocolNumber, []byte("datagram"))
-	for _, b := range [][]byte{udp, got[:30], got[:10], nil} {
+	icmp := eth(ipv4Packet(header.ICMPv4ProtocolNumber, []byte("echo")))
+	header.Ethernet(icmp).Encode(&header.EthernetFields{Type: header.IPv4ProtocolNumber})
+	for _, b := range [][]byte{icmp, icmp[:40], icmp[:10], nil} {
 		before := append([]byte(nil), b...)
-		FinishTCPChecksum(b)
+		CompleteChecksums(b)
 		if !bytes.Equal(b, before) {
-			t.Errorf("%d-byte packet changed", len(b))
+			t.Errorf("%d-byte frame changed", len(b))
 		}
 	}
 }

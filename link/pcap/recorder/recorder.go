@@ -159,9 +159,9 @@ func (e *Endpoint) record(pkt *stack.PacketBuffer, inbound bool) {
 		n += copy(e.scratch[n:], s[off:])
 		off = 0
 	}
-	if !inbound && pkt.GSOOptions.NeedsCsum && n == size && pkt.NetworkProtocolNumber == header.IPv4ProtocolNumber {
+	if !inbound && pkt.GSOOptions.NeedsCsum && n == size && e.ethernet {
 		// The link completes a GSO segment's checksum; record it as sent.
-		linkbase.FinishTCPChecksum(e.scratch[len(pkt.LinkHeader().Slice()):n])
+		linkbase.CompleteChecksums(e.scratch[:n])
 	}
 	err := e.w.WriteFrame(now, e.scratch[:n], size)
 	if err != nil && e.err == nil {
