@@ -89,7 +89,8 @@ var measures = []measure{
 		baselineName: "kernel TCP, loopback",
 		doc: "One TCP stream, 64 KiB writes for the sample's duration, then a half-close; rate of " +
 			"the bytes the receiver read by the time it saw the end. tickwire: default Config " +
-			"(MSS 1408, 32 KiB buffers) over link/pipe. Allocations are per 64 KiB write.",
+			"(MSS 1408, 32 KiB buffers) over link/pipe, whose GSO carries segments of up to " +
+			"the window in one frame, as loopback does. Allocations are per 64 KiB write.",
 		setup: setupBulk,
 	},
 	{
