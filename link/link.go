@@ -83,3 +83,15 @@ type GSOReceiver interface {
 	// ReceivesGSO reports whether the dispatcher takes such segments.
 	ReceivesGSO() bool
 }
+
+// TxBacklogger is a link whose transmit side queues frames before they
+// leave (link/pipe queues a writer's frames behind the goroutine that is
+// delivering). The Stack holds a connection's Write while the backlog is
+// long (see TCPConn.Write), so that TCP senders do not build a queue longer
+// than their retransmission timeout.
+type TxBacklogger interface {
+	// TxBacklog returns the frames accepted for transmission that have
+	// not left yet. It is called on every TCP Write: one or two atomic
+	// loads, no lock.
+	TxBacklog() int
+}

@@ -227,6 +227,14 @@ func (e *Endpoint) RxChecksumDrops() (ipv4, tcp, udp, icmp uint64) {
 		e.bad[linkbase.BadUDPChecksum].Load(), e.bad[linkbase.BadICMPChecksum].Load()
 }
 
+// TxBacklog implements link.TxBacklogger.TxBacklog: the frames sent toward
+// the peer that are not delivered (or dropped) yet.
+func (e *Endpoint) TxBacklog() int {
+	d := &e.out
+	done := d.delivered.Load() + d.dropped.Load() // before sent: never above it
+	return int(d.sent.Load() - done)
+}
+
 // SetSniffer registers fn to see every frame this end transmits (the
 // Ethernet header included), before it is delivered; nil removes it. fn runs
 // on the writing goroutine and must not block; frame is valid until fn

@@ -154,8 +154,14 @@ func TestQueueOverflow(t *testing.T) {
 	for i := 1; i <= 6; i++ {
 		writePacket(a, b.LinkAddress(), string(rune('0'+i)))
 	}
+	if n := a.TxBacklog(); n != 5 {
+		t.Errorf("TxBacklog = %d while one frame is delivered and 4 wait, want 5", n)
+	}
 	close(release)
 	<-done
+	if n := a.TxBacklog(); n != 0 {
+		t.Errorf("TxBacklog = %d after the deliveries, want 0", n)
+	}
 	got := bytes.Join(rb.frames, nil)
 	if string(got) != "01234" {
 		t.Errorf("delivered %q, want \"01234\"", got)

@@ -24,6 +24,8 @@ func (l *featureLink) SetBusyPoll(d time.Duration) { l.busyPoll = d }
 
 func (l *featureLink) RxChecksumDrops() (ipv4, tcp, udp, icmp uint64) { return 1, 2, 3, 4 }
 
+func (l *featureLink) TxBacklog() int { return 7 }
+
 // TestForwardsLinkFeatures checks that the recorder passes every optional
 // link feature on to the link it wraps, and is harmless over a link without
 // them.
@@ -58,6 +60,13 @@ func TestForwardsLinkFeatures(t *testing.T) {
 	if !inner.locked {
 		t.Error("SetLockOSThread(true) did not reach the wrapped link")
 	}
+	tb, ok := l.(link.TxBacklogger)
+	if !ok {
+		t.Fatal("the recorder is not a link.TxBacklogger")
+	}
+	if n := tb.TxBacklog(); n != 7 {
+		t.Errorf("TxBacklog = %d, want the wrapped link's 7", n)
+	}
 
 	plain, err := New(ethernet.New(channel.New(16, 1500, macA)), io.Discard)
 	if err != nil {
@@ -68,5 +77,8 @@ func TestForwardsLinkFeatures(t *testing.T) {
 	plain.SetLockOSThread(true)
 	if a, b, c, d := plain.RxChecksumDrops(); a+b+c+d != 0 {
 		t.Errorf("RxChecksumDrops over a plain link = %d %d %d %d, want zeros", a, b, c, d)
+	}
+	if n := plain.TxBacklog(); n != 0 {
+		t.Errorf("TxBacklog over a plain link = %d, want 0", n)
 	}
 }

@@ -297,7 +297,17 @@ var (
 	_ link.BusyPoller          = (*Endpoint)(nil)
 	_ link.ChecksumDropCounter = (*Endpoint)(nil)
 	_ link.ThreadLocker        = (*Endpoint)(nil)
+	_ link.TxBacklogger        = (*Endpoint)(nil)
 )
+
+// TxBacklog implements link.TxBacklogger: the wrapped link's backlog, 0
+// when it reports none.
+func (e *Endpoint) TxBacklog() int {
+	if l, ok := e.Child().(link.TxBacklogger); ok {
+		return l.TxBacklog()
+	}
+	return 0
+}
 
 // RxChecksumDrops implements link.ChecksumDropCounter: the wrapped link's
 // counts (link/tap has them), zeros when it has none.
