@@ -68,6 +68,10 @@
 //     Config.TimeWait (default 60 s); at most Config.MaxTimeWait (default
 //     65536), beyond which a connection closes without TIME-WAIT
 //     [TCPTimeWaitOverflow; TCPTimeWait is the gauge].
+//   - Frames waiting in the link (a link.TxBacklogger such as link/pipe):
+//     a TCP Write waits, up to 20 ms at a time, while more than 1024 wait
+//     [TCPWritesHeld], so that a queue longer than TCP's retransmission
+//     timeout does not build up.
 //   - Per listener: a SYN queue and an accept queue of
 //     min(max(MaxConnections, 16), 1024) each; SYNs beyond the SYN queue are
 //     answered with SYN cookies [TCPSYNCookiesTx], handshakes beyond the

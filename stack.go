@@ -43,6 +43,10 @@ type Stack struct {
 	idle *idleSweeper
 	// log is Config.Logger behind its rate limit; nil without a Logger.
 	log *eventLog
+	// backlog is Config.Link when it reports its transmit backlog (nil
+	// otherwise): TCPConn.Write waits while it is long (backlog.go).
+	backlog    link.TxBacklogger
+	writesHeld atomic.Uint64 // Stats.TCPWritesHeld
 
 	// sy runs latency mode's synchronous TCP processing; nil when latency
 	// mode is off (or netstack's internals were not found).
@@ -133,6 +137,7 @@ func New(cfg Config) (*Stack, error) {
 	}
 	s := &Stack{cfg: cfg, arp: newARPTable(cfg.ARPEntries), done: make(chan struct{})}
 	s.conns.max = int64(cfg.MaxConnections)
+	s.backlog, _ = cfg.Link.(link.TxBacklogger)
 	s.sources.max = cfg.MaxConnectionsPerSource
 	if cfg.Latency && netstackunsafe.Available() {
 		s.sy = newSyncer()

@@ -255,10 +255,12 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 // Write writes all of b unless an error occurs: a reset (ECONNRESET), the
 // write deadline (os.ErrDeadlineExceeded), or Close (net.ErrClosed). It
 // blocks while the send buffer (Config.SendBuffer) is full; in latency mode
-// it busy-polls for up to Config.BusyPoll first. It does NOT take ownership
-// of b: the bytes are copied into the send buffer before it returns. Called
-// while the connection's OnReceive handler runs, it does not wait for room
-// (see ErrSendBufferFull).
+// it busy-polls for up to Config.BusyPoll first. Over a link that reports
+// its transmit backlog (link.TxBacklogger), it also waits, up to 20 ms at a
+// time, while more than 1024 frames wait in the link (Stats.TCPWritesHeld).
+// It does NOT take ownership of b: the bytes are copied into the send
+// buffer before it returns. Called while the connection's OnReceive
+// handler runs, it waits for neither (see ErrSendBufferFull).
 func (c *TCPConn) Write(b []byte) (int, error) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
@@ -271,6 +273,9 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 		}
 		if n == len(b) {
 			return n, nil
+		}
+		if c.s.backlog != nil && !c.recv.running.Load() {
+			c.s.waitBacklog(expired, c.done)
 		}
 		c.wr.Reset(b[n:])
 		held := c.hold()
