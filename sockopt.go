@@ -57,25 +57,51 @@ func (k keepAlive) valid() bool {
 // apply sets k on ep, with the TCP user timeout that goes with it (see
 // Config.KeepaliveIdle): idle + count x interval when on, none when off.
 func (k keepAlive) apply(ep tcpip.Endpoint) tcpip.Error {
-	idle := tcpip.KeepaliveIdleOption(k.idle)
-	interval := tcpip.KeepaliveIntervalOption(k.interval)
-	var user tcpip.TCPUserTimeoutOption
+	o := k.opts()
+	return o.set(ep)
+}
+
+// keepAliveOpts are the socket options that set a keepAlive. SetSockOpt
+// takes them as interfaces, so options on the caller's stack escape, one
+// allocation each: the Stack keeps its Config's in one place for every
+// connection it makes (Stack.setKeepalive).
+type keepAliveOpts struct {
+	idle     tcpip.KeepaliveIdleOption
+	interval tcpip.KeepaliveIntervalOption
+	user     tcpip.TCPUserTimeoutOption
+	count    int
+	on       bool
+}
+
+func (k keepAlive) opts() *keepAliveOpts {
+	o := &keepAliveOpts{
+		idle:     tcpip.KeepaliveIdleOption(k.idle),
+		interval: tcpip.KeepaliveIntervalOption(k.interval),
+		count:    k.count,
+		on:       k.on,
+	}
 	if k.on {
-		user = tcpip.TCPUserTimeoutOption(k.idle + time.Duration(k.count)*k.interval)
+		o.user = tcpip.TCPUserTimeoutOption(k.idle + time.Duration(k.count)*k.interval)
 	}
-	if err := ep.SetSockOpt(&idle); err != nil {
+	return o
+}
+
+// set sets o on ep. It only reads o, so one o may serve many calls at
+// once.
+func (o *keepAliveOpts) set(ep tcpip.Endpoint) tcpip.Error {
+	if err := ep.SetSockOpt(&o.idle); err != nil {
 		return err
 	}
-	if err := ep.SetSockOpt(&interval); err != nil {
+	if err := ep.SetSockOpt(&o.interval); err != nil {
 		return err
 	}
-	if err := ep.SetSockOptInt(tcpip.KeepaliveCountOption, k.count); err != nil {
+	if err := ep.SetSockOptInt(tcpip.KeepaliveCountOption, o.count); err != nil {
 		return err
 	}
-	if err := ep.SetSockOpt(&user); err != nil {
+	if err := ep.SetSockOpt(&o.user); err != nil {
 		return err
 	}
-	ep.SocketOptions().SetKeepAlive(k.on)
+	ep.SocketOptions().SetKeepAlive(o.on)
 	return nil
 }
 

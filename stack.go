@@ -47,6 +47,8 @@ type Stack struct {
 	// otherwise): TCPConn.Write waits while it is long (backlog.go).
 	backlog    link.TxBacklogger
 	writesHeld atomic.Uint64 // Stats.TCPWritesHeld
+	// keepalive is Config's keepalive, set on every new connection.
+	keepalive *keepAliveOpts
 
 	// sy runs latency mode's synchronous TCP processing; nil when latency
 	// mode is off (or netstack's internals were not found).
@@ -138,6 +140,7 @@ func New(cfg Config) (*Stack, error) {
 	s := &Stack{cfg: cfg, arp: newARPTable(cfg.ARPEntries), done: make(chan struct{})}
 	s.conns.max = int64(cfg.MaxConnections)
 	s.backlog, _ = cfg.Link.(link.TxBacklogger)
+	s.keepalive = cfg.configKeepAlive().opts()
 	s.sources.max = cfg.MaxConnectionsPerSource
 	if cfg.Latency && netstackunsafe.Available() {
 		s.sy = newSyncer()
@@ -328,7 +331,7 @@ func (s *Stack) tcpEndpoint(wq *waiter.Queue) (tcpip.Endpoint, tcpip.Error) {
 // meanwhile is no error: the endpoint is closed, and the options have
 // nothing left to do.
 func (s *Stack) setKeepalive(ep tcpip.Endpoint) {
-	_ = s.cfg.configKeepAlive().apply(ep)
+	_ = s.keepalive.set(ep)
 }
 
 // ListenTCP listens on port of the stack's address (0 picks a free port).
