@@ -49,6 +49,9 @@ type Stack struct {
 	writesHeld atomic.Uint64 // Stats.TCPWritesHeld
 	// keepalive is Config's keepalive, set on every new connection.
 	keepalive *keepAliveOpts
+	// handlerBufs holds *[]byte of Config.ReceiveBuffer bytes that
+	// handler runs borrow (TCPConn.drainLocked).
+	handlerBufs sync.Pool
 
 	// sy runs latency mode's synchronous TCP processing; nil when latency
 	// mode is off (or netstack's internals were not found).
