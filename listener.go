@@ -78,9 +78,8 @@ func (l *TCPListener) accept(ctx context.Context, withDeadline bool) (*TCPConn, 
 	if withDeadline {
 		expired = l.dl.expired()
 	}
-	entry, notify := waiter.NewChannelEntry(waiter.ReadableEvents)
-	l.wq.EventRegister(&entry)
-	defer l.wq.EventUnregister(&entry)
+	we := registerChanEntry(l.wq, waiter.ReadableEvents)
+	defer we.unregister(l.wq)
 	for {
 		select {
 		case <-expired:
@@ -90,7 +89,7 @@ func (l *TCPListener) accept(ctx context.Context, withDeadline bool) (*TCPConn, 
 		n, wq, err := l.ep.Accept(nil) // a peer address here would escape: one allocation a call
 		if _, ok := err.(*tcpip.ErrWouldBlock); ok {
 			select {
-			case <-notify:
+			case <-we.ch:
 				continue
 			case <-expired:
 				return nil, opError("accept", "tcp", nil, l.addr, os.ErrDeadlineExceeded)

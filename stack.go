@@ -393,18 +393,23 @@ func (s *Stack) DialTCP(ctx context.Context, addr netip.AddrPort) (*TCPConn, err
 }
 
 // dialTCP is DialTCP from local port lport (0: a free one).
+// dialError is a failed dial's error. It makes the peer's net.TCPAddr
+// only then: a dial that succeeds has no use for it (two allocations).
+func dialError(addr netip.AddrPort, laddr net.Addr, err error) error {
+	return opError("dial", "tcp", laddr, net.TCPAddrFromAddrPort(addr), err)
+}
+
 func (s *Stack) dialTCP(ctx context.Context, lport uint16, addr netip.AddrPort) (*TCPConn, error) {
-	raddr := net.TCPAddrFromAddrPort(addr)
 	if s.closed.Load() || s.stopping.Load() {
-		return nil, opError("dial", "tcp", nil, raddr, net.ErrClosed)
+		return nil, dialError(addr, nil, net.ErrClosed)
 	}
 	if !addr.Addr().Is4() {
-		return nil, opError("dial", "tcp", nil, raddr, syscall.EAFNOSUPPORT)
+		return nil, dialError(addr, nil, syscall.EAFNOSUPPORT)
 	}
 	if !s.conns.acquire() {
-		return nil, opError("dial", "tcp", nil, raddr, ErrTooManyConnections)
+		return nil, dialError(addr, nil, ErrTooManyConnections)
 	}
-	c, err := s.dial(ctx, lport, addr, raddr)
+	c, err := s.dial(ctx, lport, addr)
 	if err != nil {
 		s.conns.release()
 		s.conns.failed.Add(1)
@@ -414,39 +419,38 @@ func (s *Stack) dialTCP(ctx context.Context, lport uint16, addr netip.AddrPort) 
 	return c, nil
 }
 
-func (s *Stack) dial(ctx context.Context, lport uint16, addr netip.AddrPort, raddr *net.TCPAddr) (*TCPConn, error) {
+func (s *Stack) dial(ctx context.Context, lport uint16, addr netip.AddrPort) (*TCPConn, error) {
 	wq := new(waiter.Queue)
 	ep, terr := s.tcpEndpoint(wq)
 	if terr != nil {
-		return nil, opError("dial", "tcp", nil, raddr, convertError(terr))
+		return nil, dialError(addr, nil, convertError(terr))
 	}
 	if lport != 0 {
 		if terr := ep.Bind(tcpip.FullAddress{NIC: nicID, Port: lport}); terr != nil {
 			ep.Close()
 			laddr := &net.TCPAddr{IP: s.cfg.Addr.Addr().AsSlice(), Port: int(lport)}
-			return nil, opError("dial", "tcp", laddr, raddr, convertError(terr))
+			return nil, dialError(addr, laddr, convertError(terr))
 		}
 	}
-	entry, notify := waiter.NewChannelEntry(waiter.WritableEvents)
-	wq.EventRegister(&entry)
-	defer wq.EventUnregister(&entry)
+	we := registerChanEntry(wq, waiter.WritableEvents)
+	defer we.unregister(wq)
 
 	terr = ep.Connect(tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4(addr.Addr().As4()), Port: addr.Port()})
 	if _, ok := terr.(*tcpip.ErrConnectStarted); ok {
 		select {
 		case <-ctx.Done():
 			ep.Close()
-			return nil, opError("dial", "tcp", nil, raddr, ctx.Err())
-		case <-notify:
+			return nil, dialError(addr, nil, ctx.Err())
+		case <-we.ch:
 		}
 		terr = ep.LastError()
 	}
 	if terr != nil {
 		ep.Close()
 		if s.closed.Load() {
-			return nil, opError("dial", "tcp", nil, raddr, net.ErrClosed)
+			return nil, dialError(addr, nil, net.ErrClosed)
 		}
-		return nil, opError("dial", "tcp", nil, raddr, convertError(terr))
+		return nil, dialError(addr, nil, convertError(terr))
 	}
 	return s.newTCPConn(wq, ep), nil
 }
