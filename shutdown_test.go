@@ -120,9 +120,9 @@ func TestShutdownAborts(t *testing.T) {
 	if _, err := s.Write(pattern(48 << 10)); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now() // before the context: its deadline counts from its making
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	err := p.b.Shutdown(ctx)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Shutdown: %v, want context.DeadlineExceeded", err)
