@@ -31,20 +31,14 @@ func (s *Stack) waitBacklog(expired, done <-chan struct{}) {
 		return
 	}
 	s.writesHeld.Add(1)
-	var t *time.Timer
 	for start := time.Now(); s.backlog.TxBacklog() > txBacklogMax && time.Since(start) < txBacklogWait; {
-		if t == nil {
-			t = time.NewTimer(txBacklogPoll)
-			defer t.Stop()
-		} else {
-			t.Reset(txBacklogPoll)
-		}
 		select {
-		case <-t.C:
 		case <-expired:
 			return
 		case <-done:
 			return
+		default:
 		}
+		time.Sleep(txBacklogPoll) // the goroutine's own timer: no allocation
 	}
 }
