@@ -84,9 +84,147 @@ func (d *nopDispatcher) DeliverNetworkPacket(tcpip.NetworkProtocolNumber, *stack
 }
 func (d *nopDispatcher) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
 
+// queueWorkers runs one goroutine per queue for the life of a measure and
+// times rounds of them: each round, every worker runs consume for its queue.
+// Between the rounds of a sample the workers spin (yielding), as busy-polling
+// readers do, and a round starts when all of them are running (a barrier).
+// A goroutine started per round, or woken from a channel, cost the
+// two-queue rows most of their scaling: the second goroutine waited for an
+// idle P's thread to wake and steal it (20 to 40 us of a ~90 us round);
+// readers woken from a channel each round still took twice as long with
+// two queues as with one (likely the woken thread placed on the waker's
+// CPU, sharing it until the kernel moved it), spinning ones did not.
+type queueWorkers struct {
+	consume func(q int) error
+	wake    []chan struct{} // a sample begins
+	round   atomic.Int64    // rounds begun
+	arrived atomic.Int64    // workers that reached the barrier, over all rounds
+	ending  atomic.Bool     // the sample is over: stop spinning
+	t0, t1  []time.Time     // each worker's consume start and end in the last round
+	errs    []error
+	done    sync.WaitGroup // the round's workers
+	parked  sync.WaitGroup // the sample's workers
+	exited  sync.WaitGroup
+}
+
+func newQueueWorkers(queues int, consume func(q int) error) *queueWorkers {
+	w := &queueWorkers{
+		consume: consume, wake: make([]chan struct{}, queues),
+		t0: make([]time.Time, queues), t1: make([]time.Time, queues), errs: make([]error, queues),
+	}
+	for q := range queues {
+		w.wake[q] = make(chan struct{}, 1)
+		w.exited.Add(1)
+		go w.work(q)
+	}
+	return w
+}
+
+func (w *queueWorkers) work(q int) {
+	defer w.exited.Done()
+	n := int64(len(w.wake))
+	var seen int64
+	for range w.wake[q] {
+		for {
+			// Wait for the next round; Gosched lets the caller fill the
+			// rings (and the other workers run) on a small GOMAXPROCS.
+			for spins := 0; w.round.Load() == seen && !w.ending.Load(); spins++ {
+				if spins%64 == 63 {
+					runtime.Gosched()
+				}
+			}
+			if w.round.Load() == seen {
+				break // ending
+			}
+			seen++
+			w.arrived.Add(1)
+			for spins := 0; w.arrived.Load() < seen*n; spins++ {
+				if spins%64 == 63 {
+					runtime.Gosched()
+				}
+			}
+			w.t0[q] = time.Now()
+			w.errs[q] = w.consume(q)
+			w.t1[q] = time.Now()
+			w.done.Done()
+		}
+		w.parked.Done()
+	}
+}
+
+// begin starts a sample: the workers spin until end.
+func (w *queueWorkers) begin() {
+	w.ending.Store(false)
+	w.parked.Add(len(w.wake))
+	for _, c := range w.wake {
+		c <- struct{}{}
+	}
+}
+
+// end ends a sample and waits for the workers to park.
+func (w *queueWorkers) end() {
+	w.ending.Store(true)
+	w.parked.Wait()
+}
+
+// run times one round (between begin and end): from the first worker
+// leaving the barrier to the last one done.
+func (w *queueWorkers) run() (time.Duration, error) {
+	w.done.Add(len(w.wake))
+	w.round.Add(1)
+	w.done.Wait()
+	first, last := w.t0[0], w.t1[0]
+	for q := range w.wake {
+		first, last = minTime(first, w.t0[q]), maxTime(last, w.t1[q])
+	}
+	return last.Sub(first), errors.Join(w.errs...)
+}
+
+func (w *queueWorkers) close() {
+	for _, c := range w.wake {
+		close(c)
+	}
+	w.exited.Wait()
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// evictBytes is more than a core's private caches hold (512 KiB of L2 on
+// the CI machine, a few MiB on large server cores).
+const evictBytes = 8 << 20
+
+// evictCaches writes a line of every 64 bytes of buf, which pushes what
+// the filling core wrote before (the frames, completions) out of its own
+// caches into the shared one, where a NIC's DMA writes leave them (DDIO).
+// Without it a reader that happened to run on the filling core read them
+// from its L2 (21 ns a frame) and one on the other core from that core
+// (up to 36 ns): the one-queue row mostly got the first, the two-queue
+// row always had one of each.
+func evictCaches(buf []byte) {
+	for i := 0; i < len(buf); i += 64 {
+		buf[i]++
+	}
+}
+
 // setupDmaringRx: the host consuming pre-filled RX rings, one goroutine
 // per queue, against link/pipe delivering the same frames, one pipe and
-// goroutine per queue.
+// goroutine per queue. A sample's rate is one round's frames over the
+// median round's time: on a 2-core machine shared with other processes, a
+// round in which one of them holds a core stalls a two-queue round for a
+// scheduler slice (milliseconds, against ~100 us rounds), which is the
+// machine's cost, not the rings'.
 func setupDmaringRx(queues, size int) func(p params) (*pair, error) {
 	return func(p params) (*pair, error) {
 		rig, err := newDmaringRig(queues)
@@ -110,34 +248,47 @@ func setupDmaringRx(queues, size int) func(p params) (*pair, error) {
 			b.Attach(d)
 			pipes[i] = pipePair{a, d}
 		}
+		evict := make([]byte, evictBytes)
+		ringWorkers := newQueueWorkers(queues, func(q int) error {
+			rq := rig.ep.RxQueue(q)
+			for got := 0; got < entries; {
+				n, err := rq.ReadFrames(batches[q])
+				if err != nil {
+					return err
+				}
+				got += n
+			}
+			return nil
+		})
+		pipeWorkers := newQueueWorkers(queues, func(q int) error {
+			for range entries {
+				if err := pipes[q].a.Send(f); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 		// rounds runs timed rounds of queues*entries frames until p.dur of
-		// timed time, each queue on its own goroutine.
-		rounds := func(prepare func() error, consume func(q int) error) (sample, error) {
-			var frames int64
+		// timed time.
+		rounds := func(prepare func() error, w *queueWorkers) (sample, error) {
 			var timed time.Duration
+			times := make([]float64, 0, int(p.dur/(10*time.Microsecond))+1)
 			m0 := mallocs()
-			for timed < p.dur {
+			w.begin()
+			defer w.end()
+			for timed < p.dur && len(times) < cap(times) {
 				if err := prepare(); err != nil {
 					return sample{}, err
 				}
-				errs := make([]error, queues)
-				var wg sync.WaitGroup
-				start := time.Now()
-				for q := range queues {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						errs[q] = consume(q)
-					}()
-				}
-				wg.Wait()
-				timed += time.Since(start)
-				if err := errors.Join(errs...); err != nil {
+				d, err := w.run()
+				if err != nil {
 					return sample{}, err
 				}
-				frames += int64(queues * entries)
+				timed += d
+				times = append(times, d.Seconds())
 			}
-			return sample{value: float64(frames) / timed.Seconds() / 1e6, ops: frames, allocs: mallocs() - m0}, nil
+			frames := int64(len(times) * queues * entries)
+			return sample{value: float64(queues*entries) / median(times) / 1e6, ops: frames, allocs: mallocs() - m0}, nil
 		}
 		return &pair{
 			tickwire: func() (sample, error) {
@@ -147,30 +298,16 @@ func setupDmaringRx(queues, size int) func(p params) (*pair, error) {
 							return err
 						}
 					}
+					evictCaches(evict)
 					return nil
-				}, func(q int) error {
-					rq := rig.ep.RxQueue(q)
-					for got := 0; got < entries; {
-						n, err := rq.ReadFrames(batches[q])
-						if err != nil {
-							return err
-						}
-						got += n
-					}
-					return nil
-				})
+				}, ringWorkers)
 			},
 			baseline: func() (sample, error) {
-				return rounds(func() error { return nil }, func(q int) error {
-					for range entries {
-						if err := pipes[q].a.Send(f); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
+				return rounds(func() error { return nil }, pipeWorkers)
 			},
 			close: func() {
+				ringWorkers.close()
+				pipeWorkers.close()
 				rig.close()
 				for _, pp := range pipes {
 					pp.a.Close()

@@ -367,18 +367,21 @@ var measures = []measure{
 		name: "dmaring_rx_mpps_64B_q1", unit: "Mpps", better: higher, quick: true,
 		baselineName: "link/pipe",
 		doc: "Host side of link/dmaring consuming pre-filled RX rings: nicsim puts 4096 64-byte " +
-			"frames into the ring untimed, then RxQueue.ReadFrames copies them out in batches of " +
-			"64 (completions read, ring refilled, doorbell), timed. Baseline: the same frames sent " +
-			"through link/pipe to a dispatcher that counts them.",
+			"frames into the ring untimed (and pushes them out of the filling core's caches, as DMA " +
+			"leaves them in the shared cache), then RxQueue.ReadFrames copies them out in batches of " +
+			"64 (completions read, ring refilled, doorbell), timed, on a reader goroutine per queue " +
+			"that spins between rounds. The rate is a round's frames over the median round's time. " +
+			"Baseline: the same frames sent through link/pipe to a dispatcher that counts them.",
 		setup: setupDmaringRx(1, 64),
 	},
 	{
 		name: "dmaring_rx_mpps_64B_q2", unit: "Mpps", better: higher, quick: true,
 		baselineName: "link/pipe, 2 pipes",
 		doc: "dmaring_rx_mpps_64B_q1 with two queue pairs, one reader goroutine per RX queue " +
-			"(no lock shared), 4096 frames each; baseline: two pipes, one sender goroutine each. " +
-			"Compare with the q1 row for the scaling (on a 2-core machine shared with the bench " +
-			"itself).",
+			"(no lock shared), 4096 frames each, a round timed from both readers running to both " +
+			"done; baseline: two pipes, one sender goroutine each. Compare with the q1 row for the " +
+			"scaling (goal 1.7x); it needs both cores: on a shared machine, run the bench at a " +
+			"high priority (bench/README.md).",
 		setup: setupDmaringRx(2, 64),
 	},
 	{
