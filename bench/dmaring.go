@@ -405,7 +405,10 @@ func (d latencyDispatcher) DeliverNetworkPacket(tcpip.NetworkProtocolNumber, *st
 func (latencyDispatcher) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
 
 // setupDmaringMirror: mirror segments per second fed from an RX ring
-// (BorrowFrames, in place) against the same frames from memory.
+// (BorrowFrames, in place), the checksums taken as the ring verified them
+// (HandleVerifiedLinkFrame, as mirrorfeed -link dmaring does through
+// feed.HandleSourceFrame), against the same frames from memory, whose
+// checksums mirror computes, as it does for a capture file.
 func setupDmaringMirror(p params) (*pair, error) {
 	payloads, order := mirrorPayloads(0)
 	ringFrames, err := buildFlow(payloads, order)
@@ -449,8 +452,12 @@ func setupDmaringMirror(p params) (*pair, error) {
 					if err != nil {
 						return sample{}, err
 					}
-					for _, f := range borrowed[:k] {
-						asmRing.HandleFrame(f.Data(), f.Time)
+					for i := range borrowed[:k] {
+						f := &borrowed[i]
+						if !f.ChecksumVerified {
+							return sample{}, errors.New("the ring did not verify a frame's checksums")
+						}
+						asmRing.HandleVerifiedLinkFrame(f.LinkType, f.Data(), f.Time)
 					}
 					q.ReleaseBorrowed()
 					got += k

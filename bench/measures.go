@@ -403,9 +403,11 @@ var measures = []measure{
 	{
 		name: "dmaring_mirror_segments", unit: "segments/s", better: higher, quick: true,
 		baselineName: "mirror, frames in memory",
-		doc: "mirror_reassembly's flow (1408-byte segments in order, checksums verified) read " +
-			"from an RX ring in place (BorrowFrames, ReleaseBorrowed) after nicsim filled it " +
-			"untimed, against the same frames handed to mirror from memory.",
+		doc: "mirror_reassembly's flow (1408-byte segments in order) read from an RX ring in place " +
+			"(BorrowFrames, ReleaseBorrowed) after nicsim filled it untimed, checksums as the ring " +
+			"verified them (Frame.ChecksumVerified, mirror.Assembler.HandleVerifiedLinkFrame, as " +
+			"mirrorfeed -link dmaring does), against the same frames handed to mirror from memory, " +
+			"which verifies their checksums itself (as from a pcap).",
 		setup: setupDmaringMirror,
 	},
 	{
