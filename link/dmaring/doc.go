@@ -151,7 +151,23 @@
 // ReadFrames copies frames into the caller's buffers; BorrowFrames points
 // the frames at the ring's buffers instead, valid until ReleaseBorrowed,
 // which gives them back to the device. Frames carry the completion's
-// device-clock stamp in Unix nanoseconds.
+// device-clock stamp in Unix nanoseconds (frame.Frame.Time) and its RSS
+// hash and hash type (frame.Frame.Hash, HashType: HashTypeIPv4 and the
+// others, Corundum's encoding), the same for every frame of a flow
+// direction.
+//
+// # TX timestamps
+//
+// With Config.TxStamps, each TX completion's device-clock stamp (when the
+// frame's last bit left: nicsim stamps the start on the link plus the
+// frame's time at the link rate) is kept with the frame's length, IPv4
+// flow and TCP sequence number and payload length, read from the TX buffer
+// when the host reclaims the completion (the buffer is not reused before).
+// Endpoint.TxStamps reclaims and returns them: a trading engine polls it
+// after sending and finds an order's wire time by its connection's
+// sequence numbers. A queue keeps the last 2^RingLog stamps; older ones
+// not taken are dropped and counted (Stats.TxStampsLost). Off, reclaiming
+// reads nothing but the completions' phase and status.
 //
 // # Checksums
 //

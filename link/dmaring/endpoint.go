@@ -57,6 +57,10 @@ type Config struct {
 	// can use. A queue's reader then sleeps in futex(2), holding its
 	// thread. Linux only.
 	Shared bool
+	// TxStamps keeps, for every frame the device completes, when it left
+	// and what it was, for Endpoint.TxStamps. Off by default: each TX
+	// completion then costs a read of the frame's headers more.
+	TxStamps bool
 }
 
 // Endpoint is the host side of a region: a stack.LinkEndpoint for
@@ -88,7 +92,9 @@ type Endpoint struct {
 	closed   bool // the region is unmapped
 	wg       sync.WaitGroup
 	stopping atomic.Bool
-	busyPoll atomic.Int64 // nanoseconds
+	busyPoll atomic.Int64  // nanoseconds
+	txStamps bool          // Config.TxStamps
+	stampQ   atomic.Uint32 // the queue TxStamps starts at, rotated
 }
 
 var (
@@ -149,7 +155,7 @@ func New(cfg Config) (*Endpoint, error) {
 		rand.Read(mac)
 		mac[0] = mac[0]&^1 | 2
 	}
-	e := &Endpoint{region: r, layout: l, wake: wake, mac: mac}
+	e := &Endpoint{region: r, layout: l, wake: wake, mac: mac, txStamps: cfg.TxStamps}
 	e.Init(tcpip.LinkAddress(mac), cfg.MTU)
 	copy(r.mem[HdrMAC:HdrMAC+6], mac)
 	l.writeHeader(r.mem, FeatureRxCsum|FeatureTxCsum|FeatureTs)
@@ -407,6 +413,7 @@ type Stats struct {
 	TxTooLong                                                                uint64 // frames dropped: longer than a buffer
 	TxDeviceErrors                                                           uint64 // TX completions with an error
 	TxCompleted                                                              uint64 // TX completions reclaimed
+	TxStampsLost                                                             uint64 // TX stamps dropped unread (Config.TxStamps)
 }
 
 // Stats returns the endpoint's counters.
@@ -432,6 +439,7 @@ func (e *Endpoint) Stats() Stats {
 		s.TxTooLong += st.tooLong.Load()
 		s.TxDeviceErrors += st.devErr.Load()
 		s.TxCompleted += st.completed.Load()
+		s.TxStampsLost += st.stampsLost.Load()
 	}
 	return s
 }
@@ -459,17 +467,30 @@ type txQueue struct {
 	posted bool // prod moved since the last doorbell
 	// +checklocks:mu
 	closed bool
+	// +checklocks:mu
+	ts stampClock
+	// The TX stamps kept for TxStamps (nil without Config.TxStamps): a
+	// ring of the last len(stamps) completions, stampHead - stampTail of
+	// them not yet taken.
+	// +checklocks:mu
+	stamps []TxStamp
+	// +checklocks:mu
+	stampHead, stampTail uint32
 
 	stats struct {
-		frames, bytes, ringFull, tooLong, devErr, completed atomic.Uint64
+		frames, bytes, ringFull, tooLong, devErr, completed, stampsLost atomic.Uint64
 	}
 }
 
 func newTxQueue(e *Endpoint, i, ring, cq, bufs int) *txQueue {
-	return &txQueue{
+	q := &txQueue{
 		e: e, r: e.region, idx: i, regs: e.region.Regs(KindTX, i), cqRegs: e.region.Regs(KindCQ, 2*i),
 		ring: ring, cq: cq, bufs: bufs, bufSize: e.layout.BufSize, size: 1 << e.layout.RingLog,
 	}
+	if e.txStamps {
+		q.stamps = make([]TxStamp, q.size)
+	}
+	return q
 }
 
 // reclaimLocked consumes the TX completions the device wrote, freeing
@@ -486,6 +507,9 @@ func (q *txQueue) reclaimLocked() {
 		}
 		if q.r.mem[off+CplStatus] != 0 {
 			q.stats.devErr.Add(1)
+		}
+		if q.stamps != nil {
+			q.stampLocked(off)
 		}
 		q.done++
 		n++

@@ -490,11 +490,11 @@ func TestStampExtendsSeconds(t *testing.T) {
 		{0x1_0000_0005, 0xfffe, 0x1_0000_0005 - 7},         // from just before a 2^16 wrap
 	} {
 		d.r.SetDeviceClock(c.reg, 0)
-		q.tsValid = false
-		if got := q.stamp(0, uint16(c.reg)); got != int64(c.reg)*1e9 {
+		q.ts.valid = false
+		if got := q.ts.unix(q.r, 0, uint16(c.reg)); got != int64(c.reg)*1e9 {
 			t.Fatalf("reg %d: %d", c.reg, got)
 		}
-		if got := q.stamp(5, c.s16); got != int64(c.want)*1e9+5 {
+		if got := q.ts.unix(q.r, 5, c.s16); got != int64(c.want)*1e9+5 {
 			t.Errorf("reg %#x s16 %#x: %d, want %d", c.reg, c.s16, got/1e9, c.want)
 		}
 	}

@@ -59,8 +59,7 @@ type RxQueue struct {
 	refillMin uint32 // rxRefillMin, or a quarter of a small ring
 	borrowed  bool   // frames handed out by BorrowFrames not yet released
 	eqCons    uint32
-	tsSec     uint64 // full device seconds the last stamp was extended with
-	tsValid   bool
+	ts        stampClock
 
 	_     [64]byte // the counters below are written per batch: own cache line
 	stats struct {
@@ -113,6 +112,8 @@ type rxMeta struct {
 	rx       int64  // Unix ns, 0 when unknown
 	csum     uint16
 	haveCsum bool
+	hash     uint32 // rx_hash, when hashType is not 0
+	hashType uint8  // rx_hash_type
 }
 
 // next consumes the next completion when there is a new one. ok reports
@@ -149,34 +150,14 @@ func (q *RxQueue) next(m *rxMeta) (ok, good bool) {
 	at := q.bufs + int(i)*q.bufSize
 	m.buf = q.r.mem[at : at+q.bufSize : at+q.bufSize]
 	m.n = n
-	m.rx = q.stamp(le.Uint32(c[CplTsNs:]), le.Uint16(c[CplTsS:]))
+	m.rx = q.ts.unix(q.r, le.Uint32(c[CplTsNs:]), le.Uint16(c[CplTsS:]))
 	m.csum = le.Uint16(c[CplRxCsum:])
 	m.haveCsum = c[CplFlags]&CplFlagCsum != 0
+	m.hash, m.hashType = le.Uint32(c[CplRxHash:]), c[CplHashType]
+	if m.hashType == 0 {
+		m.hash = 0
+	}
 	return true, true
-}
-
-// stamp turns a completion's time (nanoseconds, low 16 bits of the
-// seconds) into Unix nanoseconds. As mqnic_read_cpl_ts does, it keeps the
-// full seconds and rereads the device clock register when bits 15:8 of the
-// stamp's seconds differ from them (every 256 s); unlike it, it also takes
-// a stamp from just across a 2^16 s wrap of the register to the nearer
-// value.
-func (q *RxQueue) stamp(ns uint32, s16 uint16) int64 {
-	if !q.tsValid || (q.tsSec^uint64(s16))&0xff00 != 0 {
-		if sec, _, ok := q.r.DeviceClock(); ok {
-			q.tsSec, q.tsValid = sec, true
-		}
-		if !q.tsValid {
-			return 0
-		}
-	}
-	sec := q.tsSec&^0xffff | uint64(s16)
-	if sec > q.tsSec+0x8000 && sec >= 0x10000 {
-		sec -= 0x10000
-	} else if sec+0x8000 < q.tsSec {
-		sec += 0x10000
-	}
-	return int64(sec)*1e9 + int64(ns)
 }
 
 // finish releases the buffers of the frames consumed (unless borrowed),
@@ -415,6 +396,7 @@ func (q *RxQueue) ReadFrames(frames []frame.Frame) (int, error) {
 			f.N = copy(f.Buf, m.buf[:m.n])
 			f.WireLen, f.Time, f.LinkType = m.n, m.rx, frame.LinkTypeEthernet
 			f.ChecksumVerified = rxVerified(m.buf[:m.n], m.csum, m.haveCsum)
+			f.HashType, f.Hash = m.hashType, m.hash
 			bytes += uint64(m.n)
 			n++
 		}
@@ -458,6 +440,7 @@ func (q *RxQueue) BorrowFrames(frames []frame.Frame) (int, error) {
 			f.Buf = m.buf[:m.n:m.n]
 			f.N, f.WireLen, f.Time, f.LinkType = m.n, m.n, m.rx, frame.LinkTypeEthernet
 			f.ChecksumVerified = rxVerified(f.Buf, m.csum, m.haveCsum)
+			f.HashType, f.Hash = m.hashType, m.hash
 			bytes += uint64(m.n)
 			n++
 		}

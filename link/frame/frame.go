@@ -55,6 +55,15 @@ type Frame struct {
 	// checks (mirror.Assembler.HandleVerifiedLinkFrame). False says nothing:
 	// the consumer checks. Every Source in tickwire sets it on every frame.
 	ChecksumVerified bool
+	// HashType says what Hash covers, as bits a source defines (link/dmaring:
+	// dmaring.HashTypeIPv4 and the others); 0 means the frame has no hash.
+	// Sources that hash (a NIC's RSS, link/dmaring) set HashType and Hash
+	// on every frame; the others never write them (a NewBatch holds 0).
+	HashType uint8
+	// Hash is the source's hash of the frame's flow when HashType is not 0:
+	// a NIC's RSS Toeplitz hash, the same for every frame of a flow
+	// direction, which picked the frame's receive queue.
+	Hash uint32
 }
 
 // Link-layer header types, as numbered by pcap's LINKTYPE_ values

@@ -5,26 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+
+	"github.com/tickwire/tickwire/link/dmaring"
 )
 
-// Hash types, as bits of the completion's rx_hash_type byte. The encoding is
-// Corundum's: its rx_hash module (fpga/common/rtl/rx_hash.v) emits a 4-bit
-// type {UDP, TCP, IPv6, IPv4}, which the RX engine copies into rx_hash_type,
-// and its test bench names the bits IPV4=1, IPV6=2, TCP=4, UDP=8. A frame that
-// is not hashed has type 0 and hash 0.
+// Hash types, as bits of the completion's rx_hash_type byte: the
+// completion format's, defined by dmaring (dmaring.HashTypeIPv4 and the
+// others, where their encoding is explained).
 const (
-	// HashTypeIPv4 means the hash covers the IPv4 source and destination
-	// addresses.
-	HashTypeIPv4 = 1 << 0
-	// HashTypeIPv6 is reserved for IPv6, which nicsim does not hash (nor
-	// does Corundum's rx_hash yet).
-	HashTypeIPv6 = 1 << 1
-	// HashTypeTCP, together with HashTypeIPv4, means the hash also covers
-	// the TCP source and destination ports.
-	HashTypeTCP = 1 << 2
-	// HashTypeUDP, together with HashTypeIPv4, means the hash also covers
-	// the UDP source and destination ports.
-	HashTypeUDP = 1 << 3
+	HashTypeIPv4 = dmaring.HashTypeIPv4
+	HashTypeIPv6 = dmaring.HashTypeIPv6
+	HashTypeTCP  = dmaring.HashTypeTCP
+	HashTypeUDP  = dmaring.HashTypeUDP
 )
 
 // RSSKeySize is the length of a Toeplitz RSS key in bytes: 320 bits, enough
