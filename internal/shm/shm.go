@@ -31,10 +31,8 @@
 // once everything reading Bytes is done.
 //
 // The package knows no layout: a user keeps its own on top (hwoffload's
-// register window and rings; link/dmaring's Layout, checked after Open or
-// OpenFile, would replace its own mapping code: InMemory is New, OpenRegion
-// is OpenFile, Region.Map is Map, and its Load32/Store32/CompareAndSwap32/
-// Add32 are these).
+// register window and rings; link/dmaring's Region, whose Layout it checks
+// after OpenFile and Map).
 package shm
 
 import (

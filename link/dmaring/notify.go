@@ -69,7 +69,7 @@ type Wakeups struct {
 // protocol of both sides allows. Close wakes this process's waiters only.
 // Linux only.
 func RegionWakeups(r *Region) (*Wakeups, error) {
-	if r.file == nil {
+	if r.File() == nil {
 		return nil, errors.New("dmaring: RegionWakeups needs a file-backed region")
 	}
 	if !futexSupported {

@@ -1,9 +1,11 @@
 package dmaring
 
 import (
+	"fmt"
 	"net"
 	"os"
-	"sync"
+
+	"github.com/tickwire/tickwire/internal/shm"
 )
 
 // Region is one mapping of a shared memory region: host and device each map
@@ -18,19 +20,9 @@ import (
 // words written with atomics are in host byte order, little-endian on every
 // platform tickwire is built for, and so the same as mqnic's.
 type Region struct {
-	mem    []byte
+	m      *shm.Region // the mapping: files, Go memory and the atomics
+	mem    []byte      // m.Bytes(), read on every ring access
 	layout Layout
-	file   *os.File // nil for an in-memory region
-	own    *regionOwner
-
-	closeOnce sync.Once
-	unmap     func() error
-}
-
-// regionOwner is shared by every mapping of one region; the creator's Close
-// removes what it created.
-type regionOwner struct {
-	path string // /dev/shm file to remove, "" for none
 }
 
 // Bytes returns the whole mapping. It is valid until Close.
@@ -42,21 +34,35 @@ func (r *Region) Layout() Layout { return r.layout }
 // File returns the region's file (a memfd or a /dev/shm file), nil for an
 // in-memory region. Pass it (or its descriptor) to a device in another
 // process.
-func (r *Region) File() *os.File { return r.file }
+func (r *Region) File() *os.File { return r.m.File() }
 
 // Map maps the region a second time: the view a device takes. For an
 // in-memory region it returns a view of the same memory. Close the result
 // when done; it does not close r.
 func (r *Region) Map() (*Region, error) {
-	if r.file == nil {
-		return &Region{mem: r.mem, layout: r.layout, own: r.own, unmap: func() error { return nil }}, nil
+	m, err := r.m.Map()
+	if err != nil {
+		return nil, fmt.Errorf("dmaring: map region: %w", err)
 	}
-	return mapFile(r.file, false)
+	if m.File() == nil {
+		return &Region{m: m, mem: m.Bytes(), layout: r.layout}, nil
+	}
+	return checkMapping(m)
+}
+
+// checkMapping reads the layout of a file mapping; on error it closes m.
+func checkMapping(m *shm.Region) (*Region, error) {
+	l, err := ReadLayout(m.Bytes(), m.Len())
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	return &Region{m: m, mem: m.Bytes(), layout: l}, nil
 }
 
 // OpenRegion maps a region another process created, from its file, and
 // checks its header. The file stays open until Close.
-func OpenRegion(f *os.File) (*Region, error) { return mapFile(f, true) }
+func OpenRegion(f *os.File) (*Region, error) { return openFile(f) }
 
 // HostMAC returns the Ethernet address the host's Endpoint wrote in the
 // header, for a device in another process whose wire needs it (a TAP
@@ -67,16 +73,28 @@ func (r *Region) HostMAC() net.HardwareAddr {
 
 // Close unmaps the region (the creator's Close also removes a /dev/shm
 // file it created). Nothing read from Bytes may be used after it.
-func (r *Region) Close() error {
-	var err error
-	r.closeOnce.Do(func() {
-		err = r.unmap()
-	})
-	return err
-}
+func (r *Region) Close() error { return r.m.Close() }
 
 // newMemRegion allocates an in-memory region of l.Size bytes, 8-byte
-// aligned (it is carved from a []uint64) for the atomics.
+// aligned for the atomics.
 func newMemRegion(l Layout) *Region {
-	return &Region{mem: alignedBytes(l.Size), layout: l, own: &regionOwner{}, unmap: func() error { return nil }}
+	m, err := shm.New(l.Size)
+	if err != nil {
+		panic(err) // a Layout's size is always in shm's range
+	}
+	return &Region{m: m, mem: m.Bytes(), layout: l}
 }
+
+// Load32 atomically loads the word at byte offset off.
+func (r *Region) Load32(off int) uint32 { return r.m.Load32(off) }
+
+// Store32 atomically stores v into the word at off.
+func (r *Region) Store32(off int, v uint32) { r.m.Store32(off, v) }
+
+// CompareAndSwap32 is atomic.CompareAndSwapUint32 on the word at off.
+func (r *Region) CompareAndSwap32(off int, old, v uint32) bool {
+	return r.m.CompareAndSwap32(off, old, v)
+}
+
+// Add32 atomically adds d to the word at off and returns the new value.
+func (r *Region) Add32(off int, d uint32) uint32 { return r.m.Add32(off, d) }

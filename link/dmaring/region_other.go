@@ -6,4 +6,4 @@ import "os"
 
 func newFileRegion(Layout, string) (*Region, error) { return nil, ErrNotSupported }
 
-func mapFile(*os.File, bool) (*Region, error) { return nil, ErrNotSupported }
+func openFile(*os.File) (*Region, error) { return nil, ErrNotSupported }
