@@ -24,33 +24,26 @@ const (
 // the pseudo-header sum in the checksum field and returns the command;
 // otherwise 0 (the frame's checksums are complete: ICMP, ARP).
 func txChecksumCommand(f []byte) uint16 {
-	if len(f) < header.EthernetMinimumSize+header.IPv4MinimumSize ||
-		header.Ethernet(f).Type() != header.IPv4ProtocolNumber {
+	ip, seg, ok := linkbase.IPv4Segment(f)
+	if !ok {
 		return 0
 	}
-	ip := header.IPv4(f[header.EthernetMinimumSize:])
-	ihl := int(ip.HeaderLength())
-	total := int(ip.TotalLength())
-	if ihl < header.IPv4MinimumSize || total > len(ip) || total < ihl || ip.More() || ip.FragmentOffset() != 0 {
-		return 0
-	}
-	start := header.EthernetMinimumSize + ihl
+	start := header.EthernetMinimumSize + int(ip.HeaderLength())
 	var off int
 	switch proto := ip.TransportProtocol(); proto {
 	case header.TCPProtocolNumber:
-		if total < ihl+header.TCPMinimumSize {
+		if len(seg) < header.TCPMinimumSize {
 			return 0
 		}
 		off = header.TCPChecksumOffset
 	case header.UDPProtocolNumber:
-		if total < ihl+header.UDPMinimumSize {
+		if len(seg) < header.UDPMinimumSize {
 			return 0
 		}
 		off = udpChecksumOffset
 	default:
 		return 0
 	}
-	seg := ip[ihl:total]
 	le := seg[off : off+2]
 	s := linkbase.PseudoHeaderSum(ip, ip.TransportProtocol(), len(seg))
 	le[0], le[1] = byte(s>>8), byte(s)

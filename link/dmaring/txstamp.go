@@ -4,6 +4,8 @@ import (
 	"net/netip"
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+
+	"github.com/tickwire/tickwire/link/internal/linkbase"
 )
 
 // TxStamp says when one frame left the device and which bytes it carried:
@@ -66,16 +68,10 @@ func (q *txQueue) stampLocked(off int) {
 // setFlow fills the flow fields from frame f when it is an IPv4 TCP or UDP
 // packet that is not a fragment. It reads the headers only.
 func (s *TxStamp) setFlow(f []byte) {
-	if len(f) < header.EthernetMinimumSize+header.IPv4MinimumSize ||
-		header.Ethernet(f).Type() != header.IPv4ProtocolNumber {
+	ip, seg, ok := linkbase.IPv4Segment(f)
+	if !ok {
 		return
 	}
-	ip := header.IPv4(f[header.EthernetMinimumSize:])
-	ihl, total := int(ip.HeaderLength()), int(ip.TotalLength())
-	if ihl < header.IPv4MinimumSize || total > len(ip) || total < ihl || ip.More() || ip.FragmentOffset() != 0 {
-		return
-	}
-	seg := ip[ihl:total]
 	var sport, dport uint16
 	switch ip.TransportProtocol() {
 	case header.TCPProtocolNumber:

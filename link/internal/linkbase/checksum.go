@@ -86,15 +86,10 @@ func PseudoHeaderSum(ip header.IPv4, proto tcpip.TransportProtocolNumber, length
 // checksum is already complete are left alone: completing one yields 0,
 // the same value re-summed.
 func CompleteChecksums(f []byte) {
-	if len(f) < header.EthernetMinimumSize+header.IPv4MinimumSize || header.Ethernet(f).Type() != header.IPv4ProtocolNumber {
+	ip, seg, ok := IPv4Segment(f)
+	if !ok {
 		return
 	}
-	ip := header.IPv4(f[header.EthernetMinimumSize:])
-	ihl, total := int(ip.HeaderLength()), int(ip.TotalLength())
-	if ihl < header.IPv4MinimumSize || total > len(ip) || total < ihl || ip.More() || ip.FragmentOffset() != 0 {
-		return
-	}
-	seg := ip[ihl:total]
 	var off int
 	switch ip.TransportProtocol() {
 	case header.TCPProtocolNumber:
@@ -121,4 +116,23 @@ func CompleteChecksums(f []byte) {
 		s = 0xffff
 	}
 	seg[off], seg[off+1] = byte(s>>8), byte(s)
+}
+
+// IPv4Segment returns the IPv4 packet in Ethernet frame f and its transport
+// segment (header and payload, up to the packet's total length: padding
+// after it is left out), when f holds an IPv4 packet whose header lengths
+// make sense (IHL at least 5, total length at least the header and within
+// the frame) and that is not a fragment; ok is false otherwise. It reads
+// the headers only.
+func IPv4Segment(f []byte) (ip header.IPv4, seg []byte, ok bool) {
+	if len(f) < header.EthernetMinimumSize+header.IPv4MinimumSize ||
+		header.Ethernet(f).Type() != header.IPv4ProtocolNumber {
+		return nil, nil, false
+	}
+	ip = header.IPv4(f[header.EthernetMinimumSize:])
+	ihl, total := int(ip.HeaderLength()), int(ip.TotalLength())
+	if ihl < header.IPv4MinimumSize || total > len(ip) || total < ihl || ip.More() || ip.FragmentOffset() != 0 {
+		return nil, nil, false
+	}
+	return ip, ip[ihl:total], true
 }

@@ -192,3 +192,40 @@ func TestCompleteChecksums(t *testing.T) {
 		}
 	}
 }
+
+func TestIPv4Segment(t *testing.T) {
+	frame := func(ipLen int, edit func(ip header.IPv4)) []byte {
+		f := make([]byte, header.EthernetMinimumSize+ipLen)
+		header.Ethernet(f).Encode(&header.EthernetFields{Type: header.IPv4ProtocolNumber})
+		ip := header.IPv4(f[header.EthernetMinimumSize:])
+		ip.Encode(&header.IPv4Fields{TotalLength: 40, Protocol: uint8(header.TCPProtocolNumber), TTL: 64})
+		if edit != nil {
+			edit(ip)
+		}
+		return f
+	}
+	for _, c := range []struct {
+		name   string
+		f      []byte
+		segLen int // -1: not ok
+	}{
+		{"TCP", frame(40, nil), 20},
+		{"padded", frame(46, nil), 20},
+		{"short frame", frame(40, nil)[:30], -1},
+		{"total past the frame", frame(39, nil), -1},
+		{"total under the header", frame(40, func(ip header.IPv4) { ip.SetTotalLength(19) }), -1},
+		{"IHL 4", frame(40, func(ip header.IPv4) { ip[0] = 0x44 }), -1},
+		{"more fragments", frame(40, func(ip header.IPv4) { ip.SetFlagsFragmentOffset(header.IPv4FlagMoreFragments, 0) }), -1},
+		{"later fragment", frame(40, func(ip header.IPv4) { ip.SetFlagsFragmentOffset(0, 8) }), -1},
+		{"ARP", func() []byte {
+			f := frame(40, nil)
+			f[12], f[13] = 0x08, 0x06
+			return f
+		}(), -1},
+	} {
+		ip, seg, ok := IPv4Segment(c.f)
+		if ok != (c.segLen >= 0) || ok && (len(seg) != c.segLen || len(ip) != len(c.f)-header.EthernetMinimumSize) {
+			t.Errorf("%s: ok %v, %d segment bytes; want %d (-1: not ok)", c.name, ok, len(seg), c.segLen)
+		}
+	}
+}
