@@ -184,3 +184,65 @@ func TestStackReceivesOnEveryQueue(t *testing.T) {
 		t.Fatalf("%d datagrams delivered, want 30", got.Load())
 	}
 }
+
+// TestTxStampsOfStackSegments: with Config.TxStamps, the segments a stack
+// sends on a TCP connection come back from TxStamps with the connection's
+// addresses and ports, and the order written on it is found by its bytes:
+// a stamp whose payload holds it, at a sequence number one past the
+// handshake's (the first data byte).
+func TestTxStampsOfStackSegments(t *testing.T) {
+	a, b := newStacks(t, dmaring.Config{InMemory: true, Queues: 2, RingLog: 6, TxStamps: true})
+	ln, err := b.s.ListenTCP(9000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.Copy(io.Discard, c)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := a.s.DialTCP(ctx, netip.MustParseAddrPort("10.0.0.2:9000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	local := netip.MustParseAddrPort(c.LocalAddr().String())
+	order := []byte("BUY 100 XYZ @ 12.34")
+	if _, err := c.Write(order); err != nil {
+		t.Fatal(err)
+	}
+	stamps := make([]dmaring.TxStamp, 16)
+	var syn, data *dmaring.TxStamp
+	for deadline := time.Now().Add(30 * time.Second); data == nil; {
+		n := a.ep.TxStamps(stamps)
+		for i := range stamps[:n] {
+			s := &stamps[i]
+			if s.Proto != 6 || s.Src != local || s.Dst != netip.MustParseAddrPort("10.0.0.2:9000") {
+				continue
+			}
+			if syn == nil {
+				cp := *s
+				syn = &cp // the SYN: the first segment of the connection
+			} else if s.Payload == len(order) {
+				cp := *s
+				data = &cp
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no stamp of the order's segment (SYN %+v)", syn)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if data.Seq != syn.Seq+1 {
+		t.Errorf("order at seq %d, want the SYN's %d + 1", data.Seq, syn.Seq)
+	}
+	if data.Time < syn.Time || time.Since(time.Unix(0, data.Time)) > time.Minute {
+		t.Errorf("order stamped %d, SYN %d", data.Time, syn.Time)
+	}
+}
