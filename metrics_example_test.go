@@ -60,9 +60,16 @@ func ExampleTCPConn_Info() {
 		panic(err)
 	}
 	defer c.Close()
-	msg := make([]byte, 20000)
-	go c.Write(msg)
-	if _, err := io.ReadFull(c, msg); err != nil {
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := c.Write(make([]byte, 20000))
+		wrote <- err
+	}()
+	if _, err := io.ReadFull(c, make([]byte, 20000)); err != nil {
+		panic(err)
+	}
+	// BytesSent counts what Write returned: the echo can be back first.
+	if err := <-wrote; err != nil {
 		panic(err)
 	}
 	info := c.Info()
