@@ -175,6 +175,10 @@ func HasNetstackEndpoint(c *UDPConn) bool { return c.nsep.Load() != nil }
 // HandedOff returns the segments handed to c's waiting Read (handoff.go).
 func HandedOff(c net.Conn) uint64 { return c.(*TCPConn).hand.given.Load() }
 
+// WriteHandedOff returns the segments handed to c's Write waiting for
+// send-buffer space (handoff.go).
+func WriteHandedOff(c net.Conn) uint64 { return c.(*TCPConn).whand.given.Load() }
+
 // ReadWaiting reports whether a Read on c waits in hand-off.
 func ReadWaiting(c net.Conn) bool { return c.(*TCPConn).hand.waiting() }
 

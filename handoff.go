@@ -34,34 +34,44 @@ import (
 // runs on the connection's own goroutine (so many connections still
 // process in parallel), and every segment that finds no reader waiting,
 // finds the endpoint busy, or carries no payload (a pure ACK, from which
-// a reader has nothing to read) goes to netstack's processors as before.
-// Latency mode (syncer.go) goes further and is unaffected: its Reads never
-// wait in hand-off.
+// a reader has nothing to read) goes to netstack's processors as before,
+// unless a Write waits (below). Latency mode (syncer.go) goes further and
+// is unaffected: its Reads and Writes never wait in hand-off.
+//
+// Writer hand-off is the same for a Write that waits for send-buffer
+// space: any segment of its connection (the ACK that frees the space, a
+// window update) is queued without waking a processor and the writer
+// processes it, sending what the ACK lets it send; without it, a bulk
+// sender's window turn woke the processor, which woke the writer. A
+// segment with payload goes to a waiting reader first (handTarget). The
+// delivering goroutine still only queues: a link reader shared by many
+// connections does no TCP work for any of them.
 
-// Hand-off states of a connection's reader.
+// Hand-off states of a connection's reader or writer.
 const (
-	handIdle    = iota // no Read waiting: segments go to netstack's processors
-	handWaiting        // a Read is blocked (or about to block) and processes what it is given
-	handGiven          // a segment was queued for the waiting Read, which must process it
+	handIdle    = iota // nobody waiting: segments go to netstack's processors
+	handWaiting        // blocked (or about to block); processes what it is given
+	handGiven          // a segment was queued for the waiter, which must process it
 )
 
-// readHandoff is the hand-off state of one connection's reader. Only the
-// goroutine in Read (under TCPConn.readMu) moves it out of handIdle and
-// back; a deliverer moves it from handWaiting to handGiven.
-type readHandoff struct {
+// handoff is the hand-off state of one connection's reader (or writer).
+// Only the goroutine in Read (under TCPConn.readMu; Write, under writeMu)
+// moves it out of handIdle and back; a deliverer moves it from handWaiting
+// to handGiven.
+type handoff struct {
 	state atomic.Int32
 	// given counts the segments handed over, for tests.
 	given atomic.Uint64
 }
 
-// waiting reports whether a Read waits to be handed segments.
-func (h *readHandoff) waiting() bool { return h.state.Load() == handWaiting }
+// waiting reports whether a Read (Write) waits to be handed segments.
+func (h *handoff) waiting() bool { return h.state.Load() == handWaiting }
 
 // give hands ep, holding a segment queued without waking a processor, to
-// the waiting reader and wakes it through ch (its readCh), or, when the
-// reader stopped waiting meanwhile, hands the segment to a processor as
+// the waiting reader (writer) and wakes it through ch (its readCh,
+// writeCh), or, when it stopped waiting meanwhile, hands the segment to a processor as
 // netstack would have.
-func (h *readHandoff) give(ep *tcp.Endpoint, ch chan struct{}) {
+func (h *handoff) give(ep *tcp.Endpoint, ch chan struct{}) {
 	if !h.state.CompareAndSwap(handWaiting, handGiven) {
 		netstackunsafe.Kick(ep)
 		return
@@ -78,13 +88,25 @@ func (h *readHandoff) give(ep *tcp.Endpoint, ch chan struct{}) {
 // wakes, for whatever reason (data, deadline, Close), so that a segment
 // handed over is never left in the queue.
 func (c *TCPConn) waitRead(expired <-chan struct{}) {
+	c.waitHanded(&c.hand, c.readCh, expired)
+}
+
+// waitWrite is sock.wait for a Write that found the send buffer full: the
+// writer's side of the hand-off (see handTarget).
+func (c *TCPConn) waitWrite(expired <-chan struct{}) {
+	c.waitHanded(&c.whand, c.writeCh, expired)
+}
+
+// waitHanded waits on ch in hand-off h (the reader's or the writer's) and
+// processes what h was given, for whatever reason the wait ended.
+func (c *TCPConn) waitHanded(h *handoff, ch, expired <-chan struct{}) {
 	if c.handEP == nil {
-		c.wait(c.readCh, expired)
+		c.wait(ch, expired)
 		return
 	}
-	c.hand.state.Store(handWaiting)
-	c.wait(c.readCh, expired)
-	if c.hand.state.Swap(handIdle) == handGiven {
+	h.state.Store(handWaiting)
+	c.wait(ch, expired)
+	if h.state.Swap(handIdle) == handGiven {
 		// If the endpoint is busy, its holder took it after the segment
 		// was queued and hands the queue on when it lets go.
 		w := c.s.wire
@@ -115,11 +137,15 @@ func (w *wire) handOffTCP(pkt *gstack.PacketBuffer, rx int64) bool {
 		return false
 	}
 	ep, ip, seg, payload := w.flows.find(pkt, w.addr)
-	if ep == nil || payload <= 0 {
+	if ep == nil {
 		return false
 	}
 	c := w.tcp.conns.find(ep)
-	if c == nil || c.handEP != ep || !c.hand.waiting() {
+	if c == nil || c.handEP != ep {
+		return false
+	}
+	h, ch := c.handTarget(payload)
+	if h == nil {
 		return false
 	}
 	ep, id := lockFound(ep, ip, seg, w.addr)
@@ -133,6 +159,22 @@ func (w *wire) handOffTCP(pkt *gstack.PacketBuffer, rx int64) bool {
 	pkt.RXChecksumValidated = w.Capabilities()&gstack.CapabilityRXChecksumOffload != 0
 	w.counters.tcpDirect.Add(1)
 	w.tcp.queueHeld(ep, id, pkt, rx)
-	c.hand.give(ep, c.readCh)
+	h.give(ep, ch)
 	return true
+}
+
+// handTarget returns the hand-off that a segment for c carrying payload
+// bytes goes to, and the channel that wakes its goroutine; nil when the
+// segment must go to netstack's processor. A segment with payload goes to
+// a waiting Read; any segment (an ACK that frees send-buffer space, a
+// window update, data no Read waits for) goes to a Write waiting for
+// room, which would otherwise be woken by the processor that handled it.
+func (c *TCPConn) handTarget(payload int) (*handoff, chan struct{}) {
+	if payload > 0 && c.hand.waiting() {
+		return &c.hand, c.readCh
+	}
+	if c.whand.waiting() {
+		return &c.whand, c.writeCh
+	}
+	return nil, nil
 }

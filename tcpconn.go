@@ -104,7 +104,8 @@ type TCPConn struct {
 	// handEP is the netstack endpoint when Reads wait in hand-off (stock
 	// mode, handoff.go), else nil; hand is the reader's hand-off state.
 	handEP *tcp.Endpoint
-	hand   readHandoff
+	hand   handoff
+	whand  handoff // the writer's, waiting for send-buffer space
 	// flow is the flow of the connection's inbound segments, registered in
 	// the wire's flows when flowKnown (stock mode, handoff.go).
 	flow      flowKey
@@ -307,7 +308,7 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 				return n, c.opError("write", ErrSendBufferFull)
 			}
 			if !spin.again() {
-				c.wait(c.writeCh, expired)
+				c.waitWrite(expired)
 			}
 		default:
 			return n, c.opError("write", c.cause(err))

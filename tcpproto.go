@@ -391,21 +391,22 @@ func (p *tcpProtocol) QueuePacket(ep gstack.TransportEndpoint, id gstack.Transpo
 	}
 }
 
-// handOff queues pkt, a segment with payload received at rx, for the
-// reader of tep's connection when one is waiting in Read (stock mode, see
-// handoff.go), reporting false, having done nothing, when the segment must
+// handOff queues pkt, a segment received at rx, for the reader or writer
+// of tep's connection that waits for it (stock mode, see handoff.go and
+// TCPConn.handTarget), reporting false, having done nothing, when the segment must
 // go the stock way.
 // +checklocksignore: TryLock, which checklocks cannot follow.
 func (p *tcpProtocol) handOff(tep *tcp.Endpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer, rx int64) bool {
-	if pkt.Data().Size() == 0 {
+	c := p.conns.find(tep)
+	if c == nil || c.handEP != tep {
 		return false
 	}
-	c := p.conns.find(tep)
-	if c == nil || c.handEP != tep || !c.hand.waiting() || !netstackunsafe.Connected(tep.EndpointState()) || !netstackunsafe.TryLock(tep) {
+	h, ch := c.handTarget(pkt.Data().Size())
+	if h == nil || !netstackunsafe.Connected(tep.EndpointState()) || !netstackunsafe.TryLock(tep) {
 		return false
 	}
 	p.queueHeld(tep, id, pkt, rx)
-	c.hand.give(tep, c.readCh)
+	h.give(tep, ch)
 	return true
 }
 
