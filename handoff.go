@@ -17,8 +17,10 @@ import (
 // processing for the segment itself (netstackunsafe.Process) before it
 // reads. Stock netstack wakes a processor goroutine, which processes the
 // segment and then wakes the reader: two wake-ups where the hand-off costs
-// one. The ACK for what the reader processed is owed, as latency mode
-// owes it, unless more than one full segment is unacknowledged: the
+// one. The ACK for what the reader processed waits until its read has
+// copied the data out, so that one ACK carries both it and the window
+// the read opened; after that it is owed, as latency mode owes it,
+// unless more than one full segment is unacknowledged: the
 // program's answer (its next Write) carries it, or the timer of the
 // wire's owed list sends it within 1 ms; a Read that frees most of the
 // window announces it at once (afterHandoffRead). A pure ACK cost a request
@@ -106,23 +108,56 @@ func (c *TCPConn) waitHanded(h *handoff, ch, expired <-chan struct{}) {
 	}
 	h.state.Store(handWaiting)
 	c.wait(ch, expired)
-	if h.state.Swap(handIdle) == handGiven {
-		// If the endpoint is busy, its holder took it after the segment
-		// was queued and hands the queue on when it lets go.
-		w := c.s.wire
-		if netstackunsafe.Process(c.handEP, seqnum.Size(w.mss)) && !w.owed.owe(c.handEP) {
-			netstackunsafe.SettleACK(c.handEP) // list full (or closing): send it now
+	if h.state.Swap(handIdle) != handGiven {
+		return
+	}
+	// If the endpoint is busy, its holder took it after the segment was
+	// queued and hands the queue on when it lets go.
+	if h == &c.hand {
+		// The reader reads next: its ACK waits until then, so that one
+		// ACK carries both it and the window the read opens
+		// (afterHandoffRead) instead of one each.
+		if netstackunsafe.Process(c.handEP, noACK) {
+			c.ackDue = true
 		}
+		return
+	}
+	c.oweACK(netstackunsafe.Process(c.handEP, seqnum.Size(c.s.wire.mss)))
+}
+
+// noACK is a Process threshold no unacknowledged count reaches: the ACK is
+// always left owed.
+const noACK = seqnum.Size(^uint32(0))
+
+// oweACK puts c's endpoint on the wire's owed list when owed, or sends the
+// ACK at once when the list is full (or closing).
+func (c *TCPConn) oweACK(owed bool) {
+	if owed && !c.s.wire.owed.owe(c.handEP) {
+		netstackunsafe.SettleACK(c.handEP)
 	}
 }
 
-// afterHandoffRead announces, after a Read that returned data, the window
-// the read opened, as syncer.afterRead does in latency mode: the ACK that
-// would have told the sender may be owed (waitRead).
-func (c *TCPConn) afterHandoffRead() {
-	if c.handEP != nil {
-		netstackunsafe.UpdateWindow(c.handEP, seqnum.Size(c.s.wire.mss))
+// afterHandoffRead runs after every netstack read of a Read in hand-off;
+// read says it returned data. It announces the window a read opened, as
+// syncer.afterRead does in latency mode (that ACK carries any owed one),
+// and otherwise settles the ACK that the reader's processing deferred
+// (waitRead): sent when more than a segment is unacknowledged, as Process
+// would have sent it, else owed.
+func (c *TCPConn) afterHandoffRead(read bool) {
+	if c.handEP == nil {
+		return
 	}
+	mss := seqnum.Size(c.s.wire.mss)
+	if read && netstackunsafe.UpdateWindow(c.handEP, mss) {
+		c.ackDue = false
+		return
+	}
+	if !c.ackDue {
+		return
+	}
+	c.ackDue = false
+	owed, ok := netstackunsafe.SettleACKOver(c.handEP, mss)
+	c.oweACK(owed || !ok) // busy: the timer settles it
 }
 
 // handOffTCP hands pkt, an IPv4 packet whose header checksum was checked,

@@ -106,6 +106,9 @@ type TCPConn struct {
 	handEP *tcp.Endpoint
 	hand   handoff
 	whand  handoff // the writer's, waiting for send-buffer space
+	// ackDue says the reader's hand-off processing left an ACK for the
+	// Read to settle (afterHandoffRead); under readMu.
+	ackDue bool
 	// flow is the flow of the connection's inbound segments, registered in
 	// the wire's flows when flowKnown (stock mode, handoff.go).
 	flow      flowKey
@@ -239,6 +242,7 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 	spin := spinner{budget: c.busyPoll}
 	for {
 		if err := c.check(expired); err != nil {
+			c.afterHandoffRead(false) // settles an ACK the last wait left
 			return 0, c.opError("read", err)
 		}
 		if len(b) == 0 {
@@ -249,10 +253,10 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 		res, err := c.ep.Read(&c.rw, tcpip.ReadOptions{})
 		c.release(held)
 		c.rw = nil
+		c.afterHandoffRead(err == nil)
 		switch err.(type) {
 		case nil:
 			c.sy.afterRead(c.tep)
-			c.afterHandoffRead()
 			c.received(res.Count)
 			return res.Count, nil
 		case *tcpip.ErrWouldBlock:

@@ -340,6 +340,27 @@ func SettleACK(ep *tcp.Endpoint) (sent, ok bool) {
 	return sent, true
 }
 
+// SettleACKOver sends ep's ACK when more than mss bytes are received but
+// unacknowledged, as Process does at the end of its run, and reports
+// whether a smaller ACK remains owed; !ok when ep is busy (the ACK, if any,
+// remains owed).
+//
+// +checklocksignore: TryLock, which checklocks cannot follow.
+func SettleACKOver(ep *tcp.Endpoint, mss seqnum.Size) (owed, ok bool) {
+	if !TryLock(ep) {
+		return false, false
+	}
+	if Connected(ep.EndpointState()) {
+		if n := unacked(ep); n > mss {
+			sendAck(sender(ep))
+		} else {
+			owed = n > 0
+		}
+	}
+	Unlock(ep)
+	return owed, true
+}
+
 // ACKOwed reports whether ep has received bytes it has not acknowledged;
 // !ok when ep is busy.
 //
