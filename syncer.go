@@ -31,8 +31,10 @@ import (
 //   - the processing does not let netstack send the ACK for the segments
 //     it processed (netstackunsafe.Process): the ACK is owed, carried by the
 //     handler's answer or the connection's next segment, or sent by the
-//     outbox's delayed-ACK timer within 1 ms; ACKs netstack sends anyway
-//     are delayed and merged by the outbox (see outbox).
+//     outbox's delayed-ACK timer within 1 ms; while a Read runs, it waits
+//     for that Read, whose window update carries it (readDone); ACKs
+//     netstack sends anyway are delayed and merged by the outbox (see
+//     outbox).
 //
 // Whatever cannot go the synchronous way (the endpoint is busy, the
 // connection is not established, the pending list is full) goes the stock
@@ -164,13 +166,26 @@ func (sy *syncer) process(ep *tcp.Endpoint, frozen *bool) {
 			c.inline.Store(inlineActive)
 		}
 	}
+	// A Read in progress reads what this processes next: the ACK waits
+	// for it (readDone), so that one ACK, not one now and a window update
+	// after the read, answers the segments.
+	mss := seqnum.Size(sy.wire.mss)
+	limit := mss
+	var r *TCPConn
+	if sy.tcp != nil {
+		if r = sy.tcp.conns.find(ep); r != nil && r.latReading.Load() {
+			limit = noACK
+		} else {
+			r = nil
+		}
+	}
 	sy.wire.out.hold()
 	owed := false
 	for range 4 { // each pass takes up to 100 segments
 		if !netstackunsafe.Connected(ep.EndpointState()) {
 			break
 		}
-		owed = netstackunsafe.Process(ep, seqnum.Size(sy.wire.mss)) || owed
+		owed = netstackunsafe.Process(ep, limit) || owed
 		sy.processed.Add(1)
 		if netstackunsafe.QueueEmpty(ep) {
 			break
@@ -189,10 +204,34 @@ func (sy *syncer) process(ep *tcp.Endpoint, frozen *bool) {
 		c.runHandler()
 		c.inScope.Store(false)
 	}
+	if owed && r != nil {
+		r.latACK.Store(true)
+		// The Read may have ended before the flag was set; then whichever of
+		// it and this takes the flag settles the ACK.
+		owed = !r.latReading.Load() && r.latACK.Swap(false) && sy.settle(ep)
+	}
 	if owed {
 		sy.oweACK(ep)
 	}
 	sy.wire.out.release()
+}
+
+// settle sends ep's ACK when more than a segment is unacknowledged, as
+// Process does, and reports whether a smaller one remains owed (or ep was
+// busy: whoever holds it may not send it).
+func (sy *syncer) settle(ep *tcp.Endpoint) bool {
+	owed, ok := netstackunsafe.SettleACKOver(ep, seqnum.Size(sy.wire.mss))
+	return owed || !ok
+}
+
+// readDone ends c's Read in latency mode: it sends or owes the ACK that
+// processing during the Read left to it, unless the Read's window update
+// (afterRead) carried it already.
+func (sy *syncer) readDone(c *TCPConn) {
+	c.latReading.Store(false)
+	if c.latACK.Swap(false) && sy.settle(c.tep) {
+		sy.oweACK(c.tep)
+	}
 }
 
 // oweACK has the outbox's timer send ep's ACK unless a segment carries it

@@ -109,6 +109,11 @@ type TCPConn struct {
 	// ackDue says the reader's hand-off processing left an ACK for the
 	// Read to settle (afterHandoffRead); under readMu.
 	ackDue bool
+	// latReading is set while a Read runs in latency mode, and latACK
+	// when the syncer's processing left the ACK for that Read to send
+	// (syncer.process): after the read, one ACK carries it and the window
+	// the read opened.
+	latReading, latACK atomic.Bool
 	// flow is the flow of the connection's inbound segments, registered in
 	// the wire's flows when flowKnown (stock mode, handoff.go).
 	flow      flowKey
@@ -237,6 +242,10 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 	defer c.readMu.Unlock()
 	if c.recv.set.Load() {
 		return 0, c.opError("read", ErrHandlerSet)
+	}
+	if c.sy != nil {
+		c.latReading.Store(true)
+		defer c.sy.readDone(c)
 	}
 	expired := c.rd.expired()
 	spin := spinner{budget: c.busyPoll}
