@@ -219,7 +219,11 @@ func TestMulticastSend(t *testing.T) {
 	p.pa.SetSniffer(nil)
 	if !raceEnabled {
 		b := []byte("alloc")
-		if allocs := testing.AllocsPerRun(100, func() { s.WriteToUDPAddrPort(b, to) }); allocs != 0 {
+		// AllocsPerRun counts the whole process and truncates: 2,000 runs
+		// keep a one-off burst elsewhere (the joins' IGMP reports, both
+		// stacks' timers) under one per send, while a send that allocates
+		// still shows as 1.
+		if allocs := testing.AllocsPerRun(2000, func() { s.WriteToUDPAddrPort(b, to) }); allocs != 0 {
 			t.Errorf("%.2f allocations per multicast send, want 0", allocs)
 		}
 	}

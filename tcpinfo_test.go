@@ -49,7 +49,9 @@ func TestTCPInfo(t *testing.T) {
 	if info.State != "ESTABLISHED" || info.ReceiveQueued != 0 || info.Recovery {
 		t.Errorf("State %q, ReceiveQueued %d, Recovery %v", info.State, info.ReceiveQueued, info.Recovery)
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = c.Info() }); n != 0 {
+	// 2,000 runs: AllocsPerRun counts both stacks' timers too (see
+	// TestMulticastSend).
+	if n := testing.AllocsPerRun(2000, func() { _ = c.Info() }); n != 0 {
 		t.Errorf("Info allocates %v times, want 0", n)
 	}
 	c.Close()
