@@ -185,3 +185,7 @@ func ReadWaiting(c net.Conn) bool { return c.(*TCPConn).hand.waiting() }
 // TCPDirect returns the segments that skipped netstack's network layer, in
 // either mode (Stats.LatencyTCPDirect reports them in latency mode).
 func TCPDirect(s *Stack) uint64 { return s.wire.counters.tcpDirect.Load() }
+
+// InlineLink reports whether s makes stack room before a dial or a close
+// (its link delivers inline: link.InlineDeliverer).
+func InlineLink(s *Stack) bool { return s.inline }

@@ -47,6 +47,10 @@ type Stack struct {
 	// otherwise): TCPConn.Write waits while it is long (backlog.go).
 	backlog    link.TxBacklogger
 	writesHeld atomic.Uint64 // Stats.TCPWritesHeld
+	// inline is set when Config.Link delivers inline
+	// (link.InlineDeliverer): a dial or a close then makes room on the
+	// caller's stack first (makeStackRoom).
+	inline bool
 	// keepalive is Config's keepalive, set on every new connection.
 	keepalive *keepAliveOpts
 	// handlerBufs holds *[]byte of Config.ReceiveBuffer bytes that
@@ -143,6 +147,9 @@ func New(cfg Config) (*Stack, error) {
 	s := &Stack{cfg: cfg, arp: newARPTable(cfg.ARPEntries), done: make(chan struct{})}
 	s.conns.max = int64(cfg.MaxConnections)
 	s.backlog, _ = cfg.Link.(link.TxBacklogger)
+	if il, ok := cfg.Link.(link.InlineDeliverer); ok {
+		s.inline = il.DeliversInline()
+	}
 	s.keepalive = cfg.configKeepAlive().opts()
 	s.sources.max = cfg.MaxConnectionsPerSource
 	if cfg.Latency && netstackunsafe.Available() {
@@ -435,6 +442,9 @@ func (s *Stack) dial(ctx context.Context, lport uint16, addr netip.AddrPort) (*T
 	we := registerChanEntry(wq, waiter.WritableEvents)
 	defer we.unregister(wq)
 
+	if s.inline {
+		makeStackRoom()
+	}
 	terr = ep.Connect(tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4(addr.Addr().As4()), Port: addr.Port()})
 	if _, ok := terr.(*tcpip.ErrConnectStarted); ok {
 		select {

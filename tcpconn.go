@@ -346,6 +346,9 @@ func (c *TCPConn) Close() error {
 	if c.rxEP != nil {
 		c.s.tcp.conns.remove(c.rxEP)
 	}
+	if c.s.inline {
+		makeStackRoom() // the FIN's delivery runs the peer's inbound path here
+	}
 	c.endMu.Lock()
 	shut := c.shut()
 	c.endMu.Unlock()
@@ -377,6 +380,9 @@ func (c *TCPConn) RxTime() time.Time { return rxTime(c.rx.Load()) }
 
 // CloseWrite shuts down the sending side (sends FIN); reads continue.
 func (c *TCPConn) CloseWrite() error {
+	if c.s.inline {
+		makeStackRoom()
+	}
 	if err := c.ep.Shutdown(tcpip.ShutdownWrite); err != nil {
 		return c.opError("close", c.cause(err))
 	}

@@ -95,3 +95,16 @@ type TxBacklogger interface {
 	// loads, no lock.
 	TxBacklog() int
 }
+
+// InlineDeliverer is a link that delivers a frame to its peer on the
+// writing goroutine, before the write returns (link/pipe, whose peer is
+// another stack in the same process): a stack's write then runs the peer
+// stack's inbound path, and the answers it sends back, on the writer's
+// goroutine stack. The Stack makes room on that stack in one step before
+// the writes a fresh goroutine is likely to make (dialing and closing a TCP
+// connection), rather than leave the runtime to double it, copying every
+// frame of the chain each time, from inside the delivery.
+type InlineDeliverer interface {
+	// DeliversInline reports whether writes deliver inline.
+	DeliversInline() bool
+}

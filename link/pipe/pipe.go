@@ -121,6 +121,7 @@ var (
 	_ stack.LinkEndpoint       = (*Endpoint)(nil)
 	_ stack.GSOEndpoint        = (*Endpoint)(nil)
 	_ link.ChecksumDropCounter = (*Endpoint)(nil)
+	_ link.InlineDeliverer     = (*Endpoint)(nil)
 )
 
 // direction is the state of one way of the pipe.
@@ -234,6 +235,10 @@ func (e *Endpoint) TxBacklog() int {
 	done := d.delivered.Load() + d.dropped.Load() // before sent: never above it
 	return int(d.sent.Load() - done)
 }
+
+// DeliversInline implements link.InlineDeliverer: a writer that finds its
+// direction idle delivers the frame itself (see the package doc).
+func (*Endpoint) DeliversInline() bool { return true }
 
 // SetSniffer registers fn to see every frame this end transmits (the
 // Ethernet header included), before it is delivered; nil removes it. fn runs

@@ -26,6 +26,8 @@ func (l *featureLink) RxChecksumDrops() (ipv4, tcp, udp, icmp uint64) { return 1
 
 func (l *featureLink) TxBacklog() int { return 7 }
 
+func (l *featureLink) DeliversInline() bool { return true }
+
 // TestForwardsLinkFeatures checks that the recorder passes every optional
 // link feature on to the link it wraps, and is harmless over a link without
 // them.
@@ -67,6 +69,13 @@ func TestForwardsLinkFeatures(t *testing.T) {
 	if n := tb.TxBacklog(); n != 7 {
 		t.Errorf("TxBacklog = %d, want the wrapped link's 7", n)
 	}
+	il, ok := l.(link.InlineDeliverer)
+	if !ok {
+		t.Fatal("the recorder is not a link.InlineDeliverer")
+	}
+	if !il.DeliversInline() {
+		t.Error("DeliversInline = false, want the wrapped link's true")
+	}
 
 	plain, err := New(ethernet.New(channel.New(16, 1500, macA)), io.Discard)
 	if err != nil {
@@ -75,6 +84,9 @@ func TestForwardsLinkFeatures(t *testing.T) {
 	defer plain.Close()
 	plain.SetBusyPoll(time.Millisecond) // nothing to pass it to
 	plain.SetLockOSThread(true)
+	if plain.DeliversInline() {
+		t.Error("DeliversInline over a plain link = true, want false")
+	}
 	if a, b, c, d := plain.RxChecksumDrops(); a+b+c+d != 0 {
 		t.Errorf("RxChecksumDrops over a plain link = %d %d %d %d, want zeros", a, b, c, d)
 	}

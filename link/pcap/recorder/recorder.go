@@ -298,7 +298,15 @@ var (
 	_ link.ChecksumDropCounter = (*Endpoint)(nil)
 	_ link.ThreadLocker        = (*Endpoint)(nil)
 	_ link.TxBacklogger        = (*Endpoint)(nil)
+	_ link.InlineDeliverer     = (*Endpoint)(nil)
 )
+
+// DeliversInline implements link.InlineDeliverer: the wrapped link's
+// answer, false when it does not say.
+func (e *Endpoint) DeliversInline() bool {
+	l, ok := e.Child().(link.InlineDeliverer)
+	return ok && l.DeliversInline()
+}
 
 // TxBacklog implements link.TxBacklogger: the wrapped link's backlog, 0
 // when it reports none.
