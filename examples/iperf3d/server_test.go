@@ -216,13 +216,16 @@ type clientCase struct {
 }
 
 // exactBytes checks a -n test: the server received every byte the client
-// sent, and the client sent n bytes (with several streams it may overshoot
-// by less than a block per stream, as it checks the total after writing).
+// sent, and the client sent n bytes, or up to a block per stream more: it
+// checks the total after writing, and once the total is reached it may
+// write one more block on each stream whose socket is writable before it
+// ends the test (iperf 3.12 sent exactly n plus one block in 1 of 10 runs
+// of "tcp" once the server's receive window grew past 32 KiB).
 func exactBytes(n uint64, streams int) func(*testing.T, *report) {
 	return func(t *testing.T, r *report) {
 		sent, got := r.End.SumSent.Bytes, r.End.SumReceived.Bytes
-		if sent < n || sent >= n+uint64(streams)*defaultTCPBlock || got != sent || len(r.End.Streams) != streams {
-			t.Errorf("sent %d, received %d bytes in %d streams; want %d (+ less than a block per stream) in %d, all received",
+		if sent < n || sent > n+uint64(streams)*defaultTCPBlock || got != sent || len(r.End.Streams) != streams {
+			t.Errorf("sent %d, received %d bytes in %d streams; want %d (+ at most a block per stream) in %d, all received",
 				sent, got, len(r.End.Streams), n, streams)
 		}
 	}
