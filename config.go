@@ -35,6 +35,11 @@ const (
 	DefaultKeepaliveCount    = 5
 )
 
+// DefaultReceiveBufferMax is the receive window a connection may grow to
+// (Config.ReceiveBufferMax): with DefaultMaxConnections, 64 MiB of windows
+// at worst, twice that in netstack's accounting.
+const DefaultReceiveBufferMax = 1 << 20
+
 // Limits enforced by New.
 const (
 	// MaxConnectionsLimit is the largest MaxConnections New accepts.
@@ -102,6 +107,24 @@ type Config struct {
 	// one holds none. Default 32 KiB each; 4 KiB to 4 MiB.
 	SendBuffer    int
 	ReceiveBuffer int
+	// ReceiveBufferMax bounds receive-buffer auto-tuning, as the maximum of
+	// Linux's tcp_rmem does: every connection starts with a window of
+	// ReceiveBuffer, and one whose program read more in a round trip than
+	// in the one before (and more than 20 segments) grows it to over twice
+	// that (netstack's ModerateRecvBuf, after Linux's
+	// tcp_rcv_space_adjust), up to ReceiveBufferMax; it never shrinks
+	// back. A window holds memory only while unread data fills it, so idle
+	// connections and request/reply traffic hold none whatever the bound;
+	// the worst case is every connection grown and its program not
+	// reading: MaxConnections x 2 x ReceiveBufferMax in netstack's
+	// accounting (128 MiB with the defaults). The window scale offered in
+	// the handshake is sized for ReceiveBufferMax, so windows are
+	// advertised in steps of 64 bytes at the default (scale 6). SetReadBuffer
+	// fixes a connection's window and turns its growth off, as SO_RCVBUF
+	// does on Linux. Default 1 MiB (or ReceiveBuffer, if larger), enough for
+	// one stream at the kernel's speed over a veth pair; at most 4 MiB; a
+	// negative value or one at most ReceiveBuffer turns growth off.
+	ReceiveBufferMax int
 	// DisableNoDelay turns Nagle's algorithm on. By default TCP_NODELAY is
 	// set: a segment leaves as soon as it is written.
 	DisableNoDelay bool
@@ -318,6 +341,15 @@ func (c Config) withDefaults() (Config, error) {
 		if *b.v < tcp.MinBufferSize || *b.v > tcp.MaxBufferSize {
 			return c, configErrorf(b.name, "%d out of range [%d, %d]", *b.v, tcp.MinBufferSize, tcp.MaxBufferSize)
 		}
+	}
+
+	switch {
+	case c.ReceiveBufferMax == 0:
+		c.ReceiveBufferMax = max(DefaultReceiveBufferMax, c.ReceiveBuffer)
+	case c.ReceiveBufferMax < c.ReceiveBuffer: // growth off
+		c.ReceiveBufferMax = c.ReceiveBuffer
+	case c.ReceiveBufferMax > tcp.MaxBufferSize:
+		return c, configErrorf("ReceiveBufferMax", "%d out of range [%d, %d] (negative: no growth)", c.ReceiveBufferMax, c.ReceiveBuffer, tcp.MaxBufferSize)
 	}
 
 	switch c.Congestion {

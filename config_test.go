@@ -40,6 +40,7 @@ func TestConfigErrors(t *testing.T) {
 		{"SendBuffer", func(c *tickwire.Config) { c.SendBuffer = 100 }},
 		{"SendBuffer", func(c *tickwire.Config) { c.SendBuffer = 1 << 30 }},
 		{"ReceiveBuffer", func(c *tickwire.Config) { c.ReceiveBuffer = -5 }},
+		{"ReceiveBufferMax", func(c *tickwire.Config) { c.ReceiveBufferMax = 4<<20 + 1 }},
 		{"Congestion", func(c *tickwire.Config) { c.Congestion = "bbr" }},
 		{"MaxConnections", func(c *tickwire.Config) { c.MaxConnections = -1 }},
 		{"MaxConnections", func(c *tickwire.Config) { c.MaxConnections = tickwire.MaxConnectionsLimit + 1 }},
@@ -115,6 +116,31 @@ func TestConfigDefaults(t *testing.T) {
 		got.KeepaliveCount != 5 || got.IdleTimeout != 0 || got.TimeWait != time.Minute || got.MaxTimeWait != 65536 {
 		t.Errorf("connection defaults: MaxConnectionsPerSource %d, keepalive %v/%v/%d, IdleTimeout %v, TimeWait %v, MaxTimeWait %d; want 32, 30s/5s/5, 0, 1m0s, 65536",
 			got.MaxConnectionsPerSource, got.KeepaliveIdle, got.KeepaliveInterval, got.KeepaliveCount, got.IdleTimeout, got.TimeWait, got.MaxTimeWait)
+	}
+}
+
+// TestConfigReceiveBufferMax checks the bound of receive-buffer
+// auto-tuning New settles on: the default, at least ReceiveBuffer, and
+// growth off (the bound is ReceiveBuffer) for a negative value or one
+// below ReceiveBuffer.
+func TestConfigReceiveBufferMax(t *testing.T) {
+	for _, tc := range []struct{ rcv, max, want int }{
+		{0, 0, tickwire.DefaultReceiveBufferMax},
+		{2 << 20, 0, 2 << 20},
+		{0, 256 << 10, 256 << 10},
+		{0, 4 << 20, 4 << 20},
+		{0, -1, tickwire.DefaultReceiveBuffer},
+		{64 << 10, 16 << 10, 64 << 10},
+	} {
+		pa, _ := pipe.New(pipe.Options{})
+		s, err := tickwire.New(tickwire.Config{Link: pa, Addr: addrA, ReceiveBuffer: tc.rcv, ReceiveBufferMax: tc.max})
+		if err != nil {
+			t.Fatalf("ReceiveBuffer %d, ReceiveBufferMax %d: %v", tc.rcv, tc.max, err)
+		}
+		if got := s.Config().ReceiveBufferMax; got != tc.want {
+			t.Errorf("ReceiveBuffer %d, ReceiveBufferMax %d: bound %d, want %d", tc.rcv, tc.max, got, tc.want)
+		}
+		s.Close()
 	}
 }
 

@@ -216,10 +216,12 @@ func (c *TCPConn) lingerClose() {
 
 // SetReadBuffer sets the connection's receive buffer (SO_RCVBUF) to bytes,
 // 4 KiB to 4 MiB (else the error wraps syscall.EINVAL); Config.ReceiveBuffer
-// is the default. As with Config.ReceiveBuffer, it is the window advertised;
-// the window scale, though, was agreed in the handshake from
-// Config.ReceiveBuffer, so with Config.ReceiveBuffer below 32 KiB the
-// window the peer sees stays under 64 KiB whatever the buffer.
+// is the default. As with Config.ReceiveBuffer, it is the window advertised,
+// and it turns the connection's auto-tuning (Config.ReceiveBufferMax) off,
+// as SO_RCVBUF does on Linux. The window scale, though, was agreed in the
+// handshake from Config.ReceiveBufferMax (Config.ReceiveBuffer with growth
+// off), so with a bound below 32 KiB the window the peer sees stays under
+// 64 KiB whatever the buffer.
 func (c *TCPConn) SetReadBuffer(bytes int) error {
 	if bytes < tcp.MinBufferSize || bytes > tcp.MaxBufferSize {
 		return c.opError("set", syscall.EINVAL)

@@ -206,9 +206,12 @@ func (s *Stack) configure() error {
 		ptr(tcpip.TCPSACKEnabled(cfg.SACK)),
 		ptr(tcpip.CongestionControlOption(cfg.Congestion)),
 		ptr(tcpip.TCPDelayEnabled(cfg.DisableNoDelay)),
-		ptr(tcpip.TCPModerateReceiveBufferOption(false)),
+		// Auto-tuning (Config.ReceiveBufferMax) grows a connection's buffer
+		// up to the range's Max, only when the connection's reads call
+		// ModerateRecvBuf (TCPConn.moderate).
+		ptr(tcpip.TCPModerateReceiveBufferOption(cfg.ReceiveBufferMax > cfg.ReceiveBuffer)),
 		&tcpip.TCPSendBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: cfg.SendBuffer, Max: cfg.SendBuffer},
-		&tcpip.TCPReceiveBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: netstackReceiveBuffer(cfg.ReceiveBuffer), Max: netstackReceiveBuffer(cfg.ReceiveBuffer)},
+		&tcpip.TCPReceiveBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: netstackReceiveBuffer(cfg.ReceiveBuffer), Max: netstackReceiveBuffer(cfg.ReceiveBufferMax)},
 	} {
 		if err := s.st.SetTransportProtocolOption(tcp.ProtocolNumber, opt); err != nil {
 			return fail("set tcp option", err)

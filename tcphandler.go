@@ -174,6 +174,7 @@ func (c *TCPConn) drainLocked() {
 		r.w = nil
 		switch err.(type) {
 		case nil:
+			c.moderate(res.Count)
 			c.sy.afterRead(c.tep)
 			c.received(res.Count)
 			r.running.Store(true)

@@ -30,6 +30,10 @@ type TCPInfo struct {
 
 	// ReceiveQueued is the number of bytes received and not yet read.
 	ReceiveQueued int
+	// ReceiveBuffer is the receive window the connection may advertise
+	// now: Config.ReceiveBuffer (or SetReadBuffer's) at first, grown by
+	// auto-tuning up to Config.ReceiveBufferMax.
+	ReceiveBuffer int
 
 	// BytesSent and BytesReceived count the payload bytes the program
 	// wrote (accepted into the send buffer) and read (by Read or handed to
@@ -69,6 +73,7 @@ func (c *TCPConn) Info() TCPInfo {
 	if n, err := tep.GetSockOptInt(tcpip.ReceiveQueueSizeOption); err == nil {
 		info.ReceiveQueued = n
 	}
+	info.ReceiveBuffer = int(tep.SocketOptions().GetReceiveBufferSize()) / 2 // see netstackReceiveBuffer
 	if st, ok := tep.Stats().(*tcp.Stats); ok {
 		info.SegmentsSent = st.SegmentsSent.Value()
 		info.SegmentsReceived = st.SegmentsReceived.Value()

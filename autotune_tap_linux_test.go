@@ -1,0 +1,91 @@
+//go:build linux
+
+package tickwire_test
+
+import (
+	"io"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire"
+)
+
+// TestReceiveBufferGrowsTAP streams from a kernel TCP client in a
+// namespace to the stack on a TAP device there, the program reading with
+// net.Conn, and checks receive-buffer auto-tuning: the window starts at
+// Config.ReceiveBuffer and, with ReceiveBufferMax above it, grows (a
+// reader that keeps up with a local kernel sender reads more than its
+// window per round trip) but never past the bound; with growth off it
+// stays. How far it grows depends on how fast the reader keeps up (on an
+// idle machine it reaches the 1 MiB default; under the race detector and
+// load, 150-900 KiB were seen), so only growth is asserted.
+func TestReceiveBufferGrowsTAP(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		max   int
+		bound int // the largest window allowed
+	}{
+		{"default", 0, tickwire.DefaultReceiveBufferMax},
+		{"256KiB", 256 << 10, 256 << 10},
+		{"off", -1, tickwire.DefaultReceiveBuffer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, ns, stackIP := tapPeer(t, tickwire.Config{ReceiveBufferMax: tc.max})
+			ln, err := s.ListenTCP(9)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			var kc net.Conn
+			if err := ns.Do(func() (err error) {
+				kc, err = net.DialTimeout("tcp", netip.AddrPortFrom(stackIP, 9).String(), 5*time.Second)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			defer kc.Close()
+			sent := make(chan error, 1)
+			go func() {
+				buf := make([]byte, 64<<10)
+				for {
+					if _, err := kc.Write(buf); err != nil {
+						sent <- err
+						return
+					}
+				}
+			}()
+			a, err := ln.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			c := a.(*tickwire.TCPConn)
+			if got := c.Info().ReceiveBuffer; got != tickwire.DefaultReceiveBuffer {
+				t.Errorf("ReceiveBuffer before reading = %d, want %d", got, tickwire.DefaultReceiveBuffer)
+			}
+			// Read 64 MiB: tens of milliseconds at the kernel's speed, a few
+			// seconds on a loaded machine under the race detector; growth
+			// needs a few round trips of reading faster than the window,
+			// and the window never shrinks.
+			c.SetReadDeadline(time.Now().Add(60 * time.Second))
+			if _, err := io.CopyN(io.Discard, c, 64<<20); err != nil {
+				t.Fatal(err)
+			}
+			got := c.Info().ReceiveBuffer
+			t.Logf("ReceiveBuffer after 64 MiB: %d", got)
+			switch {
+			case got > tc.bound:
+				t.Errorf("ReceiveBuffer after 64 MiB = %d, above the bound %d", got, tc.bound)
+			case tc.bound > tickwire.DefaultReceiveBuffer && got <= tickwire.DefaultReceiveBuffer:
+				t.Errorf("ReceiveBuffer after 64 MiB = %d: did not grow", got)
+			case tc.bound == tickwire.DefaultReceiveBuffer && got != tc.bound:
+				t.Errorf("ReceiveBuffer after 64 MiB = %d with growth off, want %d", got, tc.bound)
+			}
+			kc.Close()
+			c.Close()
+			<-sent
+		})
+	}
+}
