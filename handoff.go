@@ -191,7 +191,7 @@ func (w *wire) handOffTCP(pkt *gstack.PacketBuffer, rx int64) bool {
 		netstackunsafe.Unlock(ep)
 		return true // unreachable (see tcpFlows.claim); pkt may be half parsed, so netstack must not see it
 	}
-	pkt.RXChecksumValidated = w.Capabilities()&gstack.CapabilityRXChecksumOffload != 0
+	pkt.RXChecksumValidated = w.rxChecksummed
 	w.counters.tcpDirect.Add(1)
 	w.tcp.queueHeld(ep, id, pkt, rx)
 	h.give(ep, ch)

@@ -49,6 +49,11 @@ type wire struct {
 	// with netstack's internals found, handoff.go): only its owed-ACK list
 	// and timer are used, no frame passes through it. nil otherwise.
 	owed *outbox
+	// rxChecksummed is the link's stack.CapabilityRXChecksumOffload, read
+	// once in newWire: a link's capabilities are fixed when it is made, and
+	// asking through the wrappers' interface chain cost a few calls on
+	// every received packet.
+	rxChecksummed bool
 }
 
 var (
@@ -58,7 +63,8 @@ var (
 )
 
 func newWire(child gstack.LinkEndpoint, mtu, mss int, addr tcpip.Address, arp *arpTable, sy *syncer) *wire {
-	w := &wire{mtu: uint32(mtu), mss: uint16(mss), addr: addr, arp: arp, sy: sy}
+	w := &wire{mtu: uint32(mtu), mss: uint16(mss), addr: addr, arp: arp, sy: sy,
+		rxChecksummed: child.Capabilities()&gstack.CapabilityRXChecksumOffload != 0}
 	if sy != nil {
 		w.out = newOutbox(w, mss)
 		sy.wire = w
@@ -170,7 +176,7 @@ func (w *wire) inboundIPv4(pkt *gstack.PacketBuffer, size int) (ok, frag bool) {
 	}
 	frag = isFragment(b)
 	ihl := int(ip.HeaderLength())
-	if ihl < header.IPv4MinimumSize || w.Capabilities()&gstack.CapabilityRXChecksumOffload != 0 {
+	if ihl < header.IPv4MinimumSize || w.rxChecksummed {
 		return true, frag
 	}
 	h, ok := pkt.Data().PullUp(ihl)
@@ -216,7 +222,7 @@ func (w *wire) inboundTCP(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketB
 	}
 	dataOff := int(b[ihl+header.TCPDataOffset]>>4) * 4
 	if w.tw.screen(pkt, header.IPv4(b), header.TCP(b[ihl:]), int(ip.TotalLength())-ihl-dataOff,
-		w.Capabilities()&gstack.CapabilityRXChecksumOffload != 0) {
+		w.rxChecksummed) {
 		return true
 	}
 	if w.tcp != nil && w.tcp.refuseEarly(header.IPv4(b), header.TCP(b[ihl:]), int(ip.TotalLength())-ihl-dataOff) {
@@ -340,7 +346,7 @@ func (w *wire) deliverTCP(pkt *gstack.PacketBuffer, frozen *bool, rx int64) bool
 		netstackunsafe.Unlock(ep)
 		return true // unreachable (see claim); pkt may be half parsed, so netstack must not see it
 	}
-	pkt.RXChecksumValidated = w.Capabilities()&gstack.CapabilityRXChecksumOffload != 0
+	pkt.RXChecksumValidated = w.rxChecksummed
 	w.counters.tcpDirect.Add(1)
 	if frozen != nil && !*frozen {
 		*frozen = sy.clock.freeze() // one clock reading for this segment's processing
