@@ -71,9 +71,10 @@
 //     65536), beyond which a connection closes without TIME-WAIT
 //     [TCPTimeWaitOverflow; TCPTimeWait is the gauge].
 //   - Frames waiting in the link (a link.TxBacklogger such as link/pipe):
-//     a TCP Write waits, up to 20 ms at a time, while more than 1024 wait
-//     [TCPWritesHeld], so that a queue longer than TCP's retransmission
-//     timeout does not build up.
+//     a TCP Write waits while more than half the link's queue, at most
+//     1024 frames, wait [TCPWritesHeld], until the link has sent half of
+//     them or for 20 ms at most, so that a queue longer than TCP's
+//     retransmission timeout does not build up.
 //   - Per listener: a SYN queue and an accept queue of
 //     min(max(MaxConnections, 16), 1024) each; SYNs beyond the SYN queue are
 //     answered with SYN cookies [TCPSYNCookiesTx], handshakes beyond the

@@ -189,3 +189,11 @@ func TCPDirect(s *Stack) uint64 { return s.wire.counters.tcpDirect.Load() }
 // InlineLink reports whether s makes stack room before a dial or a close
 // (its link delivers inline: link.InlineDeliverer).
 func InlineLink(s *Stack) bool { return s.inline }
+
+// SetTxBacklogWait sets the longest hold of a Write on the link's backlog
+// for the Stacks made from now on, and returns what restores it.
+func SetTxBacklogWait(d time.Duration) (restore func()) {
+	old := txBacklogWait
+	txBacklogWait = d
+	return func() { txBacklogWait = old }
+}

@@ -43,10 +43,9 @@ type Stack struct {
 	idle *idleSweeper
 	// log is Config.Logger behind its rate limit; nil without a Logger.
 	log *eventLog
-	// backlog is Config.Link when it reports its transmit backlog (nil
-	// otherwise): TCPConn.Write waits while it is long (backlog.go).
-	backlog    link.TxBacklogger
-	writesHeld atomic.Uint64 // Stats.TCPWritesHeld
+	// gate holds TCPConn.Writes while Config.Link's transmit backlog is
+	// long (backlog.go); nil when the link reports none.
+	gate *backlogGate
 	// inline is set when Config.Link delivers inline
 	// (link.InlineDeliverer): a dial or a close then makes room on the
 	// caller's stack first (makeStackRoom).
@@ -146,7 +145,7 @@ func New(cfg Config) (*Stack, error) {
 	}
 	s := &Stack{cfg: cfg, arp: newARPTable(cfg.ARPEntries), done: make(chan struct{})}
 	s.conns.max = int64(cfg.MaxConnections)
-	s.backlog, _ = cfg.Link.(link.TxBacklogger)
+	s.gate = newBacklogGate(cfg.Link)
 	if il, ok := cfg.Link.(link.InlineDeliverer); ok {
 		s.inline = il.DeliversInline()
 	}
@@ -289,6 +288,7 @@ func (s *Stack) Close() error {
 		s.goroutines.Wait()
 		s.wire.out.close()
 		s.wire.owed.close()
+		s.gate.close()
 		s.arp.stop()
 		s.log.release()
 	})

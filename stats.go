@@ -78,7 +78,7 @@ type Stats struct {
 	TCPPeerTimeouts     uint64 // established connections reset because the peer stopped answering: keepalive probes, or data unacknowledged past the user timeout or the retransmission limit
 	TCPTimeWait         uint64 // connections in TIME-WAIT, held as records (gauge; see Config.TimeWait)
 	TCPTimeWaitOverflow uint64 // connections closed without TIME-WAIT because Config.MaxTimeWait were held (tickwire)
-	TCPWritesHeld       uint64 // Writes held because the link's transmit backlog was over 1024 frames (link.TxBacklogger; tickwire)
+	TCPWritesHeld       uint64 // Writes held because the link's transmit backlog was over half its queue, at most 1024 frames (link.TxBacklogger; tickwire)
 
 	// Connections.
 	ConnsOpen             uint64 // established connections holding a slot (gauge)
@@ -281,7 +281,9 @@ func (s *Stack) Stats() Stats {
 	st.TCPSYNCookiesRx = ns.TCP.ListenOverflowSynCookieRcvd.Value()
 	st.TCPSYNCookiesBad = ns.TCP.ListenOverflowInvalidSynCookieRcvd.Value()
 	st.TCPPeerTimeouts = ns.TCP.EstablishedTimedout.Value()
-	st.TCPWritesHeld = s.writesHeld.Load()
+	if s.gate != nil {
+		st.TCPWritesHeld = s.gate.holds.Load()
+	}
 	if tw := s.wire.tw; tw != nil {
 		st.TCPTimeWait = uint64(tw.n.Load())
 		st.TCPTimeWaitOverflow = tw.overflow.Load()

@@ -295,8 +295,9 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 // write deadline (os.ErrDeadlineExceeded), or Close (net.ErrClosed). It
 // blocks while the send buffer (Config.SendBuffer) is full; in latency mode
 // it busy-polls for up to Config.BusyPoll first. Over a link that reports
-// its transmit backlog (link.TxBacklogger), it also waits, up to 20 ms at a
-// time, while more than 1024 frames wait in the link (Stats.TCPWritesHeld).
+// its transmit backlog (link.TxBacklogger), it also waits while more than
+// half the link's queue (at most 1024 frames) waits in it, until the link
+// has sent half of that or for 20 ms at most (Stats.TCPWritesHeld).
 // It does NOT take ownership of b: the bytes are copied into the send
 // buffer before it returns. Called while the connection's OnReceive
 // handler runs, it waits for neither (see ErrSendBufferFull).
@@ -313,8 +314,8 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 		if n == len(b) {
 			return n, nil
 		}
-		if c.s.backlog != nil && !c.recv.running.Load() {
-			c.s.waitBacklog(expired, c.done)
+		if c.s.gate != nil && !c.recv.running.Load() && !c.s.gate.wait(c.writeCh, expired, c.done) {
+			continue // the deadline or Close ended the hold: check reports which
 		}
 		c.wr.Reset(b[n:])
 		held := c.hold()

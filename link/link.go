@@ -88,12 +88,24 @@ type GSOReceiver interface {
 // leave (link/pipe queues a writer's frames behind the goroutine that is
 // delivering). The Stack holds a connection's Write while the backlog is
 // long (see TCPConn.Write), so that TCP senders do not build a queue longer
-// than their retransmission timeout.
+// than their retransmission timeout, and the link wakes the held Writes
+// when it has drained.
 type TxBacklogger interface {
 	// TxBacklog returns the frames accepted for transmission that have
 	// not left yet. It is called on every TCP Write: one or two atomic
 	// loads, no lock.
 	TxBacklog() int
+	// TxQueueLen returns how many frames the link queues before it drops
+	// what it is given (link/pipe's Options.QueueLen), 0 for no bound or
+	// none known. The Stack holds Writes well below it.
+	TxQueueLen() int
+	// NotifyTxBacklog asks the link to call fn once, on the goroutine that
+	// transmits, as soon as its backlog is n frames or fewer; it returns
+	// false, and will not call fn, when the backlog is that low already.
+	// A request replaces the one before it. fn must not block or
+	// transmit; a link calls it outside its own locks. A frame's cost
+	// while no request waits is one atomic load.
+	NotifyTxBacklog(n int, fn func()) bool
 }
 
 // InlineDeliverer is a link that delivers a frame to its peer on the

@@ -122,6 +122,7 @@ var (
 	_ stack.GSOEndpoint        = (*Endpoint)(nil)
 	_ link.ChecksumDropCounter = (*Endpoint)(nil)
 	_ link.InlineDeliverer     = (*Endpoint)(nil)
+	_ link.TxBacklogger        = (*Endpoint)(nil)
 )
 
 // direction is the state of one way of the pipe.
@@ -140,6 +141,18 @@ type direction struct {
 	head int
 	// +checklocks:mu
 	n int
+
+	queueLen int // len(queue), fixed by New
+
+	// armed says that a NotifyTxBacklog request waits: the one atomic load
+	// a delivered frame pays when none does. notifyMu is never held with
+	// mu.
+	armed    atomic.Bool
+	notifyMu sync.Mutex
+	// +checklocks:notifyMu
+	notifyAt int
+	// +checklocks:notifyMu
+	notifyFn func()
 
 	sent, delivered, dropped, queued, large atomic.Uint64
 }
@@ -165,6 +178,7 @@ func New(opts Options) (*Endpoint, *Endpoint) {
 	a.gso, b.gso = !opts.NoGSO, !opts.NoGSO
 	a.out.queue, a.out.sentAt = make([]*stack.PacketBuffer, opts.QueueLen), make([]int64, opts.QueueLen)
 	b.out.queue, b.out.sentAt = make([]*stack.PacketBuffer, opts.QueueLen), make([]int64, opts.QueueLen)
+	a.out.queueLen, b.out.queueLen = opts.QueueLen, opts.QueueLen
 	return a, b
 }
 
@@ -239,6 +253,51 @@ func (e *Endpoint) TxBacklog() int {
 // DeliversInline implements link.InlineDeliverer: a writer that finds its
 // direction idle delivers the frame itself (see the package doc).
 func (*Endpoint) DeliversInline() bool { return true }
+
+// TxQueueLen implements link.TxBacklogger.TxQueueLen: Options.QueueLen.
+func (e *Endpoint) TxQueueLen() int { return e.out.queueLen }
+
+// NotifyTxBacklog implements link.TxBacklogger.NotifyTxBacklog: fn runs on
+// the goroutine that delivers the frame that brings the backlog down to n
+// (or on the one closing the end).
+func (e *Endpoint) NotifyTxBacklog(n int, fn func()) bool {
+	d := &e.out
+	d.notifyMu.Lock()
+	d.notifyAt, d.notifyFn = n, fn
+	d.armed.Store(true)
+	d.notifyMu.Unlock()
+	// A delivery that counted itself before the store above did not see
+	// the request, so the backlog is checked after it.
+	if e.TxBacklog() > n {
+		return true
+	}
+	d.notifyMu.Lock()
+	withdrawn := d.armed.Swap(false) // false: a delivery took the request and calls fn
+	if withdrawn {
+		d.notifyFn = nil
+	}
+	d.notifyMu.Unlock()
+	return !withdrawn
+}
+
+// notifyDrained calls the function of a NotifyTxBacklog request once the
+// backlog is down to its bound.
+func (e *Endpoint) notifyDrained() {
+	d := &e.out
+	if !d.armed.Load() {
+		return
+	}
+	d.notifyMu.Lock()
+	if !d.armed.Load() || e.TxBacklog() > d.notifyAt {
+		d.notifyMu.Unlock()
+		return
+	}
+	d.armed.Store(false)
+	fn := d.notifyFn
+	d.notifyFn = nil
+	d.notifyMu.Unlock()
+	fn()
+}
 
 // SetSniffer registers fn to see every frame this end transmits (the
 // Ethernet header included), before it is delivered; nil removes it. fn runs
@@ -356,6 +415,7 @@ func (e *Endpoint) deliver(frame *stack.PacketBuffer, rx int64) {
 		e.out.dropped.Add(1)
 	}
 	frame.DecRef()
+	e.notifyDrained()
 }
 
 func (e *Endpoint) sniffFrame(frame *stack.PacketBuffer, partial bool) {
@@ -390,5 +450,6 @@ func (e *Endpoint) Close() {
 		d.dropped.Add(1)
 		p.DecRef()
 	}
+	e.notifyDrained()
 	e.Endpoint.Close()
 }

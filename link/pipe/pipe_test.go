@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"gvisor.dev/gvisor/pkg/refs"
@@ -128,6 +129,54 @@ func TestReplyFromInsideDelivery(t *testing.T) {
 	}
 	a.Close()
 	b.Close()
+}
+
+// TestNotifyTxBacklog: a request made while frames wait is answered once,
+// by the delivery that brings the backlog down to its bound; a request made
+// when the backlog is that low already is refused and never answered.
+func TestNotifyTxBacklog(t *testing.T) {
+	a, b := New(Options{QueueLen: 8})
+	defer b.Close()
+	defer a.Close()
+	if n := a.TxQueueLen(); n != 8 {
+		t.Errorf("TxQueueLen = %d, want Options.QueueLen 8", n)
+	}
+	var rb recorder
+	release := make(chan struct{})
+	first := true
+	rb.onRecv = func([]byte) {
+		if first {
+			first = false
+			<-release // hold the direction busy
+		}
+	}
+	b.Attach(&rb)
+	done := make(chan struct{})
+	go func() {
+		writePacket(a, b.LinkAddress(), "0")
+		close(done)
+	}()
+	for a.Stats().Sent == 0 {
+	}
+	for i := 1; i <= 5; i++ {
+		writePacket(a, b.LinkAddress(), string(rune('0'+i)))
+	}
+	var calls, at atomic.Int64
+	if !a.NotifyTxBacklog(2, func() { calls.Add(1); at.Store(int64(a.TxBacklog())) }) {
+		t.Fatal("NotifyTxBacklog(2) with 6 frames in the backlog = false, want true")
+	}
+	if calls.Load() != 0 {
+		t.Fatal("notified before any frame was delivered")
+	}
+	close(release)
+	<-done
+	if calls.Load() != 1 || at.Load() != 2 {
+		t.Errorf("notified %d times, at a backlog of %d; want once, at 2", calls.Load(), at.Load())
+	}
+	if a.NotifyTxBacklog(2, func() { t.Error("notified for a request refused") }) {
+		t.Error("NotifyTxBacklog(2) with an empty backlog = true, want false")
+	}
+	writePacket(a, b.LinkAddress(), "6") // delivered inline: must not call the refused request
 }
 
 // TestQueueOverflow fills the queue while a delivery is in progress: the

@@ -16,6 +16,8 @@ type featureLink struct {
 	*ethernet.Endpoint
 	busyPoll time.Duration
 	locked   bool
+	notifyN  int
+	notifyFn func()
 }
 
 func (l *featureLink) SetLockOSThread(lock bool) { l.locked = lock }
@@ -27,6 +29,13 @@ func (l *featureLink) RxChecksumDrops() (ipv4, tcp, udp, icmp uint64) { return 1
 func (l *featureLink) TxBacklog() int { return 7 }
 
 func (l *featureLink) DeliversInline() bool { return true }
+
+func (l *featureLink) TxQueueLen() int { return 64 }
+
+func (l *featureLink) NotifyTxBacklog(n int, fn func()) bool {
+	l.notifyN, l.notifyFn = n, fn
+	return true
+}
 
 // TestForwardsLinkFeatures checks that the recorder passes every optional
 // link feature on to the link it wraps, and is harmless over a link without
@@ -76,6 +85,15 @@ func TestForwardsLinkFeatures(t *testing.T) {
 	if !il.DeliversInline() {
 		t.Error("DeliversInline = false, want the wrapped link's true")
 	}
+	if n := tb.TxQueueLen(); n != 64 {
+		t.Errorf("TxQueueLen = %d, want the wrapped link's 64", n)
+	}
+	called := false
+	if !tb.NotifyTxBacklog(3, func() { called = true }) || inner.notifyN != 3 || inner.notifyFn == nil {
+		t.Error("NotifyTxBacklog did not reach the wrapped link")
+	} else if inner.notifyFn(); !called {
+		t.Error("the wrapped link's notification did not call the function given")
+	}
 
 	plain, err := New(ethernet.New(channel.New(16, 1500, macA)), io.Discard)
 	if err != nil {
@@ -92,5 +110,11 @@ func TestForwardsLinkFeatures(t *testing.T) {
 	}
 	if n := plain.TxBacklog(); n != 0 {
 		t.Errorf("TxBacklog over a plain link = %d, want 0", n)
+	}
+	if n := plain.TxQueueLen(); n != 0 {
+		t.Errorf("TxQueueLen over a plain link = %d, want 0", n)
+	}
+	if plain.NotifyTxBacklog(0, func() { t.Error("notified over a plain link") }) {
+		t.Error("NotifyTxBacklog over a plain link = true, want false (no backlog to wait for)")
 	}
 }

@@ -317,6 +317,24 @@ func (e *Endpoint) TxBacklog() int {
 	return 0
 }
 
+// TxQueueLen implements link.TxBacklogger: the wrapped link's, 0 when it
+// reports no backlog.
+func (e *Endpoint) TxQueueLen() int {
+	if l, ok := e.Child().(link.TxBacklogger); ok {
+		return l.TxQueueLen()
+	}
+	return 0
+}
+
+// NotifyTxBacklog implements link.TxBacklogger: the wrapped link's request;
+// false, with nothing to wait for, when it reports no backlog.
+func (e *Endpoint) NotifyTxBacklog(n int, fn func()) bool {
+	if l, ok := e.Child().(link.TxBacklogger); ok {
+		return l.NotifyTxBacklog(n, fn)
+	}
+	return false
+}
+
 // RxChecksumDrops implements link.ChecksumDropCounter: the wrapped link's
 // counts (link/tap has them), zeros when it has none.
 func (e *Endpoint) RxChecksumDrops() (ipv4, tcp, udp, icmp uint64) {
