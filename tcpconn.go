@@ -22,7 +22,7 @@ import (
 // All methods are safe for concurrent use; concurrent Reads (and concurrent
 // Writes) are serialised. Read and Write allocate nothing in steady state.
 // Opening and closing a connection (dial, accept, both closes) allocates
-// at most 160 heap objects, both ends together: netstack's endpoint (its
+// at most 165 heap objects, both ends together: netstack's endpoint (its
 // sender, receiver, timers and handshake) makes most of them.
 //
 // Lock order (the handler path: OnReceive installs the handler under
