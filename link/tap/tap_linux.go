@@ -35,8 +35,9 @@ const frameSlack = 4 + 1
 // and receives Ethernet II frames; MTU reports the device's IP MTU.
 //
 // While a stack is attached, one goroutine reads the device and delivers
-// each frame inline to the stack, in a buffer the packet then owns (no
-// copy). Attach(nil), which the stack does when it removes the link, stops
+// each frame inline to the stack, in a buffer the packet then owns: a frame
+// of 32 KiB or more (a TSO segment) in the 64 KiB buffer it was read into,
+// a smaller one copied into a buffer of its own size. Attach(nil), which the stack does when it removes the link, stops
 // it; Close joins it. Frames addressed to another unicast MAC are dropped and
 // counted, as a NIC outside promiscuous mode does. WritePackets copies each
 // frame into one reused buffer and writes it with one system call; a frame
@@ -323,6 +324,7 @@ type spinReader struct {
 	e      *Endpoint
 	raw    syscall.RawConn
 	buf    []byte
+	iov    []unix.Iovec // when set, the read is readv(2) into these instead of buf
 	n      int
 	err    error
 	budget time.Duration
@@ -341,7 +343,11 @@ type spinReader struct {
 func (r *spinReader) poll(fd uintptr) bool {
 	var start time.Time
 	for {
-		r.n, r.err = rawRead(fd, r.buf)
+		if r.iov != nil {
+			r.n, r.err = rawReadv(fd, r.iov)
+		} else {
+			r.n, r.err = rawRead(fd, r.buf)
+		}
 		if r.err != unix.EAGAIN {
 			return true
 		}
@@ -361,6 +367,16 @@ func (r *spinReader) poll(fd uintptr) bool {
 // be non-blocking.
 func rawRead(fd uintptr, b []byte) (int, error) {
 	n, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+// rawReadv is readv(2) without the runtime's system call bookkeeping; fd
+// must be non-blocking.
+func rawReadv(fd uintptr, iov []unix.Iovec) (int, error) {
+	n, _, errno := unix.RawSyscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(unsafe.SliceData(iov))), uintptr(len(iov)))
 	if errno != 0 {
 		return 0, errno
 	}
@@ -389,6 +405,7 @@ func (e *Endpoint) readFrame(r *spinReader, b []byte) (int, error) {
 	r.buf = b
 	err := r.raw.Read(r.readFn)
 	r.buf = nil
+
 	if err != nil {
 		return 0, err
 	}
@@ -401,18 +418,40 @@ func (e *Endpoint) readFrame(r *spinReader, b []byte) (int, error) {
 	return r.n, nil
 }
 
+// handOverFrame is the smallest frame handed to the stack in the view it
+// was read into: a frame that fills at least half of the 64 KiB view
+// (a TSO segment of a stream with a large window) skips a copy of its
+// bytes, and the view it holds while the stack queues it is at most twice
+// its size; a smaller frame is copied into a view of its own size.
+const handOverFrame = maxGSOPacket / 2
+
 // read delivers frames until stopped or the device fails.
 func (e *Endpoint) read(done chan struct{}) {
 	defer close(done)
 	r := &spinReader{e: e}
 	r.readFn = r.poll
 	// The device hands over TCP segments of up to maxGSOPacket bytes
-	// (TSO4); each frame is read here, then copied into a view of its own
-	// size, so that a small frame does not hold a 64 KiB buffer while the
-	// stack queues it.
+	// (TSO4). With the runtime poller's raw descriptor, each frame is read
+	// (readv) into a 64 KiB view from netstack's pool, its virtio-net header
+	// into scratch and anything past 64 KiB into tail: a frame of at least
+	// handOverFrame bytes is delivered in that view, a smaller one copied
+	// into a view of its own size (the big view is then read into again).
+	// Without it, frames are read into scratch and always copied.
 	scratch := make([]byte, vnetHdrLen+linkbase.HeaderLength+maxGSOPacket+frameSlack)
+	var tail [linkbase.HeaderLength + frameSlack]byte
+	var big *buffer.View
+	defer func() {
+		if big != nil {
+			big.Release()
+		}
+	}()
 	if raw, err := e.file.SyscallConn(); err == nil {
 		r.raw = raw
+		r.iov = make([]unix.Iovec, 3)
+		r.iov[0].Base = &scratch[0]
+		r.iov[0].SetLen(vnetHdrLen)
+		r.iov[2].Base = &tail[0]
+		r.iov[2].SetLen(len(tail))
 	}
 	locked := false
 	defer func() {
@@ -430,6 +469,14 @@ func (e *Endpoint) read(done chan struct{}) {
 			locked = lock
 		}
 		size := len(scratch)
+		if r.iov != nil {
+			if big == nil {
+				big = buffer.NewViewSize(maxGSOPacket)
+			}
+			b := big.AsSlice()
+			r.iov[1].Base = &b[0]
+			r.iov[1].SetLen(len(b))
+		}
 		n, err := e.readFrame(r, scratch)
 		rx := rxclock.Now() // the frame's stamp: when the read returned
 		if err != nil {
@@ -451,6 +498,15 @@ func (e *Endpoint) read(done chan struct{}) {
 			continue
 		}
 		hdr, f := scratch[:vnetHdrLen], scratch[vnetHdrLen:n]
+		inBig := false
+		if r.iov != nil {
+			if fl := n - vnetHdrLen; fl <= maxGSOPacket {
+				f, inBig = big.AsSlice()[:fl], true
+			} else { // it ran into tail: make it one slice
+				copy(scratch[vnetHdrLen:], big.AsSlice())
+				copy(scratch[vnetHdrLen+maxGSOPacket:], tail[:fl-maxGSOPacket])
+			}
+		}
 		if len(f) >= linkbase.HeaderLength {
 			dst := tcpip.LinkAddress(f[:header.EthernetAddressSize])
 			if !header.IsMulticastEthernetAddress(dst) && dst != header.EthernetBroadcastAddress && dst != e.LinkAddress() {
@@ -467,7 +523,13 @@ func (e *Endpoint) read(done chan struct{}) {
 			continue
 		}
 		n -= vnetHdrLen
-		v := buffer.NewViewWithData(f)
+		var v *buffer.View
+		if inBig && len(f) >= handOverFrame {
+			v, big = big, nil
+			v.CapLength(len(f))
+		} else {
+			v = buffer.NewViewWithData(f)
+		}
 		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithView(v)})
 		if e.DeliverFrameAt(pkt, rx) {
 			e.stats.rxFrames.Add(1)
