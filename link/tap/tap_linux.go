@@ -425,6 +425,31 @@ func (e *Endpoint) readFrame(r *spinReader, b []byte) (int, error) {
 // its size; a smaller frame is copied into a view of its own size.
 const handOverFrame = maxGSOPacket / 2
 
+// splitFrame is the size above which a TCP frame's headers get a view of
+// their own (see read): only TSO segments, so that frames up to the MTU,
+// a round trip's, pay nothing more.
+const splitFrame = 4 << 10
+
+// tcpHeadersLen returns the length of the Ethernet, IPv4 and TCP headers
+// (options included) at the start of f, or 0 when f is not an unfragmented
+// TCP/IPv4 frame whose headers it holds whole.
+func tcpHeadersLen(f []byte) int {
+	if len(f) < header.EthernetMinimumSize+header.IPv4MinimumSize || header.Ethernet(f).Type() != header.IPv4ProtocolNumber {
+		return 0
+	}
+	ip := header.IPv4(f[header.EthernetMinimumSize:])
+	ihl := int(ip.HeaderLength())
+	if ip.Protocol() != uint8(header.TCPProtocolNumber) || ihl < header.IPv4MinimumSize || ip.More() || ip.FragmentOffset() != 0 ||
+		len(ip) < ihl+header.TCPMinimumSize {
+		return 0
+	}
+	doff := int(header.TCP(ip[ihl:]).DataOffset())
+	if doff < header.TCPMinimumSize || len(ip) < ihl+doff {
+		return 0
+	}
+	return header.EthernetMinimumSize + ihl + doff
+}
+
 // read delivers frames until stopped or the device fails.
 func (e *Endpoint) read(done chan struct{}) {
 	defer close(done)
@@ -523,14 +548,31 @@ func (e *Endpoint) read(done chan struct{}) {
 			continue
 		}
 		n -= vnetHdrLen
+		// A TCP segment above the MTU goes in two views, its headers in a
+		// small one of their own: netstack's IPv4 layer holds a view of
+		// the network header while it reads the header again, and a read
+		// of a chunk that another view shares copies the whole chunk
+		// first (buffer.PullUp's copy-on-write), 64 KiB for a TSO frame.
+		head := 0
+		if len(f) > splitFrame {
+			head = tcpHeadersLen(f)
+		}
 		var v *buffer.View
 		if inBig && len(f) >= handOverFrame {
 			v, big = big, nil
-			v.CapLength(len(f))
+			v.TrimFront(head)
+			v.CapLength(len(f) - head)
 		} else {
-			v = buffer.NewViewWithData(f)
+			v = buffer.NewViewWithData(f[head:])
 		}
-		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithView(v)})
+		var payload buffer.Buffer
+		if head > 0 {
+			payload = buffer.MakeWithView(buffer.NewViewWithData(f[:head]))
+			payload.Append(v) // cannot fail: v is not empty
+		} else {
+			payload = buffer.MakeWithView(v)
+		}
+		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: payload})
 		if e.DeliverFrameAt(pkt, rx) {
 			e.stats.rxFrames.Add(1)
 			e.stats.rxBytes.Add(uint64(n))

@@ -172,3 +172,38 @@ func TestUnvouchedFramesVerified(t *testing.T) {
 		t.Fatalf("RxChecksumDrops = %d %d %d %d", ipv4, tcp, udp, icmp)
 	}
 }
+
+// TestTCPHeadersLen: the headers a large TCP frame's first view holds
+// (see read) are Ethernet, IPv4 with options and TCP with options, and
+// only for an unfragmented TCP/IPv4 frame that holds them whole.
+func TestTCPHeadersLen(t *testing.T) {
+	frame := func(ihl, doff int, proto uint8, flagsFrag uint16, etherType uint16) []byte {
+		f := make([]byte, header.EthernetMinimumSize+ihl+doff+100)
+		f[12], f[13] = byte(etherType>>8), byte(etherType)
+		ip := f[header.EthernetMinimumSize:]
+		ip[0] = 0x40 | byte(ihl/4)
+		ip[6], ip[7] = byte(flagsFrag>>8), byte(flagsFrag)
+		ip[9] = proto
+		ip[ihl+header.TCPDataOffset] = byte(doff/4) << 4
+		return f
+	}
+	for _, tc := range []struct {
+		name string
+		f    []byte
+		want int
+	}{
+		{"plain", frame(20, 20, 6, 0, 0x0800), 54},
+		{"options", frame(24, 32, 6, 0x4000, 0x0800), 14 + 24 + 32}, // DF set
+		{"udp", frame(20, 20, 17, 0, 0x0800), 0},
+		{"first fragment", frame(20, 20, 6, 0x2000, 0x0800), 0},
+		{"later fragment", frame(20, 20, 6, 0x0010, 0x0800), 0},
+		{"arp", frame(20, 20, 6, 0, 0x0806), 0},
+		{"truncated", frame(20, 20, 6, 0, 0x0800)[:30], 0},
+		{"short tcp", frame(20, 60, 6, 0, 0x0800)[:14+20+40], 0},
+		{"bad data offset", frame(20, 16, 6, 0, 0x0800), 0},
+	} {
+		if got := tcpHeadersLen(tc.f); got != tc.want {
+			t.Errorf("%s: tcpHeadersLen = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
