@@ -324,7 +324,8 @@ type spinReader struct {
 	e      *Endpoint
 	raw    syscall.RawConn
 	buf    []byte
-	iov    []unix.Iovec // when set, the read is readv(2) into these instead of buf
+	iov    []unix.Iovec // the read is readv(2) into these instead of buf while vec is set
+	vec    bool
 	n      int
 	err    error
 	budget time.Duration
@@ -343,7 +344,7 @@ type spinReader struct {
 func (r *spinReader) poll(fd uintptr) bool {
 	var start time.Time
 	for {
-		if r.iov != nil {
+		if r.vec {
 			r.n, r.err = rawReadv(fd, r.iov)
 		} else {
 			r.n, r.err = rawRead(fd, r.buf)
@@ -456,15 +457,20 @@ func (e *Endpoint) read(done chan struct{}) {
 	r := &spinReader{e: e}
 	r.readFn = r.poll
 	// The device hands over TCP segments of up to maxGSOPacket bytes
-	// (TSO4). With the runtime poller's raw descriptor, each frame is read
-	// (readv) into a 64 KiB view from netstack's pool, its virtio-net header
-	// into scratch and anything past 64 KiB into tail: a frame of at least
-	// handOverFrame bytes is delivered in that view, a smaller one copied
-	// into a view of its own size (the big view is then read into again).
-	// Without it, frames are read into scratch and always copied.
+	// (TSO4). With the runtime poller's raw descriptor, after a frame of at
+	// least handOverFrame bytes the next one is read (readv) into a 64 KiB
+	// view from netstack's pool, its virtio-net header into scratch and
+	// anything past 64 KiB into tail: a frame of at least handOverFrame
+	// bytes is delivered in that view, a smaller one copied into a view of
+	// its own size (the big view is then read into again). Other frames,
+	// and all without the raw descriptor, are read into scratch and
+	// copied: a readv of three buffers costs a small frame's round trip
+	// about a microsecond more than a read of one (two calls per frame,
+	// one of which finds nothing).
 	scratch := make([]byte, vnetHdrLen+linkbase.HeaderLength+maxGSOPacket+frameSlack)
 	var tail [linkbase.HeaderLength + frameSlack]byte
 	var big *buffer.View
+	wantBig := false // the last frame was a large one: read the next into big
 	defer func() {
 		if big != nil {
 			big.Release()
@@ -494,7 +500,7 @@ func (e *Endpoint) read(done chan struct{}) {
 			locked = lock
 		}
 		size := len(scratch)
-		if r.iov != nil {
+		if r.vec = r.iov != nil && wantBig; r.vec {
 			if big == nil {
 				big = buffer.NewViewSize(maxGSOPacket)
 			}
@@ -524,7 +530,7 @@ func (e *Endpoint) read(done chan struct{}) {
 		}
 		hdr, f := scratch[:vnetHdrLen], scratch[vnetHdrLen:n]
 		inBig := false
-		if r.iov != nil {
+		if r.vec {
 			if fl := n - vnetHdrLen; fl <= maxGSOPacket {
 				f, inBig = big.AsSlice()[:fl], true
 			} else { // it ran into tail: make it one slice
@@ -532,6 +538,7 @@ func (e *Endpoint) read(done chan struct{}) {
 				copy(scratch[vnetHdrLen+maxGSOPacket:], tail[:fl-maxGSOPacket])
 			}
 		}
+		wantBig = len(f) >= handOverFrame
 		if len(f) >= linkbase.HeaderLength {
 			dst := tcpip.LinkAddress(f[:header.EthernetAddressSize])
 			if !header.IsMulticastEthernetAddress(dst) && dst != header.EthernetBroadcastAddress && dst != e.LinkAddress() {
