@@ -109,15 +109,23 @@ func newTWProbe(t *testing.T) *twProbe {
 		pr.log.add(h)
 	})
 	pr.b = closeFirst(t, p)
-	if !waitFor(5*time.Second, func() bool { return p.b.Stats().TCPTimeWait == 1 }) {
-		t.Fatalf("TCPTimeWait = %d, want 1", p.b.Stats().TCPTimeWait)
+	// B counts the connection in TIME-WAIT when it enters the state, which
+	// can be before its final ACK has passed the sniffer: wait for both.
+	// The checks run on a copy, never with mu held (a Fatalf under mu
+	// would leave the sniffer, and with it the stack's Close, blocked).
+	lastSeen := func() header.TCP {
+		mu.Lock()
+		defer mu.Unlock()
+		return last
 	}
-	mu.Lock()
-	if last == nil || last.Flags() != header.TCPFlagAck {
-		t.Fatalf("B's last segment %v, want its final ACK", last)
+	if !waitFor(5*time.Second, func() bool {
+		h := lastSeen()
+		return p.b.Stats().TCPTimeWait == 1 && h != nil && h.Flags() == header.TCPFlagAck
+	}) {
+		t.Fatalf("TCPTimeWait = %d, B's last segment %v; want 1 and its final ACK", p.b.Stats().TCPTimeWait, lastSeen())
 	}
-	pr.snd, pr.rcv = last.SequenceNumber(), last.AckNumber()
-	mu.Unlock()
+	h := lastSeen()
+	pr.snd, pr.rcv = h.SequenceNumber(), h.AckNumber()
 	pr.reset()
 	return pr
 }
