@@ -248,9 +248,12 @@ var clientCases = []clientCase{
 		// 32 KiB datagrams). On a loaded machine a few
 		// datagrams may be dropped by a full socket buffer; the server's
 		// count must still match exactly: every datagram not lost arrived.
+		// The client paces itself and a loaded machine can starve it (it
+		// sent under 2 MB once at load 10), so only the pacing's ceiling
+		// is checked.
 		s, rc := r.End.SumSent, r.End.SumReceived
-		if s.Bytes < 2_000_000 || s.Bytes > 3_000_000 || s.Packets == 0 || s.Bytes%s.Packets != 0 {
-			t.Fatalf("UDP: sent %d bytes in %d datagrams, want about 2.5 MB of equal datagrams", s.Bytes, s.Packets)
+		if s.Bytes > 3_000_000 || s.Packets < 10 || s.Bytes%s.Packets != 0 {
+			t.Fatalf("UDP: sent %d bytes in %d datagrams, want at most about 2.5 MB of equal datagrams", s.Bytes, s.Packets)
 		}
 		size := s.Bytes / s.Packets
 		if rc.Packets != s.Packets || rc.Bytes != s.Bytes-rc.LostPackets*size || rc.LostPackets > s.Packets/4 {
