@@ -37,8 +37,9 @@ const frameSlack = 4 + 1
 // While a stack is attached, one goroutine reads the device and delivers
 // each frame inline to the stack, in a buffer the packet then owns: a TSO
 // segment of 32 KiB or more that follows another in the 64 KiB buffer it
-// was read into, any other frame copied into a buffer of its own size. Attach(nil), which the stack does when it removes the link, stops
-// it; Close joins it. Frames addressed to another unicast MAC are dropped and
+// was read into, any other frame copied into a buffer of its own size.
+// Attach(nil), which the stack does when it removes the link, stops it;
+// Close joins it. Frames addressed to another unicast MAC are dropped and
 // counted, as a NIC outside promiscuous mode does. WritePackets copies each
 // frame into one reused buffer and writes it with one system call; a frame
 // the device refuses (queue full, device down) is dropped and counted, never
