@@ -197,3 +197,10 @@ func SetTxBacklogWait(d time.Duration) (restore func()) {
 	txBacklogWait = d
 	return func() { txBacklogWait = old }
 }
+
+// DeferredProcessed returns how many times s's wire processed, on the
+// delivering goroutine, segments a goroutine waits for (a handshake's, a
+// peer's FIN), and how many it left to a processor because s was sending.
+func DeferredProcessed(s *Stack) (processed, kicked uint64) {
+	return s.wire.counters.tcpDeferred.Load(), s.wire.counters.tcpDeferredKicked.Load()
+}

@@ -42,6 +42,9 @@ type rxStash struct {
 	slots [rxStashSlots]struct {
 		pkt atomic.Pointer[gstack.PacketBuffer]
 		rx  atomic.Int64
+		// ep is the endpoint QueuePacket queued the packet's segment to
+		// for the wire to process (deferTo), nil if none.
+		ep atomic.Pointer[tcp.Endpoint]
 	}
 }
 
@@ -58,11 +61,28 @@ func (s *rxStash) put(pkt *gstack.PacketBuffer, rx int64) int {
 	return -1
 }
 
-// clear frees slot i (from put); -1 is ignored.
-func (s *rxStash) clear(i int) {
-	if i >= 0 {
-		s.slots[i].pkt.Store(nil)
+// clear frees slot i (from put) and returns the endpoint deferTo recorded
+// in it, nil if none; -1 is ignored.
+func (s *rxStash) clear(i int) *tcp.Endpoint {
+	if i < 0 {
+		return nil
 	}
+	ep := s.slots[i].ep.Swap(nil)
+	s.slots[i].pkt.Store(nil)
+	return ep
+}
+
+// deferTo records in pkt's slot that its segment was queued to ep for the
+// wire to process once netstack's inbound path has returned
+// (wire.processDeferred); false when pkt has no slot.
+func (s *rxStash) deferTo(pkt *gstack.PacketBuffer, ep *tcp.Endpoint) bool {
+	for i := range s.slots {
+		if s.slots[i].pkt.Load() == pkt {
+			s.slots[i].ep.Store(ep)
+			return true
+		}
+	}
+	return false
 }
 
 // get returns pkt's receive time, 0 when it was not recorded.

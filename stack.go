@@ -223,6 +223,12 @@ func (s *Stack) configure() error {
 	s.wire.routed = cfg.Gateway.IsValid()
 	s.wire.udp = newUDPTable(s)
 	s.wire.tcp = s.tcp
+	// In stock mode over link/pipe, the segments a goroutine waits for in
+	// a connection's setup and teardown are processed by the delivering
+	// goroutine (tcpProtocol.deferProcessing).
+	if s.inline && s.sy == nil && s.tcp != nil {
+		s.wire.inline, s.tcp.inline = true, true
+	}
 	// With the tcp internals found, TIME-WAIT is a record in the wire's
 	// table (timewait.go) and netstack closes the endpoint as it enters
 	// the state; without them netstack keeps it, for Config.TimeWait.
@@ -448,7 +454,17 @@ func (s *Stack) dial(ctx context.Context, lport uint16, addr netip.AddrPort) (*T
 	if s.inline {
 		makeStackRoom()
 	}
+	// Over link/pipe the SYN leaves once Connect has let go of the
+	// endpoint, so that the handshake completes on this goroutine
+	// (frameHold).
+	hk := holdKey{raddr: addr.Addr().As4(), rport: addr.Port(), lport: lport}
+	if s.wire.inline {
+		s.wire.hold.hold(hk)
+	}
 	terr = ep.Connect(tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4(addr.Addr().As4()), Port: addr.Port()})
+	if s.wire.inline {
+		s.wire.hold.release(s.wire, hk)
+	}
 	if _, ok := terr.(*tcpip.ErrConnectStarted); ok {
 		select {
 		case <-ctx.Done():

@@ -174,6 +174,10 @@ type wireCounters struct {
 	dropEtherType, dropIPv4Checksum            atomic.Uint64
 	tcpNoACK, dropSYNSource                    atomic.Uint64 // see wire.inboundTCP
 	tcpDirect                                  atomic.Uint64 // latency mode: segments past netstack's network layer
+	// tcpDeferred counts the endpoints wire.processDeferred processed,
+	// tcpDeferredKicked those it left to a processor (this stack was
+	// sending); tests read them.
+	tcpDeferred, tcpDeferredKicked atomic.Uint64
 }
 
 // byIPProtocol returns the rx or tx counter of an IPv4 payload protocol, nil

@@ -78,6 +78,11 @@ type tcpProtocol struct {
 	rx    rxStash
 	conns rxConns
 	drops *tcpip.StatCounter // netstack's DroppedPackets, which DropTotal reports
+	// inline is set in stock mode over a link that delivers inline
+	// (link.InlineDeliverer): the segments a goroutine waits for in a
+	// connection's setup and teardown are then processed by the
+	// delivering goroutine (see deferProcessing). Set once by New.
+	inline bool
 }
 
 var (
@@ -376,7 +381,7 @@ func (p *tcpProtocol) QueuePacket(ep gstack.TransportEndpoint, id gstack.Transpo
 	}
 	sy := p.sy
 	if sy == nil {
-		if p.handOff(tep, id, pkt, rx) {
+		if p.handOff(tep, id, pkt, rx) || p.deferProcessing(tep, id, pkt, rx) {
 			return
 		}
 	} else if netstackunsafe.Connected(tep.EndpointState()) && sy.delivering.Load() != 0 && sy.inlineAllowed() && netstackunsafe.TryLock(tep) {
@@ -407,6 +412,53 @@ func (p *tcpProtocol) handOff(tep *tcp.Endpoint, id gstack.TransportEndpointID, 
 	}
 	p.queueHeld(tep, id, pkt, rx)
 	h.give(tep, ch)
+	return true
+}
+
+// deferProcessing queues pkt, a segment received at rx, to tep without
+// waking a processor, for the wire to process on this goroutine once
+// netstack's inbound path has returned (wire.processDeferred), when the
+// stack processes segments inline (p.inline) and a goroutine waits for
+// what the segment brings: any segment for a listener that is not flooded
+// (floodGate: an Accept waits for the handshake it completes), for a
+// handshake (a dial waits), and a FIN without payload for an established
+// connection (a Read may wait for the end of the stream). It reports
+// false, having done nothing, when the segment must go the stock way (or
+// to a waiting Read, handOff).
+//
+// Over link/pipe both stacks are in the process, and the delivering
+// goroutine is the peer's sender: processing there, as Linux processes a
+// loopback segment in the sender's softirq, saves the processor wake-up
+// netstack spends on each of them. What nobody waits for (the rest of a
+// teardown once the program has closed: FIN-WAIT, LAST-ACK, TIME-WAIT)
+// stays on netstack's processors, which run beside the sender instead of
+// delaying it; so does a connection's data (see handoff.go).
+//
+// +checklocksignore: TryLock, which checklocks cannot follow.
+func (p *tcpProtocol) deferProcessing(tep *tcp.Endpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer, rx int64) bool {
+	if !p.inline {
+		return false
+	}
+	switch st := tep.EndpointState(); st {
+	case tcp.StateEstablished:
+		if pkt.Data().Size() > 0 || header.TCP(pkt.TransportHeader().Slice()).Flags()&header.TCPFlagFin == 0 {
+			return false
+		}
+	case tcp.StateListen:
+		if g := p.gate(tep); g != nil && g.active.Load() {
+			return false // flooded: the work stays on netstack's processors
+		}
+	case tcp.StateSynSent, tcp.StateSynRecv:
+	default:
+		return false
+	}
+	if !netstackunsafe.TryLock(tep) {
+		return false // held: its holder hands the segment on
+	}
+	p.queueHeld(tep, id, pkt, rx)
+	if !p.rx.deferTo(pkt, tep) {
+		netstackunsafe.Kick(tep) // no slot: the stash was full
+	}
 	return true
 }
 

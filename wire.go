@@ -2,13 +2,16 @@ package tickwire
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/header/parse"
 	"gvisor.dev/gvisor/pkg/tcpip/link/nested"
+	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 
 	"github.com/tickwire/tickwire/internal/netstackunsafe"
 	"github.com/tickwire/tickwire/internal/rxclock"
@@ -45,6 +48,14 @@ type wire struct {
 	// skip netstack's network layer (tcpdirect.go): all of them in latency
 	// mode, those handed to a waiting Read in stock mode (handoff.go).
 	flows tcpFlows
+	// inline is set in stock mode over a link that delivers inline
+	// (link.InlineDeliverer), and sends then counts the WritePackets calls
+	// in progress (see processDeferred). Set once by New.
+	inline bool
+	sends  atomic.Int32
+	// hold keeps a dial's SYN until netstack's Connect has returned
+	// (inline only).
+	hold frameHold
 	// owed settles the ACKs that Reads in hand-off left owed (stock mode
 	// with netstack's internals found, handoff.go): only its owed-ACK list
 	// and timer are used, no frame passes through it. nil otherwise.
@@ -145,7 +156,9 @@ func (w *wire) deliver(proto tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuff
 		if w.tcp != nil && isTCP(pkt) { // only TCP's QueuePacket reads the stash
 			slot := w.tcp.rx.put(pkt, rx)
 			w.Endpoint.DeliverNetworkPacket(proto, pkt)
-			w.tcp.rx.clear(slot)
+			if ep := w.tcp.rx.clear(slot); ep != nil {
+				w.processDeferred(ep)
+			}
 			return
 		}
 	default:
@@ -294,10 +307,19 @@ func (w *wire) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 			}
 		}
 	}
-	if w.out == nil {
+	if w.out != nil {
+		return w.out.send(pkts)
+	}
+	if !w.inline {
 		return w.Endpoint.WritePackets(pkts)
 	}
-	return w.out.send(pkts)
+	if w.hold.active.Load() != 0 && w.hold.take(pkts) {
+		return pkts.Len(), nil
+	}
+	w.sends.Add(1)
+	n, err := w.Endpoint.WritePackets(pkts)
+	w.sends.Add(-1)
+	return n, err
 }
 
 // txCounters returns the counters an outbound frame counts in: Ethernet,
@@ -353,6 +375,36 @@ func (w *wire) deliverTCP(pkt *gstack.PacketBuffer, frozen *bool, rx int64) bool
 	}
 	sy.tcp.queueLocked(ep, id, pkt, rx)
 	return true
+}
+
+// processDeferred processes the segments tcpProtocol.deferProcessing
+// queued to ep, on the delivering goroutine, after netstack's inbound path
+// has returned (so no demultiplexer lock is held), as netstack's processor
+// would (netstackunsafe.ProcessQueued); the ACK for a FIN that an
+// established connection received is owed, for the connection's own FIN
+// (or the owed list's timer, within 1 ms) to carry, as a Read in hand-off
+// owes its ACK. Nothing is processed while this stack is sending (sends):
+// over link/pipe this delivery may be nested in one of its sends, whose
+// caller may hold a lock the processing takes (a listener answering a SYN
+// holds its accept queue's); ep then goes to a processor. Whatever is
+// still queued (ep was busy) goes to a processor too.
+func (w *wire) processDeferred(ep *tcp.Endpoint) {
+	if w.sends.Load() != 0 {
+		w.counters.tcpDeferredKicked.Add(1)
+		netstackunsafe.Kick(ep)
+		return
+	}
+	mss := seqnum.Size(0) // send the ACK at once, as netstack does
+	if ep.EndpointState() == tcp.StateEstablished {
+		mss = seqnum.Size(w.mss)
+	}
+	if netstackunsafe.ProcessQueued(ep, mss) && !w.owed.owe(ep) {
+		netstackunsafe.SettleACK(ep)
+	}
+	w.counters.tcpDeferred.Add(1)
+	if !netstackunsafe.QueueEmpty(ep) {
+		netstackunsafe.Kick(ep)
+	}
 }
 
 // uncountTx takes back what WritePackets counted for pkt, a frame the

@@ -48,6 +48,10 @@ var guarded = []struct {
 	{"pkg/tcpip/transport/tcp", "(*sender).sendAck", "linked", "7a3594dedf69342b"},
 	{"pkg/tcpip/transport/tcp", "(*Endpoint).selectWindow", "linked", "e27de19ce5e71bf5"},
 	{"pkg/tcpip/transport/tcp", "(*receiver).getSendParams", "UpdateWindow: RcvAcc is the right edge advertised, the ACK announces selectWindow's window", "33b92f2b9b815a1b"},
+	{"pkg/tcpip/transport/tcp", "handleListen", "linked by ProcessQueued", "ce018a660de685dd"},
+	{"pkg/tcpip/transport/tcp", "handleConnecting", "linked by ProcessQueued", "e6483e436fec045e"},
+	{"pkg/tcpip/transport/tcp", "handleTimeWait", "linked by ProcessQueued", "d3b2d8446bbbf3b6"},
+	{"pkg/tcpip/transport/tcp", "(EndpointState).connecting", "mirrored by ProcessQueued", "05097da69fcb9e05"},
 	{"pkg/tcpip", "type MonotonicTime", "Monotonic builds it in place", "75596d6bc4226920"},
 }
 

@@ -402,3 +402,41 @@ func UpdateWindow(ep *tcp.Endpoint, mss seqnum.Size) (sent bool) {
 	Unlock(ep)
 	return sent
 }
+
+// netstack's processor's handlers for the states other than the connected
+// ones; each takes ep's lock if free (else returns at once) and releases it.
+
+//go:linkname handleListen gvisor.dev/gvisor/pkg/tcpip/transport/tcp.handleListen
+func handleListen(ep *tcp.Endpoint)
+
+//go:linkname handleConnecting gvisor.dev/gvisor/pkg/tcpip/transport/tcp.handleConnecting
+func handleConnecting(ep *tcp.Endpoint)
+
+//go:linkname handleTimeWait gvisor.dev/gvisor/pkg/tcpip/transport/tcp.handleTimeWait
+func handleTimeWait(ep *tcp.Endpoint)
+
+// ProcessQueued does for ep, whatever its state, what netstack's processor
+// goroutine does when it takes ep from its queue (processor.start): it
+// processes ep's queued segments with netstack's handler for the state (a
+// listener's SYNs and handshake ACKs, a handshake's segments, TIME-WAIT's),
+// or, in a connected state, as Process does, the ACK owed when the
+// segments leave at most mss bytes unacknowledged (reported; the caller
+// sends it with SettleACK or lets a segment carry it). Each handler takes
+// ep's lock if it is free and returns at once otherwise; a processor then
+// requeues ep, while ProcessQueued leaves whatever is still queued to the
+// caller (Kick). The caller must hold no lock netstack's handlers take: no
+// endpoint lock, and no lock held while sending (a listener answering a
+// SYN holds its accept queue's).
+func ProcessQueued(ep *tcp.Endpoint, mss seqnum.Size) (owed bool) {
+	switch st := ep.EndpointState(); {
+	case st == tcp.StateListen:
+		handleListen(ep)
+	case st == tcp.StateConnecting || st == tcp.StateSynSent || st == tcp.StateSynRecv:
+		handleConnecting(ep)
+	case st == tcp.StateTimeWait:
+		handleTimeWait(ep)
+	case Connected(st):
+		return Process(ep, mss)
+	}
+	return false
+}
