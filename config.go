@@ -132,6 +132,16 @@ type Config struct {
 	// congestion avoidance, fast retransmit and recovery) or "cubic". The
 	// initial congestion window is 10 segments (netstack's tcp.InitialCwnd).
 	Congestion string
+	// SlowStartAfterIdle takes a connection that sent nothing for longer
+	// than its retransmission timeout (at least 200 ms) back to the initial
+	// congestion window, as RFC 5681 section 4.1 recommends and netstack
+	// and Linux (net.ipv4.tcp_slow_start_after_idle=1) do. Off by default:
+	// the window survives idle periods, as with Linux's setting 0, so that
+	// a connection written now and then (one of thousands) sends a 16 KiB
+	// write in one segment instead of 10 segments, a round trip, then the
+	// rest. A connection's Write pays a clock reading, and, when its last
+	// mark is 100 ms old, a lock of the endpoint.
+	SlowStartAfterIdle bool
 	// SACK enables selective acknowledgements. Off by default, as in the
 	// modelled offload engine, so full segments carry exactly MSS bytes.
 	SACK bool

@@ -1,6 +1,7 @@
 package tickwire_test
 
 import (
+	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -117,5 +118,49 @@ func TestInitialWindowOnTheWire(t *testing.T) {
 		if n != 1408 {
 			t.Errorf("segment %d carries %d bytes, want 1408", seq, n)
 		}
+	}
+}
+
+// TestWindowSurvivesIdle: a connection that grew its congestion window and
+// then sent nothing for longer than its retransmission timeout sends its
+// next 16 KiB write as one segment (GSO), instead of going back to the
+// initial window of 10 segments and sending the rest after a round trip
+// (Config.SlowStartAfterIdle).
+func TestWindowSurvivesIdle(t *testing.T) {
+	p := newPair(t, nil)
+	ln, err := p.b.ListenTCP(echoPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c := p.dialEcho(t)
+	sc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	// transfer writes n bytes on c while sc reads them.
+	transfer := func(n int) {
+		t.Helper()
+		read := make(chan error, 1)
+		go func() {
+			_, err := io.ReadFull(sc, make([]byte, n))
+			read <- err
+		}()
+		if _, err := c.Write(make([]byte, n)); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-read; err != nil {
+			t.Fatal(err)
+		}
+	}
+	transfer(256 << 10) // slow start grows the window past 12 segments
+	// netstack's retransmission timeout is at least 200 ms, and about that
+	// after round trips of microseconds: the connection is idle past it.
+	time.Sleep(time.Second)
+	sent := p.pa.Stats().Sent
+	transfer(16 << 10)
+	if n := p.pa.Stats().Sent - sent; n != 1 {
+		t.Errorf("a 16 KiB write after an idle second left in %d frames, want 1", n)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 	"gvisor.dev/gvisor/pkg/waiter"
+
+	"github.com/tickwire/tickwire/internal/netstackunsafe"
 )
 
 // TCPConn is a TCP connection from DialTCP, Accept or ServeTCP: a thin
@@ -126,6 +128,9 @@ type TCPConn struct {
 	// the wire's flows when flowKnown (stock mode, handoff.go).
 	flow      flowKey
 	flowKnown bool
+	// cwndKept is when Write last marked the sender active (keepCwnd);
+	// under writeMu.
+	cwndKept tcpip.MonotonicTime
 }
 
 var _ net.Conn = (*TCPConn)(nil)
@@ -317,6 +322,7 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 		if c.s.gate != nil && !c.recv.running.Load() && !c.s.gate.wait(c.writeCh, expired, c.done) {
 			continue // the deadline or Close ended the hold: check reports which
 		}
+		c.keepCwnd()
 		c.wr.Reset(b[n:])
 		held := c.hold()
 		frozen := c.sy.stamp().freeze() // one clock reading for the segments this builds
@@ -338,6 +344,29 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 		default:
 			return n, c.opError("write", c.cause(err))
 		}
+	}
+}
+
+// keepCwndEvery is how often a Write marks its sender active: below
+// netstack's minimum retransmission timeout (200 ms), which the idle
+// restart compares with.
+const keepCwndEvery = 100 * time.Millisecond
+
+// keepCwnd keeps the congestion window of a connection written now and
+// then from going back to the initial window (Config.SlowStartAfterIdle):
+// at most every keepCwndEvery, it marks netstack's sender as having just
+// sent (netstackunsafe.KeepCwnd), the only thing the idle restart reads.
+// Called by Write, under writeMu.
+func (c *TCPConn) keepCwnd() {
+	if c.rxEP == nil || c.s.cfg.SlowStartAfterIdle {
+		return
+	}
+	now := c.s.st.Clock().NowMonotonic()
+	if now.Sub(c.cwndKept) < keepCwndEvery {
+		return
+	}
+	if netstackunsafe.KeepCwnd(c.rxEP, now) {
+		c.cwndKept = now
 	}
 }
 

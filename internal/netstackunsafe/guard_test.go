@@ -53,6 +53,7 @@ var guarded = []struct {
 	{"pkg/tcpip/transport/tcp", "handleTimeWait", "linked by ProcessQueued", "d3b2d8446bbbf3b6"},
 	{"pkg/tcpip/transport/tcp", "(EndpointState).connecting", "mirrored by ProcessQueued", "05097da69fcb9e05"},
 	{"pkg/tcpip", "type MonotonicTime", "Monotonic builds it in place", "75596d6bc4226920"},
+	{"pkg/tcpip/transport/tcp", "(*sender).sendData", "KeepCwnd: LastSendTime serves only its idle restart", "c3e18d7439d4d749"},
 }
 
 // TestGuard fails when the pinned gVisor's source of a guarded declaration

@@ -66,6 +66,7 @@ type fieldOffsets struct {
 	rcvNxt       uintptr // seqnum.Value in receiver: next expected
 	rcvAcc       uintptr // seqnum.Value in receiver: right edge of the window advertised
 	rcvMemUsed   uintptr // atomicbitops.Int32 in tcp.Endpoint: memory of queued and unread segments
+	lastSendTime uintptr // tcpip.MonotonicTime in sender: when it last sent a segment
 }
 
 func findFields() fieldOffsets {
@@ -88,10 +89,11 @@ func findFields() fieldOffsets {
 		route.Type != reflect.TypeFor[*stack.Route]() || wq.Type != reflect.TypeFor[*waiter.Queue]() {
 		return fieldOffsets{}
 	}
-	// embedded finds name in the state struct embedded in t (the sender's
-	// tcp.TCPSenderState, the receiver's tcp.TCPReceiverState) and returns
-	// its offset from the start of t.
-	embedded := func(t reflect.Type, state reflect.Type, name string) (uintptr, bool) {
+	// embeddedOf finds name, of type typ, in the state struct embedded in
+	// t (the sender's tcp.TCPSenderState, the receiver's
+	// tcp.TCPReceiverState) and returns its offset from the start of t;
+	// embedded, a seqnum.Value.
+	embeddedOf := func(t reflect.Type, state reflect.Type, name string, typ reflect.Type) (uintptr, bool) {
 		if t.Kind() != reflect.Struct || t.PkgPath() != ep.PkgPath() {
 			return 0, false
 		}
@@ -100,10 +102,13 @@ func findFields() fieldOffsets {
 			return 0, false
 		}
 		inner, ok := state.FieldByName(name)
-		if !ok || len(inner.Index) != 1 || inner.Type != reflect.TypeFor[seqnum.Value]() {
+		if !ok || len(inner.Index) != 1 || inner.Type != typ {
 			return 0, false
 		}
 		return outer.Offset + inner.Offset, true
+	}
+	embedded := func(t reflect.Type, state reflect.Type, name string) (uintptr, bool) {
+		return embeddedOf(t, state, name, reflect.TypeFor[seqnum.Value]())
 	}
 	sendState, recvState := reflect.TypeFor[tcp.TCPSenderState](), reflect.TypeFor[tcp.TCPReceiverState]()
 	maxSentAck, ok7 := embedded(snd.Type.Elem(), sendState, "MaxSentAck")
@@ -111,12 +116,14 @@ func findFields() fieldOffsets {
 	rcvNxt, ok9 := embedded(rcv.Type.Elem(), recvState, "RcvNxt")
 	sndNxt, ok11 := embedded(snd.Type.Elem(), sendState, "SndNxt")
 	rcvAcc, ok12 := embedded(rcv.Type.Elem(), recvState, "RcvAcc")
-	if !ok7 || !ok8 || !ok9 || !ok11 || !ok12 {
+	lastSend, ok13 := embeddedOf(snd.Type.Elem(), sendState, "LastSendTime", reflect.TypeFor[tcpip.MonotonicTime]())
+	if !ok7 || !ok8 || !ok9 || !ok11 || !ok12 || !ok13 {
 		return fieldOffsets{}
 	}
 	return fieldOffsets{ok: true, ownedByUser: owned.Offset, segmentQueue: queue.Offset,
 		snd: snd.Offset, rcv: rcv.Offset, route: route.Offset, waiterQueue: wq.Offset,
-		maxSentAck: maxSentAck, sndUna: sndUna, sndNxt: sndNxt, rcvNxt: rcvNxt, rcvAcc: rcvAcc, rcvMemUsed: mem.Offset}
+		maxSentAck: maxSentAck, sndUna: sndUna, sndNxt: sndNxt, rcvNxt: rcvNxt, rcvAcc: rcvAcc, rcvMemUsed: mem.Offset,
+		lastSendTime: lastSend}
 }
 
 // Available reports whether the tcp.Endpoint fields the package reads were
@@ -322,6 +329,24 @@ func Kick(ep *tcp.Endpoint) {
 	if TryLock(ep) {
 		Unlock(ep)
 	}
+}
+
+// KeepCwnd marks ep's sender as having sent at now, so that its next send
+// does not take the congestion window back to the initial window (10
+// segments) for having sent nothing for longer than the retransmission
+// timeout (sender.sendData, RFC 5681 section 4.1); the mark is all that
+// LastSendTime serves. It reports false, doing nothing, when ep is busy.
+// Called more often than the minimum RTO, it keeps the window across idle
+// periods, as Linux's net.ipv4.tcp_slow_start_after_idle=0 does.
+//
+// +checklocksignore: TryLock, which checklocks cannot follow.
+func KeepCwnd(ep *tcp.Endpoint, now tcpip.MonotonicTime) bool {
+	if !TryLock(ep) {
+		return false
+	}
+	*(*tcpip.MonotonicTime)(unsafe.Add(sender(ep), fields.lastSendTime)) = now
+	Unlock(ep)
+	return true
 }
 
 // SettleACK sends ep's owed ACK if nothing carried it yet (sent), or
