@@ -322,10 +322,10 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 		if c.s.gate != nil && !c.recv.running.Load() && !c.s.gate.wait(c.writeCh, expired, c.done) {
 			continue // the deadline or Close ended the hold: check reports which
 		}
-		c.keepCwnd()
 		c.wr.Reset(b[n:])
 		held := c.hold()
 		frozen := c.sy.stamp().freeze() // one clock reading for the segments this builds
+		c.keepCwnd()                    // after freeze: in latency mode it reads the stamp
 		m, err := c.ep.Write(&c.wr, tcpip.WriteOptions{})
 		c.sy.stamp().thaw(frozen)
 		c.release(held)
