@@ -89,24 +89,37 @@ func TestReadHandoff(t *testing.T) {
 		t.Errorf("held flows: client %d, server %d; want 1 each", a, b)
 	}
 	msg := []byte("the reader processes this segment itself")
-	for i := range 20 {
+	const rounds = 20
+	timely := 0
+	for i := range rounds {
 		msg[0] = byte('a' + i)
-		before := s.(*tickwire.TCPConn).Info().SegmentsReceived
+		before := s.(*tickwire.TCPConn).Info()
 		readWhenWaiting(t, c, msg, func() {
 			if _, err := s.Write(msg); err != nil {
 				t.Fatal(err)
 			}
 		})
 		// The reader wrote nothing: the timer sends the owed ACK.
-		if !waitFor(10*time.Second, func() bool { return s.(*tickwire.TCPConn).Info().SegmentsReceived > before }) {
+		if !waitFor(10*time.Second, func() bool { return s.(*tickwire.TCPConn).Info().SegmentsReceived > before.SegmentsReceived }) {
 			t.Fatalf("round %d: the writer never saw an ACK", i)
 		}
+		// A retransmission would have drawn an ACK too: the round shows
+		// the timer's ACK only if the writer's retransmission timer (200
+		// ms at least) had not expired by then.
+		if s.(*tickwire.TCPConn).Info().Timeouts == before.Timeouts {
+			timely++
+		}
 	}
-	// The owed ACKs left within the timer's millisecond, long before the
-	// writer's retransmission timeout (200 ms at least), whose
-	// retransmission would have drawn an ACK too.
-	if info := s.(*tickwire.TCPConn).Info(); info.Retransmits != 0 || info.Timeouts != 0 {
-		t.Errorf("the writer retransmitted (%d segments, %d timeouts): ACKs came late", info.Retransmits, info.Timeouts)
+	// The owed ACK leaves within the timer's millisecond. A process
+	// descheduled for 200 ms by a loaded machine may let the writer's
+	// retransmission timer fire first in a round, so the test asks half
+	// of the rounds, not all: with no timer ACK every round would need a
+	// retransmission.
+	if info := s.(*tickwire.TCPConn).Info(); timely*2 < rounds {
+		t.Errorf("the writer's ACK came before its retransmission timeout in %d of %d rounds, want at least half (%d segments retransmitted, %d timeouts)",
+			timely, rounds, info.Retransmits, info.Timeouts)
+	} else if timely < rounds {
+		t.Logf("the writer retransmitted in %d of %d rounds", rounds-timely, rounds)
 	}
 	// A segment finds the endpoint busy only if a netstack goroutine holds
 	// it at that moment; twenty rounds cannot all be that unlucky.
