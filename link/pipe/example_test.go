@@ -77,3 +77,47 @@ func Example_gso() {
 	// NoGSO false: 1048576 bytes received, frames above the MTU: true
 	// NoGSO true: 1048576 bytes received, frames above the MTU: false
 }
+
+// gate is a dispatcher that holds every delivery until release is closed,
+// as a busy receiver would.
+type gate struct{ entered, release chan struct{} }
+
+func (g gate) DeliverNetworkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	<-g.release
+}
+
+func (gate) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
+
+// Frames sent while the other end is still busy with an earlier one queue
+// on the sender (link.TxBacklogger): a tickwire.Stack holds its TCP Writes
+// while the backlog is long and asks to be woken when it has drained.
+func Example_txBacklog() {
+	a, b := pipe.New(pipe.Options{QueueLen: 16})
+	defer a.Close()
+	defer b.Close()
+	g := gate{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	b.Attach(g)
+	frame := make([]byte, header.EthernetMinimumSize+4)
+	header.Ethernet(frame).Encode(&header.EthernetFields{
+		SrcAddr: tcpip.LinkAddress(a.MAC()), DstAddr: tcpip.LinkAddress(b.MAC()), Type: header.IPv4ProtocolNumber,
+	})
+	go a.Send(frame) // the direction is idle: this goroutine delivers, and waits in g
+	<-g.entered
+	for range 4 {
+		a.Send(frame) // queued behind the delivery in progress
+	}
+	fmt.Println("backlog:", a.TxBacklog(), "of at most", a.TxQueueLen())
+	drained := make(chan struct{})
+	fmt.Println("asked to wait:", a.NotifyTxBacklog(0, func() { close(drained) }))
+	close(g.release)
+	<-drained
+	fmt.Println("backlog:", a.TxBacklog())
+	// Output:
+	// backlog: 5 of at most 16
+	// asked to wait: true
+	// backlog: 0
+}
