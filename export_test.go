@@ -186,6 +186,10 @@ func ReadWaiting(c net.Conn) bool { return c.(*TCPConn).hand.waiting() }
 // either mode (Stats.LatencyTCPDirect reports them in latency mode).
 func TCPDirect(s *Stack) uint64 { return s.wire.counters.tcpDirect.Load() }
 
+// HandsOut returns the segments s handed to a waiting Read, Write or
+// handler that it has not processed yet.
+func HandsOut(s *Stack) int32 { return s.wire.handsOut.Load() }
+
 // InlineLink reports whether s makes stack room before a dial or a close
 // (its link delivers inline: link.InlineDeliverer).
 func InlineLink(s *Stack) bool { return s.inline }

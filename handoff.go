@@ -1,6 +1,7 @@
 package tickwire
 
 import (
+	"runtime"
 	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/tcpip/header/parse"
@@ -40,6 +41,13 @@ import (
 // unless a Write waits (below). Latency mode (syncer.go) goes further and
 // is unaffected: its Reads and Writes never wait in hand-off.
 //
+// A handler's goroutine in stock mode (TCPConn.OnReceive, ServeTCP) waits
+// in the reader's hand-off between drains, as a Read does: a request for it
+// is processed on it, and its answer carries the ACK.
+//
+// A deliverer that has handed out more than handYieldAt segments not yet
+// processed yields its processor to the goroutines it woke.
+//
 // Writer hand-off is the same for a Write that waits for send-buffer
 // space: any segment of its connection (the ACK that frees the space, a
 // window update) is queued without waking a processor and the writer
@@ -57,8 +65,9 @@ const (
 )
 
 // handoff is the hand-off state of one connection's reader (or writer).
-// Only the goroutine in Read (under TCPConn.readMu; Write, under writeMu)
-// moves it out of handIdle and back; a deliverer moves it from handWaiting
+// Only the goroutine in Read (under TCPConn.readMu; a handler's receive
+// loop, which has no Read; Write, under writeMu) moves it out of handIdle
+// and back; a deliverer moves it from handWaiting
 // to handGiven.
 type handoff struct {
 	state atomic.Int32
@@ -73,16 +82,17 @@ func (h *handoff) waiting() bool { return h.state.Load() == handWaiting }
 // the waiting reader (writer) and wakes it through ch (its readCh,
 // writeCh), or, when it stopped waiting meanwhile, hands the segment to a processor as
 // netstack would have.
-func (h *handoff) give(ep *tcp.Endpoint, ch chan struct{}) {
+func (h *handoff) give(ep *tcp.Endpoint, ch chan struct{}) bool {
 	if !h.state.CompareAndSwap(handWaiting, handGiven) {
 		netstackunsafe.Kick(ep)
-		return
+		return false
 	}
 	h.given.Add(1)
 	select {
 	case ch <- struct{}{}:
 	default: // a wake-up is pending already
 	}
+	return true
 }
 
 // waitRead is sock.wait for a Read that found nothing to read: in stock
@@ -111,6 +121,7 @@ func (c *TCPConn) waitHanded(h *handoff, ch, expired <-chan struct{}) {
 	if h.state.Swap(handIdle) != handGiven {
 		return
 	}
+	c.s.wire.handsOut.Add(-1)
 	// If the endpoint is busy, its holder took it after the segment was
 	// queued and hands the queue on when it lets go.
 	if h == &c.hand {
@@ -194,9 +205,22 @@ func (w *wire) handOffTCP(pkt *gstack.PacketBuffer, rx int64) bool {
 	pkt.RXChecksumValidated = w.rxChecksummed
 	w.counters.tcpDirect.Add(1)
 	w.tcp.queueHeld(ep, id, pkt, rx)
-	h.give(ep, ch)
+	if h.give(ep, ch) && w.handsOut.Add(1) > handYieldAt {
+		runtime.Gosched()
+	}
 	return true
 }
+
+// handYieldAt bounds the segments handed over and not yet processed, per
+// stack, before the delivering goroutine yields its processor to the
+// goroutines it woke. A goroutine delivering for thousands of connections
+// (the writer on the other end of link/pipe, a link's reader) otherwise
+// wakes readers faster than they run: hundreds wait in the run queues, and
+// each finds its connection's state and data gone from the cache, and its
+// ACK late, when it runs. Yielding costs the deliverer a trip through the
+// global run queue; with fewer than 32 outstanding it never happens (one
+// connection's round trips, a few busy ones).
+const handYieldAt = 32
 
 // handTarget returns the hand-off that a segment for c carrying payload
 // bytes goes to, and the channel that wakes its goroutine; nil when the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -68,7 +69,9 @@ func (l handlerListener) NotifyEvent(waiter.EventMask) {
 // the handler, and a Write from the handler leaves on that same goroutine.
 // Outside latency mode, or when the segment went through netstack's
 // processors, the handler runs on a goroutine of the connection's own that
-// waits for readability (busy-polling first in latency mode).
+// waits for readability (busy-polling first in latency mode); in stock
+// mode that goroutine runs netstack's processing of the segment itself, as
+// a Read does (no processor goroutine woken in between).
 //
 // The handler may call Write, CloseWrite and Close on c. It must not block:
 // while it runs, the delivering goroutine delivers nothing else (not even the
@@ -132,10 +135,42 @@ func (c *TCPConn) stopReceiving() {
 // nobody else ran it, until the last call, Close or the Stack's Close.
 func (c *TCPConn) receiveLoop() {
 	defer c.s.goroutines.Done()
+	if c.handEP != nil {
+		c.handedReceiveLoop()
+		return
+	}
 	c.handlerLoop(c.s.done, func() (found, finished bool) {
 		c.runHandler()
 		return false, c.recv.finished.Load()
 	})
+}
+
+// handedReceiveLoop is receiveLoop in stock mode: between drains the
+// goroutine waits in hand-off as a Read does (handoff.go), so that a
+// segment for the handler is processed here, instead of by a netstack
+// processor that would then wake this goroutine, and its ACK rides on the
+// handler's answer or is settled once per drain. It is the only goroutine
+// that runs the handler (the syncer does only in latency mode) and so the
+// only one to touch the hand-off and ackDue, as Read is for a reader.
+func (c *TCPConn) handedReceiveLoop() {
+	if c.lockThread {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	for {
+		c.runHandler()
+		if c.recv.finished.Load() {
+			return
+		}
+		select {
+		case <-c.done:
+			return
+		case <-c.s.done:
+			return
+		default:
+		}
+		c.waitRead(c.s.done)
+	}
 }
 
 // runHandler hands whatever c has received to the handler, unless another
@@ -172,9 +207,12 @@ func (c *TCPConn) drainLocked() {
 		res, err := c.ep.Read(&r.w, tcpip.ReadOptions{})
 		c.release(held)
 		r.w = nil
+		if err == nil {
+			c.moderate(res.Count) // first, so that the window update below announces any growth
+		}
+		c.afterHandoffRead(err == nil) // stock mode: see handedReceiveLoop
 		switch err.(type) {
 		case nil:
-			c.moderate(res.Count)
 			c.sy.afterRead(c.tep)
 			c.received(res.Count)
 			r.running.Store(true)

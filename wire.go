@@ -65,6 +65,13 @@ type wire struct {
 	// asking through the wrappers' interface chain cost a few calls on
 	// every received packet.
 	rxChecksummed bool
+	// handsOut counts the segments handed to a waiting Read or Write that
+	// it has not processed yet (handoff.go). It has cache lines of its
+	// own: the deliverer and the reader write it, on other cores, while
+	// every frame reads the fields above.
+	_        [64]byte
+	handsOut atomic.Int32
+	_        [60]byte
 }
 
 var (
