@@ -29,7 +29,7 @@ const (
 // link/pipe, the server side counting what it reads: a reader goroutine
 // per connection, or a Stack.ServeTCP handler.
 type connSet struct {
-	sp       *stackPair
+	sp       *stackPair            // nil for kernel sockets
 	srv      *tcpServer            // reader goroutines
 	ln       *tickwire.TCPListener // ServeTCP
 	clients  []net.Conn
@@ -134,7 +134,14 @@ func openConns(n, queueLen int, handler bool) (*connSet, connCost, error) {
 // once, where closing 10,000 connections one by one takes many seconds.
 // Then the connections' own Close calls only release them.
 func (cs *connSet) close() {
-	cs.sp.Close()
+	if cs.sp != nil {
+		cs.sp.Close()
+	} else if cs.srv != nil {
+		// Kernel sockets: the server closes first, so that TIME-WAIT
+		// holds the listening port's side, not 10,000 ephemeral ports.
+		cs.srv.stop()
+		cs.srv = nil
+	}
 	for _, c := range cs.clients {
 		if c != nil {
 			c.Close()
@@ -265,6 +272,65 @@ func setupManyConns(handler bool) func(p params) (*pair, error) {
 		}
 		return &pair{tickwire: side(p.conns), baseline: side(p.fewConns), close: func() {}}, nil
 	}
+}
+
+// kernelConnsSpare is the open files kept for everything but the
+// connections of openKernelConns.
+const kernelConnsSpare = 128
+
+// openKernelConns establishes n kernel TCP connections over loopback in
+// the shape of openConns: a reader goroutine per connection counting what
+// it reads. Both ends are in this process, two file descriptors a
+// connection: with a lower open-file limit than that needs (and no
+// CAP_SYS_RESOURCE to raise it) it opens as many as the limit allows.
+func openKernelConns(n int) (*connSet, error) {
+	n = min(n, (openFiles(2*n+kernelConnsSpare)-kernelConnsSpare)/2)
+	if n < 1 {
+		return nil, fmt.Errorf("%w: the open-file limit leaves no room for connections", errSkip)
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	cs := &connSet{clients: make([]net.Conn, n)}
+	cs.accepted.Add(n)
+	cs.srv = serveTCP(ln, func(c net.Conn) {
+		cs.accepted.Done()
+		buf := make([]byte, manyChunk)
+		for {
+			k, err := c.Read(buf)
+			cs.received.Add(int64(k))
+			if err != nil {
+				return
+			}
+		}
+	})
+	dial := kernelDial(ln.Addr())
+	for i := range n {
+		if cs.clients[i], err = dial(); err != nil {
+			cs.close()
+			return nil, fmt.Errorf("connection %d of %d: %w", i+1, n, err)
+		}
+	}
+	cs.accepted.Wait()
+	return cs, nil
+}
+
+// setupManyKernelConns builds tcp_10k_conns_kernel: the tcp_10k_conns
+// shape on the machine's own stack, to tell what of tcp_10k_conns' ratio
+// the machine (caches, memory, two cores) imposes on any stack.
+func setupManyKernelConns(p params) (*pair, error) {
+	side := func(n int) func() (sample, error) {
+		return func() (sample, error) {
+			cs, err := openKernelConns(n)
+			if err != nil {
+				return sample{}, err
+			}
+			defer cs.close()
+			return manyConnsThroughput(cs, p.dur)
+		}
+	}
+	return &pair{tickwire: side(p.conns), baseline: side(p.fewConns), close: func() {}}, nil
 }
 
 // setupManyConnsMemory builds tcp_10k_conns_mem (the heap) or, with stack,
