@@ -79,20 +79,25 @@ type handoff struct {
 func (h *handoff) waiting() bool { return h.state.Load() == handWaiting }
 
 // give hands ep, holding a segment queued without waking a processor, to
-// the waiting reader (writer) and wakes it through ch (its readCh,
-// writeCh), or, when it stopped waiting meanwhile, hands the segment to a processor as
-// netstack would have.
-func (h *handoff) give(ep *tcp.Endpoint, ch chan struct{}) bool {
+// c's waiting reader (writer) h and wakes it through ch (its readCh,
+// writeCh), or, when it stopped waiting meanwhile, hands the segment to a
+// processor as netstack would have. Past handYieldAt segments handed out
+// and not yet processed on c's stack, it yields the processor to the
+// goroutines it woke.
+func (c *TCPConn) give(h *handoff, ep *tcp.Endpoint, ch chan struct{}) {
 	if !h.state.CompareAndSwap(handWaiting, handGiven) {
 		netstackunsafe.Kick(ep)
-		return false
+		return
 	}
 	h.given.Add(1)
+	out := c.s.wire.handsOut.Add(1)
 	select {
 	case ch <- struct{}{}:
 	default: // a wake-up is pending already
 	}
-	return true
+	if out > handYieldAt {
+		runtime.Gosched()
+	}
 }
 
 // waitRead is sock.wait for a Read that found nothing to read: in stock
@@ -205,9 +210,7 @@ func (w *wire) handOffTCP(pkt *gstack.PacketBuffer, rx int64) bool {
 	pkt.RXChecksumValidated = w.rxChecksummed
 	w.counters.tcpDirect.Add(1)
 	w.tcp.queueHeld(ep, id, pkt, rx)
-	if h.give(ep, ch) && w.handsOut.Add(1) > handYieldAt {
-		runtime.Gosched()
-	}
+	c.give(h, ep, ch)
 	return true
 }
 

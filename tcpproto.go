@@ -411,7 +411,7 @@ func (p *tcpProtocol) handOff(tep *tcp.Endpoint, id gstack.TransportEndpointID, 
 		return false
 	}
 	p.queueHeld(tep, id, pkt, rx)
-	h.give(tep, ch)
+	c.give(h, tep, ch)
 	return true
 }
 
