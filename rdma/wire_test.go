@@ -347,6 +347,13 @@ func recordSession(t *testing.T) (string, Stats) {
 	if c := wait(t, cqa, 1)[0]; c.Status != StatusRemoteAccess {
 		t.Fatalf("bad rkey: %+v", c)
 	}
+	// The peer stops first and what it sent is delivered before a's
+	// device closes: a packet of b's (a late acknowledgement) arriving
+	// after that would be in the recording but in none of a's counters.
+	db.Close()
+	for deadline := time.Now().Add(10 * time.Second); b.TxBacklog() > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	da.Close()
 	sa.Close() // closes the recorder: the file is complete
 	return path, da.Stats()
