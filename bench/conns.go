@@ -69,17 +69,7 @@ func openConns(n, queueLen int, handler bool) (*connSet, connCost, error) {
 	} else {
 		var ln *tickwire.TCPListener
 		if ln, err = sp.server.ListenTCP(connsServer); err == nil {
-			cs.srv = serveTCP(ln, func(c net.Conn) {
-				cs.accepted.Done()
-				buf := make([]byte, manyChunk)
-				for {
-					k, err := c.Read(buf)
-					cs.received.Add(int64(k))
-					if err != nil {
-						return
-					}
-				}
-			})
+			cs.srv = serveTCP(ln, cs.countReads)
 		}
 	}
 	if err != nil {
@@ -128,6 +118,20 @@ func openConns(n, queueLen int, handler bool) (*connSet, connCost, error) {
 		heap:  float64(int64(heap1)-int64(heap0)) / float64(n),
 		stack: goroutineStacks(runtime.NumGoroutine()-g0) / float64(n),
 	}, nil
+}
+
+// countReads is a server connection's reader goroutine: it counts the
+// connection as accepted, then what it reads, until an error.
+func (cs *connSet) countReads(c net.Conn) {
+	cs.accepted.Done()
+	buf := make([]byte, manyChunk)
+	for {
+		k, err := c.Read(buf)
+		cs.received.Add(int64(k))
+		if err != nil {
+			return
+		}
+	}
 }
 
 // close closes the stacks first: Stack.Close resets every connection at
@@ -294,17 +298,7 @@ func openKernelConns(n int) (*connSet, error) {
 	}
 	cs := &connSet{clients: make([]net.Conn, n)}
 	cs.accepted.Add(n)
-	cs.srv = serveTCP(ln, func(c net.Conn) {
-		cs.accepted.Done()
-		buf := make([]byte, manyChunk)
-		for {
-			k, err := c.Read(buf)
-			cs.received.Add(int64(k))
-			if err != nil {
-				return
-			}
-		}
-	})
+	cs.srv = serveTCP(ln, cs.countReads)
 	dial := kernelDial(ln.Addr())
 	for i := range n {
 		if cs.clients[i], err = dial(); err != nil {
