@@ -67,8 +67,7 @@ const (
 // handoff is the hand-off state of one connection's reader (or writer).
 // Only the goroutine in Read (under TCPConn.readMu; a handler's receive
 // loop, which has no Read; Write, under writeMu) moves it out of handIdle
-// and back; a deliverer moves it from handWaiting
-// to handGiven.
+// and back; a deliverer moves it from handWaiting to handGiven.
 type handoff struct {
 	state atomic.Int32
 	// given counts the segments handed over, for tests.

@@ -117,7 +117,8 @@ type TCPConn struct {
 	hand   handoff
 	whand  handoff // the writer's, waiting for send-buffer space
 	// ackDue says the reader's hand-off processing left an ACK for the
-	// Read to settle (afterHandoffRead); under readMu.
+	// Read (or the stock-mode handler's drain) to settle
+	// (afterHandoffRead); under readMu, or on the handler's receive loop.
 	ackDue bool
 	// latReading is set while a Read runs in latency mode, and latACK
 	// when the syncer's processing left the ACK for that Read to send
