@@ -172,11 +172,14 @@ func (sy *syncer) process(ep *tcp.Endpoint, frozen *bool) {
 	mss := seqnum.Size(sy.wire.mss)
 	limit := mss
 	var r *TCPConn
+	var reads uint32 // r's Read count when the ACK was left to that Read
 	if sy.tcp != nil {
-		if r = sy.tcp.conns.find(ep); r != nil && r.latReading.Load() {
-			limit = noACK
-		} else {
-			r = nil
+		if r = sy.tcp.conns.find(ep); r != nil {
+			if reads = r.latReads.Load(); reads&1 == 1 {
+				limit = noACK
+			} else {
+				r = nil
+			}
 		}
 	}
 	sy.wire.out.hold()
@@ -205,15 +208,22 @@ func (sy *syncer) process(ep *tcp.Endpoint, frozen *bool) {
 		c.inScope.Store(false)
 	}
 	if owed && r != nil {
-		r.latACK.Store(true)
-		// The Read may have ended before the flag was set; then whichever of
-		// it and this takes the flag settles the ACK.
-		owed = !r.latReading.Load() && r.latACK.Swap(false) && sy.settle(ep)
+		owed = r.leaveACK(reads) && sy.settle(ep)
 	}
 	if owed {
 		sy.oweACK(ep)
 	}
 	sy.wire.out.release()
+}
+
+// leaveACK leaves the ACK of a processing that began during the Read
+// counted reads to that Read, and reports true when this caller must
+// settle it instead: that Read ended before the flag was set (and another
+// may have begun, which may wait for data the ACK would bring), and this
+// caller, not the ended Read, took the flag.
+func (c *TCPConn) leaveACK(reads uint32) bool {
+	c.latACK.Store(true)
+	return c.latReads.Load() != reads && c.latACK.Swap(false)
 }
 
 // settle sends ep's ACK when more than a segment is unacknowledged, as
@@ -228,7 +238,7 @@ func (sy *syncer) settle(ep *tcp.Endpoint) bool {
 // processing during the Read left to it, unless the Read's window update
 // (afterRead) carried it already.
 func (sy *syncer) readDone(c *TCPConn) {
-	c.latReading.Store(false)
+	c.latReads.Add(1) // even: done
 	if c.latACK.Swap(false) && sy.settle(c.tep) {
 		sy.oweACK(c.tep)
 	}

@@ -120,11 +120,14 @@ type TCPConn struct {
 	// Read (or the stock-mode handler's drain) to settle
 	// (afterHandoffRead); under readMu, or on the handler's receive loop.
 	ackDue bool
-	// latReading is set while a Read runs in latency mode, and latACK
-	// when the syncer's processing left the ACK for that Read to send
-	// (syncer.process): after the read, one ACK carries it and the window
-	// the read opened.
-	latReading, latACK atomic.Bool
+	// latReads counts the starts and ends of Reads in latency mode (odd
+	// while one runs), and latACK is set when the syncer's processing left
+	// the ACK for the Read that ran then to send (syncer.process): after
+	// the read, one ACK carries it and the window the read opened. The
+	// count, not a flag, tells the processing whether that same Read still
+	// runs: a later one may wait for data that only the ACK brings.
+	latReads atomic.Uint32
+	latACK   atomic.Bool
 	// flow is the flow of the connection's inbound segments, registered in
 	// the wire's flows when flowKnown (stock mode, handoff.go).
 	flow      flowKey
@@ -258,7 +261,7 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 		return 0, c.opError("read", ErrHandlerSet)
 	}
 	if c.sy != nil {
-		c.latReading.Store(true)
+		c.latReads.Add(1) // odd: reading
 		defer c.sy.readDone(c)
 	}
 	expired := c.rd.expired()
