@@ -235,13 +235,23 @@ func countDatagrams(read func(b []byte) error, count *atomic.Int64, wg *sync.Wai
 	}()
 }
 
+// kernelRcvBuf is the kernel baseline socket's SO_RCVBUF: 4 MiB, the
+// usual net.core.rmem_max (the kernel caps the request there).
+const kernelRcvBuf = 4 << 20
+
 // kernelRateRig builds the kernel side: a connected net.UDPConn sending to a
 // socket on 127.0.0.1 whose reader goroutine reads with
 // ReadFromUDPAddrPort, or with ReadFrom when readFrom is set. A failed send
-// (ENOBUFS) counts as sent and lost.
+// (ENOBUFS) counts as sent and lost. The socket asks for a receive buffer
+// of kernelRcvBuf, so that the baseline is the kernel's best, not its
+// default buffer's.
 func kernelRateRig(readFrom bool) (*udpRateRig, error) {
 	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
+		return nil, err
+	}
+	if err := pc.SetReadBuffer(kernelRcvBuf); err != nil {
+		pc.Close()
 		return nil, err
 	}
 	read := func(b []byte) error { _, _, err := pc.ReadFromUDPAddrPort(b); return err }
