@@ -142,11 +142,12 @@ func TestNotifyTxBacklog(t *testing.T) {
 		t.Errorf("TxQueueLen = %d, want Options.QueueLen 8", n)
 	}
 	var rb recorder
-	release := make(chan struct{})
+	release, entered := make(chan struct{}), make(chan struct{})
 	first := true
 	rb.onRecv = func([]byte) {
 		if first {
 			first = false
+			close(entered)
 			<-release // hold the direction busy
 		}
 	}
@@ -156,8 +157,10 @@ func TestNotifyTxBacklog(t *testing.T) {
 		writePacket(a, b.LinkAddress(), "0")
 		close(done)
 	}()
-	for a.Stats().Sent == 0 {
-	}
+	// Until frame 0 is in the dispatcher (not merely counted sent), a
+	// write below could find the direction idle and deliver itself, and
+	// wait in onRecv for the release this goroutine would never give.
+	<-entered
 	for i := 1; i <= 5; i++ {
 		writePacket(a, b.LinkAddress(), string(rune('0'+i)))
 	}
@@ -184,11 +187,12 @@ func TestNotifyTxBacklog(t *testing.T) {
 func TestQueueOverflow(t *testing.T) {
 	a, b := New(Options{QueueLen: 4})
 	var rb recorder
-	release := make(chan struct{})
+	release, entered := make(chan struct{}), make(chan struct{})
 	first := true
 	rb.onRecv = func([]byte) {
 		if first {
 			first = false
+			close(entered)
 			<-release // hold the direction busy
 		}
 	}
@@ -198,8 +202,10 @@ func TestQueueOverflow(t *testing.T) {
 		writePacket(a, b.LinkAddress(), "0")
 		close(done)
 	}()
-	for a.Stats().Sent == 0 {
-	}
+	// Until frame 0 is in the dispatcher (not merely counted sent), a
+	// write below could find the direction idle and deliver itself, and
+	// wait in onRecv for the release this goroutine would never give.
+	<-entered
 	for i := 1; i <= 6; i++ {
 		writePacket(a, b.LinkAddress(), string(rune('0'+i)))
 	}
