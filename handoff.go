@@ -24,9 +24,8 @@ import (
 // unless more than one full segment is unacknowledged: the
 // program's answer (its next Write) carries it, or the timer of the
 // wire's owed list sends it within 1 ms; a Read that frees most of the
-// window announces it at once (afterHandoffRead). A pure ACK cost a request
-// and its answer as much as the wake-ups: built and sent by one side,
-// demultiplexed and handed to a processor by the other (DESIGN.md).
+// window announces it at once (afterHandoffRead). Why a pure ACK is worth
+// saving: DESIGN.md.
 //
 // A segment handed over also skips netstack's network layer (direct TCP
 // delivery, tcpdirect.go), as in latency mode: the wire finds the
@@ -41,19 +40,14 @@ import (
 // unless a Write waits (below). Latency mode (syncer.go) goes further and
 // is unaffected: its Reads and Writes never wait in hand-off.
 //
-// A handler's goroutine in stock mode (TCPConn.OnReceive, ServeTCP) waits
-// in the reader's hand-off between drains, as a Read does: a request for it
-// is processed on it, and its answer carries the ACK.
-//
-// A deliverer that has handed out more than handYieldAt segments not yet
-// processed yields its processor to the goroutines it woke.
+// A stock-mode handler's goroutine waits in the reader's hand-off between
+// drains (handedReceiveLoop); a deliverer yields past handYieldAt (give).
 //
 // Writer hand-off is the same for a Write that waits for send-buffer
 // space: any segment of its connection (the ACK that frees the space, a
 // window update) is queued without waking a processor and the writer
-// processes it, sending what the ACK lets it send; without it, a bulk
-// sender's window turn woke the processor, which woke the writer. A
-// segment with payload goes to a waiting reader first (handTarget). The
+// processes it, sending what the ACK lets it send. A segment with payload
+// goes to a waiting reader first (handTarget). The
 // delivering goroutine still only queues: a link reader shared by many
 // connections does no TCP work for any of them.
 
