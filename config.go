@@ -274,11 +274,23 @@ type Config struct {
 	// cores to pin the threads to.
 	LockOSThread bool
 
-	// UDPReceiveQueue bounds the datagrams each UDP socket holds unread: one
-	// arriving at a full socket is dropped and counted in
-	// Stats.DropUDPBufferFull. A socket's queue takes at most
-	// UDPReceiveQueue x (link MTU - 28) bytes, allocated as it fills.
-	// Default 128 (DefaultUDPReceiveQueue); 1 to MaxUDPReceiveQueue.
+	// UDPReceiveBuffer bounds the bytes each UDP socket holds unread, as
+	// SO_RCVBUF does: a datagram counts its payload rounded up to 8 bytes
+	// plus 32 (so 1 MiB holds 10,922 datagrams of 64 bytes, 697 of 1472),
+	// and one arriving while the socket holds UDPReceiveBuffer bytes or
+	// more (or UDPReceiveQueue datagrams) is dropped and counted in
+	// Stats.DropUDPBufferFull. A socket's queue is allocated as it fills
+	// (4 KiB first, then doubling) and takes at most UDPReceiveBuffer plus
+	// two of the largest datagrams (link MTU - 28 bytes each). Default
+	// DefaultUDPReceiveBuffer (1 MiB), or, when UDPReceiveQueue is set,
+	// room for that many datagrams of MTU - 28 bytes if that is more;
+	// MinUDPReceiveBuffer to MaxUDPReceiveBuffer.
+	UDPReceiveBuffer int
+
+	// UDPReceiveQueue bounds the datagrams each UDP socket holds unread,
+	// beside UDPReceiveBuffer's bound in bytes. Default
+	// DefaultUDPReceiveQueue (65,536: the bytes bind first); 1 to
+	// MaxUDPReceiveQueue.
 	UDPReceiveQueue int
 
 	// Logger, when not nil, receives the stack's events (accepts reset by
@@ -428,11 +440,18 @@ func (c Config) withDefaults() (Config, error) {
 	if !c.Latency {
 		c.BusyPoll = 0
 	}
+	if c.UDPReceiveQueue < 0 || c.UDPReceiveQueue > MaxUDPReceiveQueue {
+		return c, configErrorf("UDPReceiveQueue", "%d out of range [1, %d]", c.UDPReceiveQueue, MaxUDPReceiveQueue)
+	}
+	if c.UDPReceiveBuffer == 0 {
+		// A program that sized its sockets in datagrams keeps the room it had.
+		c.UDPReceiveBuffer = min(max(DefaultUDPReceiveBuffer, c.UDPReceiveQueue*udpRecordSize(c.MTU-28)), MaxUDPReceiveBuffer)
+	}
 	if c.UDPReceiveQueue == 0 {
 		c.UDPReceiveQueue = DefaultUDPReceiveQueue
 	}
-	if c.UDPReceiveQueue < 1 || c.UDPReceiveQueue > MaxUDPReceiveQueue {
-		return c, configErrorf("UDPReceiveQueue", "%d out of range [1, %d]", c.UDPReceiveQueue, MaxUDPReceiveQueue)
+	if c.UDPReceiveBuffer < MinUDPReceiveBuffer || c.UDPReceiveBuffer > MaxUDPReceiveBuffer {
+		return c, configErrorf("UDPReceiveBuffer", "%d out of range [%d, %d]", c.UDPReceiveBuffer, MinUDPReceiveBuffer, MaxUDPReceiveBuffer)
 	}
 	if len(c.StaticARP) > MaxARPEntries {
 		return c, configErrorf("StaticARP", "%d entries, at most %d", len(c.StaticARP), MaxARPEntries)

@@ -68,6 +68,8 @@ func TestConfigErrors(t *testing.T) {
 		{"ARPTimeout", func(c *tickwire.Config) { c.ARPTimeout = time.Hour }},
 		{"UDPReceiveQueue", func(c *tickwire.Config) { c.UDPReceiveQueue = -1 }},
 		{"UDPReceiveQueue", func(c *tickwire.Config) { c.UDPReceiveQueue = tickwire.MaxUDPReceiveQueue + 1 }},
+		{"UDPReceiveBuffer", func(c *tickwire.Config) { c.UDPReceiveBuffer = tickwire.MinUDPReceiveBuffer - 1 }},
+		{"UDPReceiveBuffer", func(c *tickwire.Config) { c.UDPReceiveBuffer = tickwire.MaxUDPReceiveBuffer + 1 }},
 		{"StaticARP[10.9.9.9]", func(c *tickwire.Config) {
 			c.StaticARP = map[netip.Addr]net.HardwareAddr{netip.MustParseAddr("10.9.9.9"): {2, 0, 0, 0, 0, 1}}
 		}},

@@ -95,18 +95,19 @@
 //     (about a second) later than without the flood. Under such a flood, a segment for the
 //     full listener is refused before netstack's IPv4 layer, at the cost of
 //     one demultiplexer lookup.
-//   - Per UDP socket: Config.UDPReceiveQueue datagrams, default 128, each at
-//     most the link MTU - 28 bytes [DropUDPBufferFull].
+//   - Per UDP socket: Config.UDPReceiveBuffer bytes, default 1 MiB (each
+//     datagram counts its payload, at most the link MTU - 28 bytes, plus
+//     32), and Config.UDPReceiveQueue datagrams [DropUDPBufferFull].
 //   - UDP sockets: one per port, so at most 65,535 per Stack, in the
 //     stack's own port table (paged: 2 KiB per 256 ports in use, 512 KiB
 //     at most). An idle listener costs about 0.9 KB of heap: 65,535 open
 //     in about half a second and under 64 MiB (bench rows udp_listen_64k
-//     and udp_listen_64k_mem). Its receive ring (about 80 bytes a slot plus
-//     the slot's buffer) is allocated when a datagram first waits in it,
+//     and udp_listen_64k_mem). Its receive ring (4 KiB, doubling as it
+//     fills) is allocated when a datagram first waits in it,
 //     and a netstack endpoint (about 14 KB) only when the socket needs one:
 //     a connected socket (DialUDP), a multicast membership, a send to a
 //     broadcast, local or looped-back multicast address, or a datagram
-//     left to netstack (IP options, larger than a ring slot). A ServeUDP
+//     left to netstack (IP options, larger than the link MTU - 28). A ServeUDP
 //     socket has a goroutine of its own.
 //   - Dynamic ARP entries: Config.ARPEntries, default 128 [ARPTableFull,
 //     ARPEvictions]; an unanswered resolution is given up after

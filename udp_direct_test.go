@@ -365,6 +365,53 @@ func TestUDPReceiveQueueFull(t *testing.T) {
 	}
 }
 
+// TestUDPReceiveBufferFull: a socket takes datagrams while it holds fewer
+// than Config.UDPReceiveBuffer bytes (each counting its payload, rounded up
+// to 8, plus 32), as the kernel does with SO_RCVBUF: 4 of 1000 bytes fill
+// 4 KiB, the rest are dropped and counted, and reading makes room again.
+func TestUDPReceiveBufferFull(t *testing.T) {
+	p := newPair(t, func(c *tickwire.Config) {
+		staticARP(c)
+		c.UDPReceiveBuffer = tickwire.MinUDPReceiveBuffer
+	})
+	srv, err := p.b.ListenUDP(9002)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c := dialUDP(t, p, 9002)
+	send := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			c.Write(bytes.Repeat([]byte{byte(i)}, 1000))
+		}
+		for deadline := time.Now().Add(5 * time.Second); p.b.Stats().UDPRxPackets < uint64(to) && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	send(0, 10)
+	if st := p.b.Stats(); st.DropUDPBufferFull != 6 {
+		t.Errorf("DropUDPBufferFull = %d, want 6", st.DropUDPBufferFull)
+	}
+	buf := make([]byte, 2000)
+	read := func(want byte) {
+		t.Helper()
+		n, _, err := srv.ReadFrom(buf)
+		if err != nil || n != 1000 || buf[0] != want || buf[999] != want {
+			t.Fatalf("read: %d bytes starting %d, %v; want 1000 of %d", n, buf[0], err, want)
+		}
+	}
+	for i := range 4 {
+		read(byte(i))
+	}
+	send(10, 12) // room again
+	read(10)
+	read(11)
+	if st := p.b.Stats(); st.DropUDPBufferFull != 6 {
+		t.Errorf("DropUDPBufferFull = %d after reading, want 6", st.DropUDPBufferFull)
+	}
+}
+
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()

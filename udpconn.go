@@ -30,12 +30,12 @@ type UDPHandler func(c *UDPConn, payload []byte, from netip.AddrPort)
 //
 // Datagrams bypass netstack's UDP endpoint, in both modes: tickwire's link
 // wrapper hands each datagram for the socket's port to the socket on the
-// goroutine that delivers the frame, where it waits in a ring of
-// Config.UDPReceiveQueue slots until read (when the ring is full it is
+// goroutine that delivers the frame, where it waits in a ring bounded by
+// Config.UDPReceiveBuffer until read (when the ring is full it is
 // dropped and counted in Stats.DropUDPBufferFull) or goes straight to the
 // OnReceive handler; a fragmented datagram takes the same way once the link
 // wrapper has reassembled it. Datagrams with IP options, datagrams larger
-// than a slot for a socket without a handler and broadcasts sent by the
+// than the link MTU - 28 for a socket without a handler and broadcasts sent by the
 // socket still go through netstack, transparently.
 // Writes never block: a datagram goes to the link before Write returns (or
 // is dropped by the link, which counts it). Sending to a broadcast address
@@ -170,7 +170,7 @@ func (s *Stack) udpEndpoint(local tcpip.FullAddress, remote *tcpip.FullAddress) 
 		c.connected, c.remote, c.remotePort = true, remote.Addr, remote.Port
 		c.raddr = &net.UDPAddr{IP: remote.Addr.AsSlice(), Port: int(remote.Port)}
 	}
-	c.ring.size, c.ring.slotSize = s.cfg.UDPReceiveQueue, s.udpSlotSize()
+	c.ring.init(s.cfg.UDPReceiveQueue, s.cfg.UDPReceiveBuffer, s.udpSlotSize())
 	if err := c.t.add(local.Port, c); err != nil {
 		c.shut()
 		return nil, err
@@ -293,14 +293,14 @@ type receipt uint8
 const (
 	received receipt = iota // handed to the handler or queued in the ring
 	ringFull                // dropped: the ring was full
-	tooLarge                // not taken: larger than a ring slot
+	tooLarge                // not taken: larger than the ring takes
 )
 
 // receive hands a directly delivered datagram to the socket: to its handler
 // when it has one and nobody is running it, after the datagrams waiting in
 // the ring (else to the ring, for whoever runs the handler next, so that
 // order is kept and the delivering goroutine never waits), or to the ring.
-// A datagram larger than a slot that cannot go to the handler at once is
+// A datagram larger than the ring takes (ring.maxPayload) that cannot go to the handler at once is
 // not taken (tooLarge): the caller leaves it to netstack's endpoint, whose
 // datagrams the socket's goroutine hands to the handler. rx is the
 // datagram's receive time.
@@ -317,7 +317,7 @@ func (c *UDPConn) receive(payload []byte, from netip.AddrPort, rx int64, group u
 		c.recv.mu.Unlock()
 		return received
 	}
-	if len(payload) > c.ring.slotSize {
+	if len(payload) > c.ring.maxPayload {
 		return tooLarge
 	}
 	if !c.ring.push(payload, from, rx, group, ip) {
@@ -540,8 +540,8 @@ const rxIPv4Valid = 1 << 32
 // handling or the last read returned, as RxTime does, for protocols whose
 // integrity check covers the IP header (RoCEv2's invariant CRC). ok is
 // false when they are not known: a datagram netstack delivered (IP
-// options, a fragmented datagram's reassembled header, one larger than a
-// ring slot while the handler was busy). It does not allocate.
+// options, a fragmented datagram's reassembled header, one larger than the
+// link MTU - 28 while the handler was busy). It does not allocate.
 func (c *UDPConn) RxIPv4ID() (id, flags uint16, ok bool) {
 	v := c.rxIP.Load()
 	return uint16(v >> 16), uint16(v), v&rxIPv4Valid != 0

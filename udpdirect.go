@@ -31,8 +31,9 @@ import (
 //     one once reassembled, frag.go) addressed to a port in the stack's
 //     udpTable to its socket before netstack sees it (udpTable.deliver):
 //     the socket's OnReceive handler runs on the delivering goroutine, or
-//     the datagram is copied into the socket's ring of UDPReceiveQueue
-//     slots, which Read and ReadFrom drain without allocating. Everything
+//     the datagram is copied into the socket's ring (udpring.go, bounded
+//     by UDPReceiveBuffer), which Read and ReadFrom drain without
+//     allocating. Everything
 //     else (ports nobody opened through tickwire, IP options, odd
 //     addresses, a connected socket's datagrams from other peers) goes to
 //     netstack as before, so ICMP port unreachable and every drop counter
@@ -152,11 +153,14 @@ type udpTable struct {
 // udpPortPage holds the sockets of 256 consecutive ports.
 type udpPortPage [256]atomic.Pointer[UDPConn]
 
-// DefaultUDPReceiveQueue and MaxUDPReceiveQueue are Config.UDPReceiveQueue's
-// default and largest value.
+// The defaults and ranges of Config.UDPReceiveQueue (datagrams) and
+// Config.UDPReceiveBuffer (bytes).
 const (
-	DefaultUDPReceiveQueue = 128
-	MaxUDPReceiveQueue     = 1 << 16
+	DefaultUDPReceiveQueue  = 1 << 16
+	MaxUDPReceiveQueue      = 1 << 16
+	DefaultUDPReceiveBuffer = 1 << 20
+	MinUDPReceiveBuffer     = 4096
+	MaxUDPReceiveBuffer     = 1 << 30
 )
 
 func newUDPTable(s *Stack) *udpTable {
@@ -307,7 +311,7 @@ func (t *udpTable) deliver(pkt *gstack.PacketBuffer, rx int64) bool {
 		t.notForUs.Increment() // a group this socket did not join
 		return true
 	}
-	if len(d.payload) > c.ring.slotSize && !c.recv.set.Load() {
+	if len(d.payload) > c.ring.maxPayload && !c.recv.set.Load() {
 		c.endpoint()
 		return false // larger than the link's MTU said: netstack's endpoint holds it
 	}
@@ -340,81 +344,6 @@ func (t *udpTable) toNetstack(pkt *gstack.PacketBuffer) {
 			c.endpoint()
 		}
 	}
-}
-
-// udpRing is a socket's bounded queue of received datagrams: a fixed number
-// of slots, each holding one datagram of at most slotSize bytes. The slots
-// are allocated when the first datagram is queued, and each slot's memory
-// the first time the slot is used, so that a socket whose datagrams go
-// straight to its handler, or that receives nothing, costs no ring. Safe
-// for concurrent use.
-type udpRing struct {
-	mu sync.Mutex
-	// +checklocks:mu
-	slots []udpSlot // nil until first used
-	// +checklocks:mu
-	head int
-	// +checklocks:mu
-	n        int
-	size     int // slots
-	slotSize int
-	// waiting is n, for queued's lock-free look.
-	waiting atomic.Int32
-}
-
-type udpSlot struct {
-	buf   []byte // slotSize bytes once used
-	n     int
-	from  netip.AddrPort
-	rx    int64  // receive time
-	group uint32 // multicast destination, 0 for unicast (multicast.go)
-	ip    uint64 // the IPv4 identification and flags (UDPConn.RxIPv4ID)
-}
-
-// queued reports whether a datagram may be waiting, without a lock.
-func (r *udpRing) queued() bool { return r.waiting.Load() > 0 }
-
-// push copies payload, received from from at rx (sent to group, 0 for
-// unicast), into the next free slot, reporting false when the ring is full
-// or payload does not fit a slot.
-func (r *udpRing) push(payload []byte, from netip.AddrPort, rx int64, group uint32, ip uint64) bool {
-	if len(payload) > r.slotSize {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.n == r.size {
-		return false
-	}
-	if r.slots == nil {
-		r.slots = make([]udpSlot, r.size)
-	}
-	s := &r.slots[(r.head+r.n)%len(r.slots)]
-	if s.buf == nil {
-		s.buf = make([]byte, r.slotSize)
-	}
-	s.n = copy(s.buf, payload)
-	s.from, s.rx, s.group, s.ip = from, rx, group, ip
-	r.n++
-	r.waiting.Store(int32(r.n))
-	return true
-}
-
-// pop copies the oldest datagram into b, truncating it to len(b), and
-// frees its slot; ok is false when the ring is empty.
-func (r *udpRing) pop(b []byte) (n int, from netip.AddrPort, rx int64, group uint32, ip uint64, ok bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.n == 0 {
-		return 0, netip.AddrPort{}, 0, 0, 0, false
-	}
-	s := &r.slots[r.head]
-	n = copy(b, s.buf[:s.n])
-	from, rx, group, ip = s.from, s.rx, s.group, s.ip
-	r.head = (r.head + 1) % len(r.slots)
-	r.n--
-	r.waiting.Store(int32(r.n))
-	return n, from, rx, group, ip, true
 }
 
 // udpRoute is a cached netstack route to one destination. refs counts the

@@ -67,7 +67,8 @@ var measures = []measure{
 		baselineName: "kernel UDP, loopback, ReadFrom",
 		doc: "udp_rx_64B with a ListenUDP socket read by a goroutine in ReadFrom (one allocation per " +
 			"datagram, the address), fed through the socket's receive ring " +
-			"(Config.UDPReceiveQueue); baseline: the kernel socket read with ReadFrom.",
+			"(bounded in bytes by Config.UDPReceiveBuffer, default 1 MiB: 10,922 datagrams of 64 bytes); " +
+			"baseline: the kernel socket read with ReadFrom.",
 		setup: setupUDPRate(true),
 	},
 	{
