@@ -93,29 +93,30 @@ func (c *TCPConn) give(h *handoff, ep *tcp.Endpoint, ch chan struct{}) {
 	}
 }
 
-// waitRead is sock.wait for a Read that found nothing to read: in stock
-// mode, it waits in hand-off and processes what it was given once it
-// wakes, for whatever reason (data, deadline, Close), so that a segment
-// handed over is never left in the queue.
-func (c *TCPConn) waitRead(expired <-chan struct{}) {
-	c.waitHanded(&c.hand, c.readCh, expired)
+// waitRead is sock.wait for a Read that found nothing to read (stop nil:
+// data, the read deadline or Close end it) or for a handler's goroutine
+// (stop: the Stack's done): in stock mode, it waits in hand-off and
+// processes what it was given once it wakes, for whatever reason, so that
+// a segment handed over is never left in the queue.
+func (c *TCPConn) waitRead(stop <-chan struct{}) {
+	c.waitHanded(&c.hand, c.readCh, stop)
 }
 
 // waitWrite is sock.wait for a Write that found the send buffer full: the
 // writer's side of the hand-off (see handTarget).
-func (c *TCPConn) waitWrite(expired <-chan struct{}) {
-	c.waitHanded(&c.whand, c.writeCh, expired)
+func (c *TCPConn) waitWrite() {
+	c.waitHanded(&c.whand, c.writeCh, nil)
 }
 
 // waitHanded waits on ch in hand-off h (the reader's or the writer's) and
 // processes what h was given, for whatever reason the wait ended.
-func (c *TCPConn) waitHanded(h *handoff, ch, expired <-chan struct{}) {
+func (c *TCPConn) waitHanded(h *handoff, ch, stop <-chan struct{}) {
 	if c.handEP == nil {
-		c.wait(ch, expired)
+		c.wait(ch, stop)
 		return
 	}
 	h.state.Store(handWaiting)
-	c.wait(ch, expired)
+	c.wait(ch, stop)
 	if h.state.Swap(handIdle) != handGiven {
 		return
 	}

@@ -13,13 +13,18 @@ import (
 )
 
 // deadline is one direction's deadline: a channel that is closed when the
-// deadline passes.
+// deadline passes. When it passes it also signals wake, when set: the
+// channel a blocked call of that direction waits on, so that the call
+// waits on that one channel (a receive) instead of selecting over it and
+// the deadline (a select parks on every channel it names: about 1,500
+// instructions more per wait, measured with callgrind).
 type deadline struct {
 	mu sync.Mutex
 	// +checklocks:mu
 	timer *time.Timer
 	// +checklocks:mu
-	ch chan struct{}
+	ch   chan struct{}
+	wake chan struct{} // set before first use, never changed
 }
 
 // newDeadline returns a deadline whose channel is made when first needed,
@@ -60,6 +65,7 @@ func (d *deadline) set(t time.Time) {
 	ch := d.ch
 	if dur := time.Until(t); dur <= 0 {
 		close(ch)
+		signal(d.wake)
 		return
 	}
 	d.timer = time.AfterFunc(time.Until(t), func() {
@@ -71,9 +77,19 @@ func (d *deadline) set(t time.Time) {
 			case <-ch:
 			default:
 				close(ch)
+				signal(d.wake)
 			}
 		}
 	})
+}
+
+// signal sends on ch, a channel of capacity 1, unless a signal already
+// waits in it or ch is nil.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 func (d *deadline) stop() {
@@ -114,6 +130,7 @@ type sock struct {
 func (k *sock) init(wq *waiter.Queue, ep tcpip.Endpoint, cfg *Config) {
 	k.initReadOnly(wq, ep, cfg)
 	k.writeEntry, k.writeCh = waiter.NewChannelEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
+	k.wd.wake = k.writeCh
 	wq.EventRegister(&k.writeEntry)
 }
 
@@ -124,6 +141,7 @@ func (k *sock) initReadOnly(wq *waiter.Queue, ep tcpip.Endpoint, cfg *Config) {
 	k.rd, k.wd = newDeadline(), newDeadline()
 	k.done = make(chan struct{})
 	k.readEntry, k.readCh = waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
+	k.rd.wake = k.readCh
 	wq.EventRegister(&k.readEntry)
 }
 
@@ -174,6 +192,8 @@ func (k *sock) shut() bool {
 		return false
 	}
 	close(k.done)
+	signal(k.readCh) // for waits on the one channel (sock.wait)
+	signal(k.writeCh)
 	if k.ep != nil { // a UDPConn's is its own (UDPConn.endpoint)
 		k.ep.Close()
 	}
@@ -200,11 +220,19 @@ func (k *sock) check(expired <-chan struct{}) error {
 	}
 }
 
-// wait blocks until ch signals, the deadline passes or the socket closes.
-func (k *sock) wait(ch, expired <-chan struct{}) {
+// wait blocks until ch, the socket's readCh or writeCh, signals, or stop
+// closes. The direction's deadline and Close signal ch too (deadline.wake,
+// shut), so a nil stop waits on ch alone; ch may also signal for none of
+// these (an event since consumed, an earlier deadline): the caller checks
+// again.
+func (k *sock) wait(ch, stop <-chan struct{}) {
+	if stop == nil {
+		<-ch
+		return
+	}
 	select {
 	case <-ch:
-	case <-expired:
+	case <-stop:
 	case <-k.done:
 	}
 }

@@ -290,7 +290,7 @@ func (c *TCPConn) Read(b []byte) (int, error) {
 			return res.Count, nil
 		case *tcpip.ErrWouldBlock:
 			if !spin.again() {
-				c.waitRead(expired)
+				c.waitRead(nil)
 			}
 		case *tcpip.ErrClosedForReceive:
 			return 0, io.EOF
@@ -343,7 +343,7 @@ func (c *TCPConn) Write(b []byte) (int, error) {
 				return n, c.opError("write", ErrSendBufferFull)
 			}
 			if !spin.again() {
-				c.waitWrite(expired)
+				c.waitWrite()
 			}
 		default:
 			return n, c.opError("write", c.cause(err))

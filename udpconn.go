@@ -471,7 +471,7 @@ func (c *UDPConn) read(b []byte, from *netip.AddrPort) (int, error) {
 				return 0, net.ErrClosed
 			}
 			if !spin.again() {
-				c.waitReadable(expired)
+				c.waitReadable()
 			}
 			continue
 		}
@@ -486,8 +486,11 @@ func (c *UDPConn) read(b []byte, from *netip.AddrPort) (int, error) {
 			c.rxIP.Store(0)
 			return res.Count, nil
 		case *tcpip.ErrWouldBlock:
+			if c.s.closed.Load() {
+				return 0, net.ErrClosed
+			}
 			if !spin.again() {
-				c.waitReadable(expired)
+				c.waitReadable()
 			}
 		default:
 			return 0, c.cause(err)
@@ -495,18 +498,11 @@ func (c *UDPConn) read(b []byte, from *netip.AddrPort) (int, error) {
 	}
 }
 
-// waitReadable blocks until a datagram may be waiting (the ring's push or
-// the netstack endpoint signals readCh), the deadline passes, or c or the
-// Stack closes (a socket without a netstack endpoint hears of the Stack's
-// Close only from the Stack).
-func (c *UDPConn) waitReadable(expired <-chan struct{}) {
-	select {
-	case <-c.readCh:
-	case <-expired:
-	case <-c.done:
-	case <-c.s.done:
-	}
-}
+// waitReadable blocks until readCh signals: a datagram may be waiting (the
+// ring's push or the netstack endpoint), the read deadline passed
+// (deadline.wake), c closed (shut) or the Stack did (udpTable.close: a
+// socket without a netstack endpoint hears of it only from the Stack).
+func (c *UDPConn) waitReadable() { <-c.readCh }
 
 // recvBufLocked returns the handler's buffer for datagrams read from the
 // ring and the netstack endpoint, allocating it on first use (a socket

@@ -238,7 +238,8 @@ func (t *udpTable) remove(port uint16, c *UDPConn) {
 }
 
 // close drops the cached routes of every socket still open, at the
-// Stack's Close: they hold references on netstack's routes.
+// Stack's Close (they hold references on netstack's routes), and wakes
+// their blocked reads.
 func (t *udpTable) close() {
 	for i := range t.pages {
 		p := t.pages[i].Load()
@@ -248,6 +249,7 @@ func (t *udpTable) close() {
 		for j := range p {
 			if c := p[j].Load(); c != nil {
 				c.dropRoutes()
+				signal(c.readCh) // a blocked read returns net.ErrClosed
 			}
 		}
 	}
