@@ -89,3 +89,38 @@ func TestReceiveBufferGrowsTAP(t *testing.T) {
 		})
 	}
 }
+
+// TestSendBufferGrowsTAP streams from the stack on a TAP device to a kernel
+// TCP reader in the namespace and checks send-buffer auto-tuning: the
+// buffer starts at Config.SendBuffer and, with SendBufferMax above it,
+// grows with the congestion window but never past the bound; with growth
+// off, or after SetWriteBuffer, it stays.
+func TestSendBufferGrowsTAP(t *testing.T) {
+	for _, tc := range sendBufferCases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, ns, _ := tapPeer(t, tickwire.Config{SendBufferMax: tc.max})
+			var kln net.Listener
+			if err := ns.Do(func() (err error) {
+				kln, err = net.Listen("tcp", "10.205.0.1:0") // tapPeer's kernel side
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			defer kln.Close()
+			go func() {
+				kc, err := kln.Accept()
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, kc)
+				kc.Close()
+			}()
+			c, err := s.DialTCP(ctxTimeout(t, 5*time.Second), netip.MustParseAddrPort(kln.Addr().String()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			checkSendBufferGrowth(t, c, tc)
+		})
+	}
+}

@@ -41,6 +41,7 @@ func TestConfigErrors(t *testing.T) {
 		{"SendBuffer", func(c *tickwire.Config) { c.SendBuffer = 1 << 30 }},
 		{"ReceiveBuffer", func(c *tickwire.Config) { c.ReceiveBuffer = -5 }},
 		{"ReceiveBufferMax", func(c *tickwire.Config) { c.ReceiveBufferMax = 4<<20 + 1 }},
+		{"SendBufferMax", func(c *tickwire.Config) { c.SendBufferMax = 4<<20 + 1 }},
 		{"Congestion", func(c *tickwire.Config) { c.Congestion = "bbr" }},
 		{"MaxConnections", func(c *tickwire.Config) { c.MaxConnections = -1 }},
 		{"MaxConnections", func(c *tickwire.Config) { c.MaxConnections = tickwire.MaxConnectionsLimit + 1 }},
@@ -118,6 +119,29 @@ func TestConfigDefaults(t *testing.T) {
 		got.KeepaliveCount != 5 || got.IdleTimeout != 0 || got.TimeWait != time.Minute || got.MaxTimeWait != 65536 {
 		t.Errorf("connection defaults: MaxConnectionsPerSource %d, keepalive %v/%v/%d, IdleTimeout %v, TimeWait %v, MaxTimeWait %d; want 32, 30s/5s/5, 0, 1m0s, 65536",
 			got.MaxConnectionsPerSource, got.KeepaliveIdle, got.KeepaliveInterval, got.KeepaliveCount, got.IdleTimeout, got.TimeWait, got.MaxTimeWait)
+	}
+}
+
+// TestConfigSendBufferMax checks the bound of send-buffer auto-tuning New
+// settles on, with the same rules as ReceiveBufferMax's.
+func TestConfigSendBufferMax(t *testing.T) {
+	for _, tc := range []struct{ snd, max, want int }{
+		{0, 0, tickwire.DefaultSendBufferMax},
+		{2 << 20, 0, 2 << 20},
+		{0, 256 << 10, 256 << 10},
+		{0, 4 << 20, 4 << 20},
+		{0, -1, tickwire.DefaultSendBuffer},
+		{64 << 10, 16 << 10, 64 << 10},
+	} {
+		pa, _ := pipe.New(pipe.Options{})
+		s, err := tickwire.New(tickwire.Config{Link: pa, Addr: addrA, SendBuffer: tc.snd, SendBufferMax: tc.max})
+		if err != nil {
+			t.Fatalf("SendBuffer %d, SendBufferMax %d: %v", tc.snd, tc.max, err)
+		}
+		if got := s.Config().SendBufferMax; got != tc.want {
+			t.Errorf("SendBuffer %d, SendBufferMax %d: bound %d, want %d", tc.snd, tc.max, got, tc.want)
+		}
+		s.Close()
 	}
 }
 

@@ -60,7 +60,9 @@
 //   - Per TCP connection: Config.SendBuffer and Config.ReceiveBuffer, 32 KiB
 //     each; the receive window advertised is the receive buffer, which
 //     auto-tuning grows, for a program that reads faster than its window
-//     per round trip, up to Config.ReceiveBufferMax (default 1 MiB).
+//     per round trip, up to Config.ReceiveBufferMax (default 1 MiB); the
+//     send buffer grows with the congestion window up to
+//     Config.SendBufferMax (default 1 MiB).
 //     Inbound segments waiting for processing or reading: twice the receive
 //     buffer, and 64 KiB more for segments without payload (ACKs, RSTs),
 //     in netstack's accounting, about 800 bytes for such a segment

@@ -232,7 +232,8 @@ func (c *TCPConn) SetReadBuffer(bytes int) error {
 
 // SetWriteBuffer sets the connection's send buffer (SO_SNDBUF) to bytes,
 // 4 KiB to 4 MiB (else the error wraps syscall.EINVAL); Config.SendBuffer
-// is the default. Write blocks while it is full.
+// is the default. Write blocks while it is full. It turns the connection's
+// auto-tuning (Config.SendBufferMax) off, as SO_SNDBUF does on Linux.
 func (c *TCPConn) SetWriteBuffer(bytes int) error {
 	if bytes < tcp.MinBufferSize || bytes > tcp.MaxBufferSize {
 		return c.opError("set", syscall.EINVAL)

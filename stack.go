@@ -209,7 +209,9 @@ func (s *Stack) configure() error {
 		// up to the range's Max, only when the connection's reads call
 		// ModerateRecvBuf (TCPConn.moderate).
 		ptr(tcpip.TCPModerateReceiveBufferOption(cfg.ReceiveBufferMax > cfg.ReceiveBuffer)),
-		&tcpip.TCPSendBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: cfg.SendBuffer, Max: cfg.SendBuffer},
+		// Send-buffer auto-tuning (Config.SendBufferMax) is netstack's own:
+		// it grows a buffer with the congestion window up to the Max.
+		&tcpip.TCPSendBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: cfg.SendBuffer, Max: cfg.SendBufferMax},
 		&tcpip.TCPReceiveBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: netstackReceiveBuffer(cfg.ReceiveBuffer), Max: netstackReceiveBuffer(cfg.ReceiveBufferMax)},
 	} {
 		if err := s.st.SetTransportProtocolOption(tcp.ProtocolNumber, opt); err != nil {

@@ -34,6 +34,10 @@ type TCPInfo struct {
 	// now: Config.ReceiveBuffer (or SetReadBuffer's) at first, grown by
 	// auto-tuning up to Config.ReceiveBufferMax.
 	ReceiveBuffer int
+	// SendBuffer is the send buffer the connection has now:
+	// Config.SendBuffer (or SetWriteBuffer's) at first, grown by
+	// auto-tuning up to Config.SendBufferMax.
+	SendBuffer int
 
 	// BytesSent and BytesReceived count the payload bytes the program
 	// wrote (accepted into the send buffer) and read (by Read or handed to
@@ -74,6 +78,7 @@ func (c *TCPConn) Info() TCPInfo {
 		info.ReceiveQueued = n
 	}
 	info.ReceiveBuffer = int(tep.SocketOptions().GetReceiveBufferSize()) / 2 // see netstackReceiveBuffer
+	info.SendBuffer = int(tep.SocketOptions().GetSendBufferSize())
 	if st, ok := tep.Stats().(*tcp.Stats); ok {
 		info.SegmentsSent = st.SegmentsSent.Value()
 		info.SegmentsReceived = st.SegmentsReceived.Value()

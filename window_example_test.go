@@ -64,6 +64,61 @@ func ExampleConfig_receiveBufferMax() {
 	// grown: true within the bound: true
 }
 
+// Send-buffer auto-tuning: a connection starts with a send buffer of
+// Config.SendBuffer and, as its congestion window opens, grows it up to
+// Config.SendBufferMax, so that a stream keeps a window's worth of data in
+// flight instead of Config.SendBuffer's.
+func ExampleConfig_sendBufferMax() {
+	pa, pb := pipe.New(pipe.Options{})
+	sender, err := tickwire.New(tickwire.Config{
+		Link: pa, MAC: pa.MAC(), Addr: netip.MustParsePrefix("10.0.0.1/24"),
+		SendBuffer:    32 << 10,  // the buffer every connection starts with
+		SendBufferMax: 256 << 10, // at worst MaxConnections x 256 KiB held
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer sender.Close()
+	receiver, err := tickwire.New(tickwire.Config{Link: pb, MAC: pb.MAC(), Addr: netip.MustParsePrefix("10.0.0.2/24")})
+	if err != nil {
+		panic(err)
+	}
+	defer receiver.Close()
+	ln, err := receiver.ListenTCP(9)
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+	go func() {
+		r, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, r)
+		r.Close()
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := sender.DialTCP(ctx, netip.MustParseAddrPort("10.0.0.2:9"))
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	fmt.Println("send buffer at first:", c.Info().SendBuffer)
+	buf := make([]byte, 64<<10)
+	for range 256 { // 16 MiB
+		if _, err := c.Write(buf); err != nil {
+			panic(err)
+		}
+	}
+	b := c.Info().SendBuffer
+	fmt.Println("grown:", b > 32<<10, "within the bound:", b <= 256<<10)
+	// Output:
+	// send buffer at first: 32768
+	// grown: true within the bound: true
+}
+
 // Idle connections keep their congestion window by default: a connection
 // that writes now and then (one client of thousands, an order session
 // between bursts) sends a 16 KiB write at once. SlowStartAfterIdle
