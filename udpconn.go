@@ -35,8 +35,8 @@ type UDPHandler func(c *UDPConn, payload []byte, from netip.AddrPort)
 // dropped and counted in Stats.DropUDPBufferFull) or goes straight to the
 // OnReceive handler; a fragmented datagram takes the same way once the link
 // wrapper has reassembled it. Datagrams with IP options, datagrams larger
-// than the link MTU - 28 for a socket without a handler and broadcasts sent by the
-// socket still go through netstack, transparently.
+// than the link MTU - 28 for a socket without a handler and broadcasts
+// sent by the socket still go through netstack, transparently.
 // Writes never block: a datagram goes to the link before Write returns (or
 // is dropped by the link, which counts it). Sending to a broadcast address
 // is refused, as netstack refuses it without SO_BROADCAST.
@@ -170,7 +170,7 @@ func (s *Stack) udpEndpoint(local tcpip.FullAddress, remote *tcpip.FullAddress) 
 		c.connected, c.remote, c.remotePort = true, remote.Addr, remote.Port
 		c.raddr = &net.UDPAddr{IP: remote.Addr.AsSlice(), Port: int(remote.Port)}
 	}
-	c.ring.init(s.cfg.UDPReceiveQueue, s.cfg.UDPReceiveBuffer, s.udpSlotSize())
+	c.ring.init(s.cfg.UDPReceiveQueue, s.cfg.UDPReceiveBuffer, s.udpDirectMax())
 	if err := c.t.add(local.Port, c); err != nil {
 		c.shut()
 		return nil, err
@@ -274,8 +274,8 @@ func (c *UDPConn) closeEndpoint() {
 	}
 }
 
-// udpSlotSize is the largest datagram direct delivery takes in one frame.
-func (s *Stack) udpSlotSize() int {
+// udpDirectMax is the largest datagram direct delivery takes in one frame.
+func (s *Stack) udpDirectMax() int {
 	mtu := max(s.cfg.MTU, int(s.cfg.Link.MTU()))
 	return mtu - 28 // IPv4 and UDP headers
 }
@@ -300,10 +300,10 @@ const (
 // when it has one and nobody is running it, after the datagrams waiting in
 // the ring (else to the ring, for whoever runs the handler next, so that
 // order is kept and the delivering goroutine never waits), or to the ring.
-// A datagram larger than the ring takes (ring.maxPayload) that cannot go to the handler at once is
-// not taken (tooLarge): the caller leaves it to netstack's endpoint, whose
-// datagrams the socket's goroutine hands to the handler. rx is the
-// datagram's receive time.
+// A datagram larger than the ring takes (ring.maxPayload) that cannot go
+// to the handler at once is not taken (tooLarge): the caller leaves it to
+// netstack's endpoint, whose datagrams the socket's goroutine hands to the
+// handler. rx is the datagram's receive time.
 // +checklocksignore: TryLock, which checklocks cannot follow.
 func (c *UDPConn) receive(payload []byte, from netip.AddrPort, rx int64, group uint32, ip uint64) receipt {
 	if c.recv.set.Load() && c.recv.mu.TryLock() {
