@@ -387,22 +387,22 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 
-	switch {
-	case c.ReceiveBufferMax == 0:
-		c.ReceiveBufferMax = max(DefaultReceiveBufferMax, c.ReceiveBuffer)
-	case c.ReceiveBufferMax < c.ReceiveBuffer: // growth off
-		c.ReceiveBufferMax = c.ReceiveBuffer
-	case c.ReceiveBufferMax > tcp.MaxBufferSize:
-		return c, configErrorf("ReceiveBufferMax", "%d out of range [%d, %d] (negative: no growth)", c.ReceiveBufferMax, c.ReceiveBuffer, tcp.MaxBufferSize)
-	}
-
-	switch {
-	case c.SendBufferMax == 0:
-		c.SendBufferMax = max(DefaultSendBufferMax, c.SendBuffer)
-	case c.SendBufferMax < c.SendBuffer: // growth off
-		c.SendBufferMax = c.SendBuffer
-	case c.SendBufferMax > tcp.MaxBufferSize:
-		return c, configErrorf("SendBufferMax", "%d out of range [%d, %d] (negative: no growth)", c.SendBufferMax, c.SendBuffer, tcp.MaxBufferSize)
+	// The auto-tuning bounds: 0 is the default (at least the buffer), a
+	// value below the buffer turns growth off.
+	for _, b := range []struct {
+		name     string
+		v        *int
+		buf, def int
+	}{{"ReceiveBufferMax", &c.ReceiveBufferMax, c.ReceiveBuffer, DefaultReceiveBufferMax},
+		{"SendBufferMax", &c.SendBufferMax, c.SendBuffer, DefaultSendBufferMax}} {
+		switch {
+		case *b.v == 0:
+			*b.v = max(b.def, b.buf)
+		case *b.v < b.buf: // growth off
+			*b.v = b.buf
+		case *b.v > tcp.MaxBufferSize:
+			return c, configErrorf(b.name, "%d out of range [%d, %d] (negative: no growth)", *b.v, b.buf, tcp.MaxBufferSize)
+		}
 	}
 
 	switch c.Congestion {

@@ -122,35 +122,15 @@ func TestConfigDefaults(t *testing.T) {
 	}
 }
 
-// TestConfigSendBufferMax checks the bound of send-buffer auto-tuning New
-// settles on, with the same rules as ReceiveBufferMax's.
-func TestConfigSendBufferMax(t *testing.T) {
-	for _, tc := range []struct{ snd, max, want int }{
-		{0, 0, tickwire.DefaultSendBufferMax},
-		{2 << 20, 0, 2 << 20},
-		{0, 256 << 10, 256 << 10},
-		{0, 4 << 20, 4 << 20},
-		{0, -1, tickwire.DefaultSendBuffer},
-		{64 << 10, 16 << 10, 64 << 10},
-	} {
-		pa, _ := pipe.New(pipe.Options{})
-		s, err := tickwire.New(tickwire.Config{Link: pa, Addr: addrA, SendBuffer: tc.snd, SendBufferMax: tc.max})
-		if err != nil {
-			t.Fatalf("SendBuffer %d, SendBufferMax %d: %v", tc.snd, tc.max, err)
-		}
-		if got := s.Config().SendBufferMax; got != tc.want {
-			t.Errorf("SendBuffer %d, SendBufferMax %d: bound %d, want %d", tc.snd, tc.max, got, tc.want)
-		}
-		s.Close()
+// TestConfigBufferMax checks the bounds of receive- and send-buffer
+// auto-tuning New settles on: the default, at least the buffer, and growth
+// off (the bound is the buffer) for a negative value or one below the
+// buffer. The send defaults are the receive ones (32 KiB, 1 MiB).
+func TestConfigBufferMax(t *testing.T) {
+	if tickwire.DefaultSendBuffer != tickwire.DefaultReceiveBuffer || tickwire.DefaultSendBufferMax != tickwire.DefaultReceiveBufferMax {
+		t.Fatal("the send and receive defaults differ: give the send cases their own wants")
 	}
-}
-
-// TestConfigReceiveBufferMax checks the bound of receive-buffer
-// auto-tuning New settles on: the default, at least ReceiveBuffer, and
-// growth off (the bound is ReceiveBuffer) for a negative value or one
-// below ReceiveBuffer.
-func TestConfigReceiveBufferMax(t *testing.T) {
-	for _, tc := range []struct{ rcv, max, want int }{
+	for _, tc := range []struct{ buf, max, want int }{
 		{0, 0, tickwire.DefaultReceiveBufferMax},
 		{2 << 20, 0, 2 << 20},
 		{0, 256 << 10, 256 << 10},
@@ -158,15 +138,25 @@ func TestConfigReceiveBufferMax(t *testing.T) {
 		{0, -1, tickwire.DefaultReceiveBuffer},
 		{64 << 10, 16 << 10, 64 << 10},
 	} {
-		pa, _ := pipe.New(pipe.Options{})
-		s, err := tickwire.New(tickwire.Config{Link: pa, Addr: addrA, ReceiveBuffer: tc.rcv, ReceiveBufferMax: tc.max})
-		if err != nil {
-			t.Fatalf("ReceiveBuffer %d, ReceiveBufferMax %d: %v", tc.rcv, tc.max, err)
+		for _, send := range []bool{false, true} {
+			cfg := tickwire.Config{Addr: addrA, ReceiveBuffer: tc.buf, ReceiveBufferMax: tc.max}
+			if send {
+				cfg = tickwire.Config{Addr: addrA, SendBuffer: tc.buf, SendBufferMax: tc.max}
+			}
+			cfg.Link, _ = pipe.New(pipe.Options{})
+			s, err := tickwire.New(cfg)
+			if err != nil {
+				t.Fatalf("send %v, buffer %d, bound %d: %v", send, tc.buf, tc.max, err)
+			}
+			got := s.Config().ReceiveBufferMax
+			if send {
+				got = s.Config().SendBufferMax
+			}
+			if got != tc.want {
+				t.Errorf("send %v, buffer %d, bound %d: settled on %d, want %d", send, tc.buf, tc.max, got, tc.want)
+			}
+			s.Close()
 		}
-		if got := s.Config().ReceiveBufferMax; got != tc.want {
-			t.Errorf("ReceiveBuffer %d, ReceiveBufferMax %d: bound %d, want %d", tc.rcv, tc.max, got, tc.want)
-		}
-		s.Close()
 	}
 }
 
