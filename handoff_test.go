@@ -229,7 +229,15 @@ func seededPattern(seed byte, n int) []byte {
 // send-buffer space are handed to that Write instead of a processor.
 func TestWriteHandoff(t *testing.T) {
 	_, c, s := stockPairStacks(t)
-	const size = 4 << 20 // 128 windows of the default 32 KiB buffers
+	// Fixed 32 KiB send buffers: grown by auto-tuning (Config.SendBufferMax),
+	// a Write would rarely find its buffer full, and the hand-off to a
+	// waiting Write is what this tests.
+	for _, conn := range []net.Conn{c, s} {
+		if err := conn.(*tickwire.TCPConn).SetWriteBuffer(32 << 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const size = 4 << 20 // 128 windows of the 32 KiB buffers
 	type result struct {
 		got []byte
 		err error
