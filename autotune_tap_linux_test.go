@@ -73,16 +73,7 @@ func TestReceiveBufferGrowsTAP(t *testing.T) {
 			if _, err := io.CopyN(io.Discard, c, 64<<20); err != nil {
 				t.Fatal(err)
 			}
-			got := c.Info().ReceiveBuffer
-			t.Logf("ReceiveBuffer after 64 MiB: %d", got)
-			switch {
-			case got > tc.bound:
-				t.Errorf("ReceiveBuffer after 64 MiB = %d, above the bound %d", got, tc.bound)
-			case tc.bound > tickwire.DefaultReceiveBuffer && got <= tickwire.DefaultReceiveBuffer:
-				t.Errorf("ReceiveBuffer after 64 MiB = %d: did not grow", got)
-			case tc.bound == tickwire.DefaultReceiveBuffer && got != tc.bound:
-				t.Errorf("ReceiveBuffer after 64 MiB = %d with growth off, want %d", got, tc.bound)
-			}
+			checkGrowth(t, "ReceiveBuffer", c.Info().ReceiveBuffer, tickwire.DefaultReceiveBuffer, tc.bound)
 			kc.Close()
 			c.Close()
 			<-sent

@@ -47,15 +47,22 @@ func checkSendBufferGrowth(t *testing.T, c *tickwire.TCPConn, tc sendBufferCase)
 			t.Fatal(err)
 		}
 	}
-	got := c.Info().SendBuffer
-	t.Logf("SendBuffer after 64 MiB: %d", got)
+	checkGrowth(t, "SendBuffer", c.Info().SendBuffer, start, tc.bound)
+}
+
+// checkGrowth checks what, an auto-tuned buffer that started at start and
+// may grow up to bound, after a 64 MiB stream: within the bound, grown
+// when the bound allows it, unchanged when it does not.
+func checkGrowth(t *testing.T, what string, got, start, bound int) {
+	t.Helper()
+	t.Logf("%s after 64 MiB: %d", what, got)
 	switch {
-	case got > tc.bound:
-		t.Errorf("SendBuffer after 64 MiB = %d, above the bound %d", got, tc.bound)
-	case tc.bound > start && got <= start:
-		t.Errorf("SendBuffer after 64 MiB = %d: did not grow", got)
-	case tc.bound == start && got != start:
-		t.Errorf("SendBuffer after 64 MiB = %d with growth off, want %d", got, start)
+	case got > bound:
+		t.Errorf("%s after 64 MiB = %d, above the bound %d", what, got, bound)
+	case bound > start && got <= start:
+		t.Errorf("%s after 64 MiB = %d: did not grow", what, got)
+	case bound == start && got != start:
+		t.Errorf("%s after 64 MiB = %d with growth off, want %d", what, got, start)
 	}
 }
 
