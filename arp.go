@@ -129,10 +129,7 @@ func (t *arpTable) victims() []tcpip.Address {
 }
 
 func (t *arpTable) wake() {
-	select {
-	case t.kick <- struct{}{}:
-	default:
-	}
+	signal(t.kick)
 }
 
 func (t *arpTable) len() int {

@@ -131,10 +131,7 @@ func (g *backlogGate) open() {
 	}
 	g.gen++
 	for i, ch := range g.held {
-		select {
-		case ch <- struct{}{}:
-		default: // a wake-up is pending already
-		}
+		signal(ch)
 		g.held[i] = nil
 	}
 	g.held = g.held[:0]

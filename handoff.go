@@ -84,10 +84,7 @@ func (c *TCPConn) give(h *handoff, ep *tcp.Endpoint, ch chan struct{}) {
 	}
 	h.given.Add(1)
 	out := c.s.wire.handsOut.Add(1)
-	select {
-	case ch <- struct{}{}:
-	default: // a wake-up is pending already
-	}
+	signal(ch)
 	if out > handYieldAt {
 		runtime.Gosched()
 	}

@@ -53,10 +53,7 @@ func (l handlerListener) NotifyEvent(waiter.EventMask) {
 	if c.inline.CompareAndSwap(inlineActive, inlinePending) {
 		return
 	}
-	select {
-	case c.readCh <- struct{}{}:
-	default:
-	}
+	signal(c.readCh)
 }
 
 // OnReceive switches c to the handler API: from now on, handler is
@@ -111,10 +108,7 @@ func (c *TCPConn) OnReceive(handler TCPHandler) error {
 	}
 	c.s.goroutines.Add(1)
 	go c.receiveLoop()
-	select { // bytes that arrived before the handler
-	case c.readCh <- struct{}{}:
-	default:
-	}
+	signal(c.readCh) // bytes that arrived before the handler
 	return nil
 }
 

@@ -323,10 +323,7 @@ func (c *UDPConn) receive(payload []byte, from netip.AddrPort, rx int64, group u
 	if !c.ring.push(payload, from, rx, group, ip) {
 		return ringFull
 	}
-	select {
-	case c.readCh <- struct{}{}:
-	default:
-	}
+	signal(c.readCh)
 	return received
 }
 
